@@ -1,0 +1,47 @@
+"""The ``collie`` command line: thin click commands over the library, one renderer, one error path.
+
+Every :class:`~collie.errors.CollieError` raised below becomes one sentence on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from collie import __version__
+from collie.errors import CollieError
+
+
+class CollieGroup(click.Group):
+    """A click group that turns user errors into one sentence and exit 2, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CollieError as exc:
+            click.echo(f"collie: error: {exc}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("collie: interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=CollieGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="collie")
+def main() -> None:
+    """collie finds performance anomalies in RDMA subsystems.
+
+    It searches the space of verbs workloads for the ones that make a NIC, its PCIe link or its host
+    misbehave (PFC pause storms, throughput far below line rate, retransmissions), proves each case with
+    counters from both ends, shrinks it to the minimal conditions and saves a case anyone can replay.
+    The default target is the built-in simulator (sim), which needs no hardware.
+    """
+
+
+def _register() -> None:
+    """Attach the subcommands (each lives in its own ``collie/cli/*_cmd.py`` module)."""
+
+
+_register()

@@ -1,0 +1,133 @@
+"""Named legality constraints of RDMA workloads, shared by workload files and the search space.
+
+Each constraint looks at one flow and returns ``None`` when it holds, or a sentence that says what is wrong and
+what is allowed. :func:`violations` lists every broken one; :func:`validate_workload` raises on the first.
+The names are stable: presets, docs and tests refer to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from collie.errors import ConstraintError
+from collie.units import format_size
+from collie.workload import Flow, Workload
+
+ATOMIC_OPCODES: Final = ("ATOMIC_FA", "ATOMIC_CS")
+LEGAL_OPCODES: Final = {
+    "RC": ("WRITE", "WRITE_IMM", "READ", "SEND", "SEND_IMM", *ATOMIC_OPCODES),
+    "UC": ("WRITE", "WRITE_IMM", "SEND", "SEND_IMM"),
+    "UD": ("SEND", "SEND_IMM"),
+}
+#: Registered memory one host may pin for one workload (all flows, both roles).
+MAX_PINNED_BYTES: Final = 64 << 30
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A named rule over one flow."""
+
+    name: str
+    summary: str
+    check: Callable[[Flow], str | None]
+
+
+def _legal_opcode(f: Flow) -> str | None:
+    legal = LEGAL_OPCODES[f.transport]
+    if f.opcode not in legal:
+        return f"{f.transport} does not support {f.opcode}; {f.transport} allows {', '.join(legal)}"
+    return None
+
+
+def _ud_msg_le_mtu(f: Flow) -> str | None:
+    if f.transport == "UD" and f.max_size > f.mtu:
+        return (f"UD messages must fit in one MTU: {f.max_size} B is larger than the MTU of {f.mtu} B; "
+                f"use sizes <= {f.mtu} or a larger MTU")
+    return None
+
+
+def _atomics(f: Flow) -> str | None:
+    if f.opcode in ATOMIC_OPCODES and (set(f.sizes) != {8} or f.sges != 1):
+        return f"atomic {f.opcode} operates on exactly 8 B in one SGE; set sizes = [8] and sges = 1"
+    return None
+
+
+def _depth_ge_batch(f: Flow) -> str | None:
+    if f.sq_depth < f.batch:
+        return (f"sq_depth {f.sq_depth} is below batch {f.batch}: a post list cannot exceed the send queue; "
+                f"use sq_depth >= {f.batch}")
+    return None
+
+
+def _signal_within_depth(f: Flow) -> str | None:
+    if f.signal_every > f.sq_depth:
+        return (f"signal_every {f.signal_every} exceeds sq_depth {f.sq_depth}: the send queue would fill "
+                f"before a completion frees it; use signal_every <= {f.sq_depth}")
+    return None
+
+
+def _sges_le_min_size(f: Flow) -> str | None:
+    if f.sges > f.min_size:
+        return f"{f.sges} SGEs cannot split a {f.min_size} B message; use sges <= {f.min_size}"
+    return None
+
+
+def _sge_fits_mr(f: Flow) -> str | None:
+    sge = -(-f.max_size // f.sges)
+    if sge > f.mr_size:
+        return (f"an SGE of {format_size(sge)} B ({format_size(f.max_size)} B over {f.sges} SGEs) does not fit "
+                f"an MR of {format_size(f.mr_size)} B; use mr_size >= {format_size(sge)} or more SGEs")
+    return None
+
+
+def _inline(f: Flow) -> str | None:
+    if f.inline and f.opcode not in ("WRITE", "WRITE_IMM", "SEND", "SEND_IMM"):
+        return f"inline data only applies to WRITE and SEND, not {f.opcode}; set inline = 0"
+    return None
+
+
+CONSTRAINTS: Final[tuple[Constraint, ...]] = (
+    Constraint("legal_opcode", "UD: SEND only; UC: SEND and WRITE; RC: all opcodes", _legal_opcode),
+    Constraint("ud_msg_le_mtu", "UD messages are at most one MTU", _ud_msg_le_mtu),
+    Constraint("atomics_8b", "atomics are RC only, 8 B, one SGE", _atomics),
+    Constraint("depth_ge_batch", "sq_depth >= batch", _depth_ge_batch),
+    Constraint("signal_within_depth", "signal_every <= sq_depth", _signal_within_depth),
+    Constraint("sges_le_min_size", "every SGE carries at least one byte", _sges_le_min_size),
+    Constraint("sge_fits_mr", "each SGE fits in one MR", _sge_fits_mr),
+    Constraint("inline_needs_write_or_send", "inline data only for WRITE and SEND", _inline),
+)
+
+
+def pinned_bytes_per_host(workload: Workload) -> dict[str, int]:
+    """Registered memory each host pins: every flow registers ``mrs x mr_size`` on both of its ends."""
+    out: dict[str, int] = {h: 0 for h in workload.hosts}
+    for f in workload.flows:
+        out[f.client.host] += f.mrs * f.mr_size
+        out[f.server.host] += f.mrs * f.mr_size
+    return out
+
+
+def violations(workload: Workload) -> list[tuple[str, str]]:
+    """Every broken constraint as ``(name, sentence)``, flows in order; empty when the workload is legal."""
+    found: list[tuple[str, str]] = []
+    many = len(workload.flows) > 1
+    for i, flow in enumerate(workload.flows):
+        for c in CONSTRAINTS:
+            msg = c.check(flow)
+            if msg is not None:
+                found.append((c.name, f"flows[{i}]: {msg}" if many else msg))
+    for host, pinned in pinned_bytes_per_host(workload).items():
+        if pinned > MAX_PINNED_BYTES:
+            found.append(("pinned_memory", f"host {host} would pin {format_size(pinned)} B of MRs; allowed is "
+                          f"at most {format_size(MAX_PINNED_BYTES)} B (fewer or smaller MRs)"))
+    return found
+
+
+def validate_workload(workload: Workload, source: str = "workload") -> None:
+    """Raise :class:`ConstraintError` for the first broken constraint."""
+    found = violations(workload)
+    if found:
+        name, msg = found[0]
+        raise ConstraintError(name, f"{source}: {msg}")

@@ -1,0 +1,130 @@
+"""Derived features of a workload: one vocabulary for the simulator's quirk conditions, the minimizer and MFS.
+
+A feature is a named scalar (int, bool or str) computed from a :class:`~collie.workload.Workload` alone. Quirk
+conditions, minimal feature sets and reports all speak in these names, so a condition written once (e.g.
+``qps_total >= 160``) means the same thing everywhere.
+
+Aggregation rules (for workloads of several flows):
+    * categorical features (``transport``, ``opcode``) are the common value, or ``MIXED`` when flows differ;
+    * size-like and count-like features are the maximum over flows, except ``*_total`` (sums), ``mtu`` (the
+      smallest: the most packets per message) and ``min_msg`` (the smallest message);
+    * flags (``bidirectional``, ``loopback``, ``incast``, ``remote_numa``, ``gpu``, ``burst``) are true when any
+      flow has them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from typing import Final
+
+from collie.workload import Workload
+
+SMALL_MSG: Final = 1024
+LARGE_MSG: Final = 65536
+
+
+@dataclass(frozen=True)
+class Features:
+    """The derived features of one workload (see the module docstring for aggregation)."""
+
+    transport: str
+    opcode: str
+    flows: int
+    hosts: int
+    qps_total: int
+    qps_flow: int
+    qps_host: int
+    batch: int
+    sges: int
+    sge_bytes: int
+    wq_depth: int
+    rq_depth: int
+    mtu: int
+    max_msg: int
+    min_msg: int
+    sizes: int
+    size_mix: bool
+    bidirectional: bool
+    loopback: bool
+    incast: bool
+    remote_numa: bool
+    gpu: bool
+    mrs_host: int
+    mr_size: int
+    mr_footprint: int
+    processes: int
+    inline: int
+    signal_every: int
+    burst: bool
+
+    def as_dict(self) -> dict[str, int | bool | str]:
+        return asdict(self)
+
+
+FEATURE_NAMES: Final = tuple(Features.__dataclass_fields__)
+
+
+def _common(values: list[str]) -> str:
+    return values[0] if len(set(values)) == 1 else "MIXED"
+
+
+def features(workload: Workload) -> Features:
+    """Compute the features of ``workload`` (pure, cheap: called on every simulated experiment)."""
+    flows = workload.flows
+    qps_host: dict[str, int] = defaultdict(int)
+    mrs_host: dict[str, int] = defaultdict(int)
+    bytes_host: dict[str, int] = defaultdict(int)
+    remote_pairs: set[tuple[str, str]] = set()
+    loop_rx: set[str] = set()
+    remote_rx: set[str] = set()
+    all_sizes: list[int] = []
+    for f in flows:
+        # both ends count on their host, so a loopback flow's host holds 2 x qps QPs and 2 x mrs MRs
+        qps_host[f.client.host] += f.qps
+        qps_host[f.server.host] += f.qps
+        mrs_host[f.client.host] += f.mrs
+        mrs_host[f.server.host] += f.mrs
+        bytes_host[f.client.host] += f.mrs * f.mr_size
+        bytes_host[f.server.host] += f.mrs * f.mr_size
+        all_sizes.extend(f.sizes)
+        # the host whose NIC receives the data: READ moves data from server to client
+        receiver = f.client.host if f.opcode == "READ" else f.server.host
+        if f.loopback:
+            loop_rx.add(receiver)
+        else:
+            remote_pairs.add((f.client.host, f.server.host))
+            remote_rx.add(receiver)
+    max_msg = max(all_sizes)
+    min_msg = min(all_sizes)
+    return Features(
+        transport=_common([f.transport for f in flows]),
+        opcode=_common([f.opcode for f in flows]),
+        flows=len(flows),
+        hosts=len(workload.hosts),
+        qps_total=sum(f.qps for f in flows),
+        qps_flow=max(f.qps for f in flows),
+        qps_host=max(qps_host.values()),
+        batch=max(f.batch for f in flows),
+        sges=max(f.sges for f in flows),
+        sge_bytes=max(-(-f.max_size // f.sges) for f in flows),
+        wq_depth=max(f.sq_depth for f in flows),
+        rq_depth=max(f.rq_depth for f in flows),
+        mtu=min(f.mtu for f in flows),
+        max_msg=max_msg,
+        min_msg=min_msg,
+        sizes=max(len(f.sizes) for f in flows),
+        size_mix=min_msg <= SMALL_MSG and max_msg >= LARGE_MSG,
+        bidirectional=any((b, a) in remote_pairs for a, b in remote_pairs),
+        loopback=bool(loop_rx),
+        incast=bool(loop_rx & remote_rx),
+        remote_numa=any(e.memory == "remote" for f in flows for e in (f.client, f.server)),
+        gpu=any(e.memory == "gpu" for f in flows for e in (f.client, f.server)),
+        mrs_host=max(mrs_host.values()),
+        mr_size=max(f.mr_size for f in flows),
+        mr_footprint=max(bytes_host.values()),
+        processes=max(f.processes for f in flows),
+        inline=max(f.inline for f in flows),
+        signal_every=max(f.signal_every for f in flows),
+        burst=any(f.burst for f in flows),
+    )

@@ -1,0 +1,187 @@
+"""The target interface: something that runs a workload and reports what happened, with counters.
+
+A target is a context manager. ``describe()`` fingerprints the subsystem (NIC, firmware, driver, kernel, line
+rate, ceilings); ``run(workload, duration)`` runs one experiment and returns a :class:`RunResult`. A workload the
+target cannot run (over a device limit, an opcode it lacks) raises :class:`Unsupported`: the campaign prunes that
+trial and never counts it as an anomaly.
+
+Invariants of a :class:`RunResult`:
+    * rates are per second of the measured interval (setup excluded);
+    * ``counters`` of a host are deltas over the measured interval under the driver's real counter names, except
+      gauges (catalog kind ``gauge``), which are the mean of the samples; a counter the host does not have is
+      absent, never 0;
+    * ``truth`` is filled by the simulator only and may be read by tests and benchmarks only; no strategy,
+      oracle or minimizer may look at it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
+
+from collie.workload import Workload
+
+
+class Unsupported(Exception):
+    """The target cannot run this workload; ``str(exc)`` says why (e.g. ``qps 20000 > device max_qp 16384``)."""
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """Fingerprint of a target's subsystem, stored with every campaign.
+
+    Attributes:
+        name: the target spec as given (``sim:cx6-200g``, ``verbs:rxe0``, ...).
+        kind: ``sim``, ``verbs`` or ``remote``.
+        nic_model: NIC model as the vendor names it.
+        firmware: firmware version, or ``""`` when unknown.
+        driver: kernel RDMA driver (``mlx5``, ``bnxt_re``, ``rxe``, ...).
+        kernel: kernel release.
+        counter_dialect: which counter catalog the names follow (``mlx5``, ``bnxt_re``, ``rxe``, ...).
+        line_rate_bps: link speed in bits/s (before any header overhead).
+        msg_rate_pps: the NIC's packet-rate ceiling in packets/s (0 when unknown; calibration measures it).
+        hosts: the host names workloads may use.
+        details: anything else worth fingerprinting (PCIe gen/width, CPU, NUMA layout, ...).
+    """
+
+    name: str
+    kind: str
+    nic_model: str
+    firmware: str
+    driver: str
+    kernel: str
+    counter_dialect: str
+    line_rate_bps: float
+    msg_rate_pps: float
+    hosts: tuple[str, ...]
+    details: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["hosts"] = list(self.hosts)
+        d["details"] = dict(self.details)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TargetInfo:
+        return cls(**{**d, "hosts": tuple(d["hosts"]), "details": dict(d.get("details", {}))})
+
+
+@dataclass(frozen=True)
+class FlowResult:
+    """Measured performance of one flow of the workload (index into ``Workload.flows``).
+
+    Attributes:
+        bps: payload bits/s delivered.
+        pps: packets/s on the wire (data packets).
+        msg_rate: messages (work requests) completed per second.
+        lat_p50_us, lat_p99_us, lat_p999_us: completion latency percentiles in µs.
+    """
+
+    flow: int
+    client: str
+    server: str
+    bps: float
+    pps: float
+    msg_rate: float
+    lat_p50_us: float
+    lat_p99_us: float
+    lat_p999_us: float
+
+
+@dataclass(frozen=True)
+class HostResult:
+    """What one host's NIC did during the measured interval.
+
+    Attributes:
+        tx_bps, rx_bps: bits/s sent and received by the NIC (payload; loopback counts both ways).
+        tx_pps, rx_pps: packets/s sent and received.
+        counters: counter deltas (gauges: means) under the driver's names; absent = not available.
+    """
+
+    host: str
+    tx_bps: float
+    rx_bps: float
+    tx_pps: float
+    rx_pps: float
+    counters: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of one experiment (see the module docstring for invariants)."""
+
+    workload_key: str
+    target: str
+    duration_s: float
+    setup_s: float
+    flows: tuple[FlowResult, ...]
+    hosts: tuple[HostResult, ...]
+    errors: tuple[str, ...] = ()
+    engine_bound: bool = False
+    truth: tuple[str, ...] = ()
+
+    def host(self, name: str) -> HostResult:
+        """The result of host ``name``; KeyError if that host took no part."""
+        for h in self.hosts:
+            if h.host == name:
+                return h
+        raise KeyError(name)
+
+    def to_dict(self, include_truth: bool = False) -> dict[str, Any]:
+        """Plain JSON-ready form; ``truth`` is left out unless asked for (tests and benchmarks only)."""
+        d: dict[str, Any] = {
+            "workload_key": self.workload_key,
+            "target": self.target,
+            "duration_s": self.duration_s,
+            "setup_s": self.setup_s,
+            "flows": [asdict(f) for f in self.flows],
+            "hosts": [{**asdict(h), "counters": dict(h.counters)} for h in self.hosts],
+            "errors": list(self.errors),
+            "engine_bound": self.engine_bound,
+        }
+        if include_truth:
+            d["truth"] = list(self.truth)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunResult:
+        return cls(
+            workload_key=d["workload_key"],
+            target=d["target"],
+            duration_s=float(d["duration_s"]),
+            setup_s=float(d["setup_s"]),
+            flows=tuple(FlowResult(**f) for f in d["flows"]),
+            hosts=tuple(HostResult(**{**h, "counters": dict(h["counters"])}) for h in d["hosts"]),
+            errors=tuple(d.get("errors", ())),
+            engine_bound=bool(d.get("engine_bound", False)),
+            truth=tuple(d.get("truth", ())),
+        )
+
+
+@runtime_checkable
+class Target(Protocol):
+    """What every target implements (sim, verbs, remote)."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    def describe(self) -> TargetInfo:
+        """Fingerprint of the subsystem under test."""
+        ...
+
+    def run(self, workload: Workload, duration: float) -> RunResult:
+        """Run one experiment for ``duration`` seconds of measured traffic.
+
+        Raises:
+            Unsupported: the target cannot run this workload.
+        """
+        ...

@@ -1,0 +1,43 @@
+"""Byte sizes and rates as people write them (``64K``, ``4 MiB``, ``200 Gb/s``) and back."""
+
+from __future__ import annotations
+
+import re
+
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(i?B?)\s*$", re.IGNORECASE)
+_SIZE_FACTORS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(value: int | str) -> int:
+    """Parse a byte count: an int, or a string such as ``"512"``, ``"64K"``, ``"64KiB"``, ``"4 MB"``.
+
+    Size suffixes are binary (K = 1024), as in perftest and the RDMA literature.
+
+    Raises:
+        ValueError: for anything else (including bools, negatives and fractions).
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"not a byte size: {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"byte size must not be negative: {value}")
+        return value
+    if isinstance(value, str):
+        m = _SIZE_RE.match(value)
+        if m:
+            return int(m.group(1)) * _SIZE_FACTORS[m.group(2).upper()]
+    raise ValueError(f"not a byte size: {value!r} (write e.g. 512, \"64K\" or \"4MiB\")")
+
+
+def format_size(n: int) -> str:
+    """Shortest exact binary form: 65536 -> ``64K``, 1536 -> ``1536``, 4194304 -> ``4M``."""
+    for suffix in ("T", "G", "M", "K"):
+        factor = _SIZE_FACTORS[suffix]
+        if n >= factor and n % factor == 0:
+            return f"{n // factor}{suffix}"
+    return str(n)
+
+
+def format_rate(bps: float) -> str:
+    """Bits per second in Gb/s with two decimals (perftest's --report_gbits convention)."""
+    return f"{bps / 1e9:.2f}"
