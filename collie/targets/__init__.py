@@ -28,6 +28,10 @@ def open_target(spec: str, *, seed: int = 0, pace: float = 0.0) -> Target:
         from collie.targets.sim import SimTarget
 
         return SimTarget(rest or None, seed=seed, pace=pace)
+    if kind == "verbs":
+        from collie.targets.verbs import VerbsTarget
+
+        return VerbsTarget(rest, seed=seed)
     if kind in KINDS:
         raise TargetError(f"target kind {kind!r} is not available in this version of collie yet")
     raise TargetError(f"unknown target {spec!r}; use one of: sim, sim:PROFILE, sim:PATH.toml, "

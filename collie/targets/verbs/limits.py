@@ -1,0 +1,145 @@
+"""A device's limits and the check of a workload against them (pure: no pyverbs needed).
+
+:class:`DeviceLimits` is a plain record filled from ``ibv_query_device``/``ibv_query_port`` (see
+``device.py``) or, in tests, by hand. :func:`check_workload` lists every reason a workload cannot run on the
+device; the target raises :class:`~collie.targets.base.Unsupported` with the first one.
+
+On a local verbs target every host name of a workload maps onto the one device, so both ends of every flow
+(``qps`` client QPs and ``qps`` server QPs, ``mrs`` MRs on each side) live on it: the totals checked here
+count both sides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from collie.constraints import ATOMIC_OPCODES
+from collie.units import format_size
+from collie.workload import Flow, Workload
+
+#: IBV MTU enum value -> bytes.
+MTU_BYTES: Final = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
+#: Room a UD receive buffer needs in front of the payload for the Global Route Header.
+GRH_BYTES: Final = 40
+#: At most this many worker processes per run (all flows).
+MAX_WORKERS: Final = 256
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """What one device and port allow (names follow ``struct ibv_device_attr`` / ``ibv_port_attr``).
+
+    Attributes:
+        max_qp, max_qp_wr, max_sge, max_sge_rd, max_cq, max_cqe, max_mr, max_pd: device ceilings.
+        max_mr_size: largest MR in bytes.
+        max_qp_rd_atom: outstanding READ/atomic requests a QP may have as responder/initiator.
+        atomics: the device executes atomics (``atomic_caps`` is not ``IBV_ATOMIC_NONE``).
+        active_mtu, max_mtu: port MTUs in bytes.
+        numa_nodes: NUMA nodes of the host (1 when unknown).
+        memlock_bytes: the process's RLIMIT_MEMLOCK (``None`` = unlimited).
+    """
+
+    max_qp: int
+    max_qp_wr: int
+    max_sge: int
+    max_sge_rd: int
+    max_cq: int
+    max_cqe: int
+    max_mr: int
+    max_pd: int
+    max_mr_size: int
+    max_qp_rd_atom: int
+    atomics: bool
+    active_mtu: int
+    max_mtu: int
+    numa_nodes: int = 1
+    memlock_bytes: int | None = None
+
+
+def send_cqes_per_qp(flow: Flow) -> int:
+    """CQ entries one client QP can have outstanding: one per signalled WR in a full send queue, plus one for
+    the forced signal at the end of a window (see ``plan.signal_positions``)."""
+    return -(-flow.sq_depth // flow.signal_every) + 1
+
+
+def uses_recv(flow: Flow) -> bool:
+    """The server must keep receive WRs posted (SEND, SEND_IMM and WRITE_IMM consume one each)."""
+    return flow.opcode in ("SEND", "SEND_IMM", "WRITE_IMM")
+
+
+def registered_bytes(workload: Workload) -> int:
+    """Memory the run registers on the device: ``mrs x mr_size`` on both sides of every flow (UD receive MRs
+    get room for the GRH)."""
+    total = 0
+    for f in workload.flows:
+        grh = GRH_BYTES if f.transport == "UD" else 0
+        total += f.mrs * f.mr_size + f.mrs * (f.mr_size + grh)
+    return total
+
+
+def _flow_problems(i: int, f: Flow, lim: DeviceLimits, many: bool) -> list[str]:
+    where = f"flows[{i}]: " if many else ""
+    out: list[str] = []
+    sge_cap = lim.max_sge_rd if f.opcode == "READ" else lim.max_sge
+    if f.sges > sge_cap:
+        which = "max_sge_rd" if f.opcode == "READ" else "max_sge"
+        out.append(f"{where}sges {f.sges} > device {which} {sge_cap}")
+    if f.sq_depth > lim.max_qp_wr:
+        out.append(f"{where}sq_depth {f.sq_depth} > device max_qp_wr {lim.max_qp_wr}")
+    if uses_recv(f) and f.rq_depth > lim.max_qp_wr:
+        out.append(f"{where}rq_depth {f.rq_depth} > device max_qp_wr {lim.max_qp_wr}")
+    if send_cqes_per_qp(f) > lim.max_cqe:
+        out.append(f"{where}sq_depth {f.sq_depth} needs {send_cqes_per_qp(f)} CQ entries per QP > device "
+                   f"max_cqe {lim.max_cqe}")
+    if uses_recv(f) and f.rq_depth > lim.max_cqe:
+        out.append(f"{where}rq_depth {f.rq_depth} > device max_cqe {lim.max_cqe}")
+    if f.mtu > lim.active_mtu:
+        out.append(f"{where}mtu {f.mtu} > port active_mtu {lim.active_mtu}")
+    if f.transport == "UD" and f.max_size > min(f.mtu, lim.active_mtu):
+        out.append(f"{where}UD message {f.max_size} B > port active_mtu {lim.active_mtu}")
+    mr_bytes = f.mr_size + (GRH_BYTES if f.transport == "UD" else 0)
+    if mr_bytes > lim.max_mr_size:
+        out.append(f"{where}mr_size {format_size(f.mr_size)} B > device max_mr_size "
+                   f"{format_size(lim.max_mr_size)} B")
+    if f.opcode in ATOMIC_OPCODES and not lim.atomics:
+        out.append(f"{where}{f.opcode} needs atomics; the device reports atomic_caps IBV_ATOMIC_NONE")
+    for side, ep in (("client", f.client), ("server", f.server)):
+        if ep.memory == "gpu":
+            out.append(f"{where}{side}.memory gpu is not supported by the verbs target "
+                       "(no GPU-Direct buffers)")
+        elif ep.memory == "remote" and lim.numa_nodes < 2:
+            out.append(f"{where}{side}.memory remote needs a second NUMA node; this host has "
+                       f"{lim.numa_nodes}")
+    if f.processes > f.qps:
+        out.append(f"{where}processes {f.processes} > qps {f.qps}: every worker process drives at least "
+                   "one QP")
+    return out
+
+
+def check_workload(workload: Workload, lim: DeviceLimits) -> list[str]:
+    """Every reason ``workload`` cannot run on a device with limits ``lim`` (empty: it can).
+
+    Each reason is a short phrase naming the workload field, its value and the device limit, e.g.
+    ``qps 600000 x 2 sides = 1200000 > device max_qp 1048560``.
+    """
+    many = len(workload.flows) > 1
+    out: list[str] = []
+    for i, f in enumerate(workload.flows):
+        out.extend(_flow_problems(i, f, lim, many))
+    qps = sum(2 * f.qps for f in workload.flows)
+    if qps > lim.max_qp:
+        out.append(f"qps {qps // 2} x 2 sides = {qps} > device max_qp {lim.max_qp}")
+    mrs = sum(2 * f.mrs for f in workload.flows)
+    if mrs > lim.max_mr:
+        out.append(f"mrs {mrs // 2} x 2 sides = {mrs} > device max_mr {lim.max_mr}")
+    workers = sum(f.processes for f in workload.flows)
+    if workers > MAX_WORKERS:
+        out.append(f"processes {workers} in all > {MAX_WORKERS} worker processes per run")
+    if workers > lim.max_pd:
+        out.append(f"{workers} worker processes need {workers} PDs > device max_pd {lim.max_pd}")
+    pinned = registered_bytes(workload)
+    if lim.memlock_bytes is not None and pinned > lim.memlock_bytes:
+        out.append(f"{format_size(pinned)} B of MRs > RLIMIT_MEMLOCK {format_size(lim.memlock_bytes)} B "
+                   f"(raise it with ulimit -l or limits.conf)")
+    return out

@@ -1,0 +1,194 @@
+"""The verbs target: real traffic on a local RDMA device (a NIC or soft-RoCE) through pyverbs.
+
+``--target verbs:DEVICE[:PORT[:GID_INDEX]]``. Every host name of a workload maps onto the one local device:
+each flow's client QPs are connected to its server QPs on the same device (loopback through the NIC), and the
+device's counters are reported under every host of the workload (they are the same device).
+
+A run: check the workload against the device's limits (:class:`Unsupported` with the first reason), plan the
+worker processes (worker ``w`` drives its share of every flow with ``processes > w``: ``qps`` and ``mrs``
+split evenly), build and connect resources in each worker, start all workers at one instant, warm up, measure
+for ``duration`` seconds, drain, verify data if asked, tear down, and combine the workers' measurements.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+from collie.errors import InputError, TargetError
+from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
+from collie.targets.verbs.compat import Pyverbs, load
+from collie.targets.verbs.device import DeviceFacts, kernel_release, numa_nodes, query
+from collie.targets.verbs.job import Share, Timing, WorkerJob
+from collie.targets.verbs.limits import check_workload
+from collie.targets.verbs.measure import FlowSummary, combine, counter_delta, engine_bound
+from collie.targets.verbs.plan import split_qps
+from collie.targets.verbs.spec import VerbsSpec, parse_spec
+from collie.targets.verbs.workers import Gathered, run_jobs
+from collie.workload import Flow, Workload
+
+DEFAULT_HOSTS = ("a", "b")
+
+
+def default_warmup(duration: float) -> float:
+    """Warm-up before the measured interval: a quarter of it, at most one second."""
+    return min(1.0, 0.25 * duration)
+
+
+def payload_sender_is_client(flow: Flow) -> bool:
+    """READ moves payload from the server to the client; every other opcode from the client to the server."""
+    return flow.opcode != "READ"
+
+
+def plan_jobs(workload: Workload, spec: VerbsSpec, timing: Timing, verify: bool, seed: int,
+              nic_node: int | None, nodes: list[int]) -> list[WorkerJob]:
+    """One :class:`WorkerJob` per worker process (see the module docstring); worker 0 reads the counters."""
+    workers = max(f.processes for f in workload.flows)
+    per_worker: list[list[Share]] = [[] for _ in range(workers)]
+
+    def node(memory: str) -> int | None:
+        if nic_node is None and memory == "local":
+            return None
+        local = nic_node if nic_node is not None else nodes[0]
+        if memory == "local":
+            return local
+        others = [n for n in nodes if n != local]
+        return others[0] if others else None
+
+    for i, f in enumerate(workload.flows):
+        qps = split_qps(f.qps, f.processes)
+        mrs = split_qps(f.mrs, f.processes) if f.mrs >= f.processes else (1,) * f.processes
+        for w in range(f.processes):
+            per_worker[w].append(Share(flow_index=i, flow=f, qps=qps[w], mrs=mrs[w], worker=w,
+                                       client_node=node(f.client.memory), server_node=node(f.server.memory)))
+    rng = random.Random(seed)
+    return [WorkerJob(worker=w, spec=spec, shares=tuple(s), timing=timing, verify=verify,
+                      seed=rng.randrange(1 << 30), read_counters=(w == 0))
+            for w, s in enumerate(per_worker)]
+
+
+@dataclass(frozen=True)
+class RunDetails:
+    """What a run measured beyond :class:`RunResult` (for tests, benchmarks and the docs)."""
+
+    summaries: tuple[FlowSummary, ...]
+    worker_setup_s: tuple[float, ...]
+    workers: int
+
+
+class VerbsTarget:
+    """A local RDMA device driven through pyverbs (see the module docstring).
+
+    Args:
+        spec_rest: what follows ``verbs:`` in the target spec.
+        verify: check the data every flow moved (pattern in, pattern out) after each run.
+        warmup: seconds of unmeasured traffic before each measured interval (default: ``default_warmup``).
+        seed: seeds the PSNs (runs are not otherwise random).
+        pyverbs: an already loaded :class:`Pyverbs` (tests); default: import it on ``__enter__``.
+    """
+
+    def __init__(self, spec_rest: str, *, verify: bool = False, warmup: float | None = None, seed: int = 0,
+                 pyverbs: Pyverbs | None = None, **_: Any) -> None:
+        self.spec = parse_spec(spec_rest)
+        self.verify = verify
+        self.warmup = warmup
+        self.seed = seed
+        self._pv = pyverbs
+        self._facts: DeviceFacts | None = None
+        self._runs = 0
+        self.last_details: RunDetails | None = None
+
+    def __enter__(self) -> Self:
+        if self._pv is None:
+            self._pv = load()
+        self._facts = query(self._pv, self.spec)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._facts = None
+
+    @property
+    def facts(self) -> DeviceFacts:
+        if self._facts is None:
+            raise TargetError("the verbs target must be entered (used in a with block) before use")
+        return self._facts
+
+    def describe(self) -> TargetInfo:
+        f = self.facts
+        lim = f.limits
+        model = "soft-RoCE (rxe)" if f.driver == "rxe" else \
+            f"{f.driver or 'RDMA'} NIC vendor {f.vendor_id:#x} part {f.vendor_part_id}"
+        details = {
+            "device": self.spec.device, "port": str(self.spec.port), "gid_index": str(self.spec.gid_index),
+            "gid": f.gid, "numa_node": "" if f.numa_node is None else str(f.numa_node),
+            "active_mtu": str(lim.active_mtu), "max_qp": str(lim.max_qp), "max_qp_wr": str(lim.max_qp_wr),
+            "max_sge": str(lim.max_sge), "max_cqe": str(lim.max_cqe), "max_mr": str(lim.max_mr),
+            "atomics": str(lim.atomics).lower(), "hosts_share_device": "true",
+        }
+        return TargetInfo(
+            name=self.spec.name, kind="verbs", nic_model=model, firmware=f.fw_version, driver=f.driver,
+            kernel=kernel_release(), counter_dialect=f.driver, line_rate_bps=f.line_rate_bps,
+            msg_rate_pps=0.0,
+            hosts=DEFAULT_HOSTS, details=details,
+        )
+
+    def check(self, workload: Workload) -> None:
+        """Raise :class:`Unsupported` with the first reason the device cannot run ``workload``."""
+        problems = check_workload(workload, self.facts.limits)
+        if problems:
+            raise Unsupported(problems[0])
+
+    def run(self, workload: Workload, duration: float) -> RunResult:
+        if not duration > 0:
+            raise InputError(f"duration {duration} is not a positive number of seconds")
+        self.check(workload)
+        facts = self.facts
+        warmup = default_warmup(duration) if self.warmup is None else self.warmup
+        timing = Timing(warmup=warmup, duration=duration)
+        self._runs += 1
+        jobs = plan_jobs(workload, self.spec, timing, self.verify, self.seed * 1_000_003 + self._runs,
+                         facts.numa_node, numa_nodes())
+        gathered = run_jobs(jobs, run_timeout_s=warmup + duration + timing.drain_timeout + 120)
+        return self._result(workload, duration, gathered)
+
+    def _result(self, workload: Workload, duration: float, g: Gathered) -> RunResult:
+        summaries = tuple(
+            combine(i, (s for r in g.reports for s in r.stats if s.flow == i))
+            for i in range(len(workload.flows))
+        )
+        errors: list[str] = [e for r in g.reports for e in r.errors]
+        for s in summaries:
+            for status, n in sorted(s.wc_errors.items()):
+                errors.append(f"flow {s.flow}: {n} completions with {status}")
+            errors.extend(s.verify_errors)
+            if self.verify and not s.verified and not s.verify_errors:
+                errors.append(f"flow {s.flow}: data not verified")
+        counters: dict[str, float] = {}
+        for r in g.reports:
+            if r.counters_before is not None and r.counters_after is not None:
+                counters = counter_delta(r.counters_before, r.counters_after)
+        flows = []
+        tx: dict[str, list[float]] = {h: [0.0, 0.0] for h in workload.hosts}
+        rx: dict[str, list[float]] = {h: [0.0, 0.0] for h in workload.hosts}
+        for f, s in zip(workload.flows, summaries, strict=True):
+            flows.append(FlowResult(flow=s.flow, client=f.client.host, server=f.server.host, bps=s.bps,
+                                    pps=s.pps, msg_rate=s.msg_rate, lat_p50_us=s.lat_p50_us,
+                                    lat_p99_us=s.lat_p99_us,
+                                    lat_p999_us=s.lat_p999_us))
+            sender, receiver = (f.client.host, f.server.host) if payload_sender_is_client(f) else \
+                (f.server.host, f.client.host)
+            tx[sender][0] += s.bps
+            tx[sender][1] += s.pps
+            rx[receiver][0] += s.bps
+            rx[receiver][1] += s.pps
+        hosts = tuple(HostResult(host=h, tx_bps=tx[h][0], rx_bps=rx[h][0], tx_pps=tx[h][1], rx_pps=rx[h][1],
+                                 counters=dict(counters)) for h in workload.hosts)
+        self.last_details = RunDetails(summaries=summaries,
+                                       worker_setup_s=tuple(r.setup_s for r in g.reports),
+                                       workers=len(g.reports))
+        return RunResult(workload_key=workload.key(), target=self.spec.name, duration_s=duration,
+                         setup_s=g.setup_s, flows=tuple(flows), hosts=hosts, errors=tuple(errors),
+                         engine_bound=engine_bound(summaries))
