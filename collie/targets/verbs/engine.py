@@ -128,12 +128,11 @@ class Engine:
         f = run.flow
         chain = q.chains[q.chain]
         batch = f.batch
-        out = q.seq - q.done
         if run.res.static_signal:  # the chain's last WR is signalled already (batch % signal_every == 0)
             positions: tuple[int, ...] = ()
             nsig = batch // f.signal_every
         else:
-            positions = signal_positions(q.seq, batch, f.signal_every, out, f.sq_depth, q.sig_last > q.done)
+            positions = signal_positions(q.seq, batch, f.signal_every, f.sq_depth, q.sig_last)
             if force_last and (not positions or positions[-1] != batch - 1):
                 positions = (*positions, batch - 1)
             nsig = len(positions)

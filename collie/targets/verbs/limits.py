@@ -100,8 +100,8 @@ def _flow_problems(i: int, f: Flow, lim: DeviceLimits, many: bool) -> list[str]:
         out.append(f"{where}UD message {f.max_size} B > port active_mtu {lim.active_mtu}")
     mr_bytes = f.mr_size + (GRH_BYTES if f.transport == "UD" else 0)
     if mr_bytes > lim.max_mr_size:
-        out.append(f"{where}mr_size {format_size(f.mr_size)} B > device max_mr_size "
-                   f"{format_size(lim.max_mr_size)} B")
+        out.append(f"{where}mr_size {format_size(f.mr_size)} > device max_mr_size "
+                   f"{format_size(lim.max_mr_size)}")
     if f.opcode in ATOMIC_OPCODES and not lim.atomics:
         out.append(f"{where}{f.opcode} needs atomics; the device reports atomic_caps IBV_ATOMIC_NONE")
     for side, ep in (("client", f.client), ("server", f.server)):
@@ -140,6 +140,6 @@ def check_workload(workload: Workload, lim: DeviceLimits) -> list[str]:
         out.append(f"{workers} worker processes need {workers} PDs > device max_pd {lim.max_pd}")
     pinned = registered_bytes(workload)
     if lim.memlock_bytes is not None and pinned > lim.memlock_bytes:
-        out.append(f"{format_size(pinned)} B of MRs > RLIMIT_MEMLOCK {format_size(lim.memlock_bytes)} B "
+        out.append(f"{format_size(pinned)} of MRs > RLIMIT_MEMLOCK {format_size(lim.memlock_bytes)} "
                    f"(raise it with ulimit -l or limits.conf)")
     return out

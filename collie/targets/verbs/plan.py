@@ -12,8 +12,8 @@ post is fixed here:
   ``size % sges`` SGEs one byte longer: the gathered message is exactly ``mr[0:size]``, and so is the
   scattered one on the other side, which makes data verification a prefix comparison.
 * **Signalling.** WR ``seq`` of a QP is signalled when ``(seq + 1) % signal_every == 0``; in addition the
-  last WR of a chain is signalled when, after the chain, the send queue could not take another chain and no
-  signalled WR would be outstanding (otherwise the QP would wait forever for a completion that never comes).
+  last WR of a chain is signalled when the unsignalled WRs after the last signalled one would leave no room
+  for another chain (otherwise the QP would wait forever for a completion that never comes).
 """
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ class WrCycle:
         return min(self.mrs, self.length)
 
 
-def signal_positions(seq0: int, batch: int, signal_every: int, outstanding: int, sq_depth: int,
-                     signalled_outstanding: bool) -> tuple[int, ...]:
+def signal_positions(seq0: int, batch: int, signal_every: int, sq_depth: int,
+                     last_signalled: int) -> tuple[int, ...]:
     """Positions (0-based, ascending) in a chain of ``batch`` WRs starting at per-QP sequence ``seq0`` that
     must carry ``IBV_SEND_SIGNALED``.
 
@@ -93,14 +93,18 @@ def signal_positions(seq0: int, batch: int, signal_every: int, outstanding: int,
         seq0: sequence number of the chain's first WR on its QP.
         batch: WRs in the chain.
         signal_every: one completion every this many WRs.
-        outstanding: WRs of the QP posted and not yet known complete, before this chain.
         sq_depth: the send queue's depth.
-        signalled_outstanding: a signalled WR is among the ``outstanding`` ones.
+        last_signalled: one past the sequence number of the QP's latest signalled WR (0 if none yet).
+
+    Invariant (no deadlock): once every signalled WR up to and including this chain has completed, the WRs
+    still outstanding (the unsignalled tail) leave room for another chain; otherwise the chain's last WR is
+    signalled too.
     """
     first = (-(seq0 + 1)) % signal_every
     pos = list(range(first, batch, signal_every))
-    after = outstanding + batch
-    if not pos and not signalled_outstanding and after + batch > sq_depth:
+    settled = seq0 + pos[-1] + 1 if pos else last_signalled
+    tail = seq0 + batch - settled
+    if tail and tail + batch > sq_depth:
         pos.append(batch - 1)
     return tuple(pos)
 
