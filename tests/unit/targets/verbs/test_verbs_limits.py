@@ -11,7 +11,8 @@ from collie.workload import Endpoint, Flow, Workload
 
 #: rxe's limits as `ibv_devinfo -v` printed them in the guest (SOFTROCE.md), active_mtu with a 9000 B netdev.
 RXE = DeviceLimits(max_qp=1048560, max_qp_wr=1048576, max_sge=32, max_sge_rd=32, max_cq=1048576,
-                   max_cqe=32767, max_mr=524287, max_pd=1048576, max_mr_size=(1 << 64) - 1, max_qp_rd_atom=128, atomics=True,
+                   max_cqe=32767, max_mr=524287, max_pd=1048576, max_mr_size=(1 << 64) - 1,
+                   max_qp_rd_atom=128, atomics=True,
                    active_mtu=4096, max_mtu=4096)
 A, B = Endpoint("a"), Endpoint("b")
 
