@@ -42,6 +42,11 @@ def main() -> None:
 
 def _register() -> None:
     """Attach the subcommands (each lives in its own ``collie/cli/*_cmd.py`` module)."""
+    from collie.cli.run_cmd import run
+    from collie.cli.space_cmd import space
+
+    main.add_command(space)
+    main.add_command(run)
 
 
 _register()
