@@ -159,8 +159,9 @@ def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
     extra = _EXTRA_PER_MSG.get(f.opcode, 0)
     wire = msg + pkts * per_pkt + extra
     mps = profile.pcie.mps
-    sge_bytes = msg / f.sges
-    tlps = f.sges * max(1.0, math.ceil(sge_bytes / mps))
+    # data TLPs (a DMA engine coalesces the SGEs of one message); per-SGE and descriptor costs only feed
+    # the back-pressure diagnostic, so that the base model stays anomaly-free
+    tlps = max(1.0, math.ceil(msg / mps))
     pcie = msg + tlps * TLP_HEADER
     read = f.opcode == "READ"
     atomic = f.opcode.startswith("ATOMIC")
@@ -197,11 +198,9 @@ def _allocate(calcs: list[FlowCalc], profile: Profile) -> None:
         else:
             u.append(((c.src, "wire_tx"), c.wire * 8))
             u.append(((c.dst, "wire_rx"), c.wire * 8))
+        # READ requests and atomic responses are counted, not charged: the message-rate limit is on data
         u.append(((c.src, "pps_tx"), c.pkts))
         u.append(((c.dst, "pps_rx"), c.pkts))
-        if c.req_pkts:
-            u.append(((c.dst, "pps_tx"), c.req_pkts))
-            u.append(((c.src, "pps_rx"), c.req_pkts))
         u.append(((c.src, "pcie_rd"), c.pcie * 8))
         u.append(((c.dst, "pcie_wr"), c.pcie * 8))
         # merge duplicate keys (loopback: src == dst)
@@ -272,9 +271,8 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
     global_noise = 1.0 - amp * 0.5 * tri()
     hosts: dict[str, HostAcc] = {h: HostAcc() for h in workload.hosts}
     for c, f in zip(calcs, flows, strict=True):
-        factor = thr * (1.0 - pause_host.get(c.dst, 0.0)) * (1.0 - loss)
-        if pause_host.get(c.dst, 0.0) > 0 and factor > 1.0 - pause_host[c.dst]:
-            factor = 1.0 - pause_host[c.dst]
+        # a paused receiver takes at most (1 - pause) of what it could; the quirk's factor is the other bound
+        factor = min(thr, 1.0 - pause_host.get(c.dst, 0.0)) * (1.0 - loss)
         c.rate *= factor * global_noise * (1.0 - amp * 0.5 * tri())
         s, d = hosts[c.src], hosts[c.dst]
         r = c.rate
@@ -323,9 +321,8 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
         if h in receivers:
             ratio = 1.0 - (1.0 - ratio) * (1.0 - setup_ratio)
         acc.pause_tx = ratio
-        if h in pause_host:
-            acc.pcie_stall = min(100.0, 100.0 * ratio * 1.5) if any(
-                "sim_pcie_backpressure" in q.diagnostics for q in fired) else 0.0
+        if h in pause_host and any("sim_pcie_backpressure" in q.diagnostics for q in fired):
+            acc.pcie_stall = min(100.0, acc.pcie_stall + 150.0 * ratio)
     for c in calcs:
         if not c.loopback:
             peer = hosts[c.src]
@@ -449,7 +446,9 @@ def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: l
         acc.diag_qpc = soft_fraction(qps.get(h, 0.0) / cache.qpc_entries) * m
         acc.diag_mtt = soft_fraction(mr_ws) * p
         util = max(pcie_rd.get(h, 0.0), pcie_wr.get(h, 0.0)) / pcie_cap
-        acc.diag_pcie = 0.2 * soft_fraction(util * amp_pcie.get(h, 1.0) * bidir * strict_order) * p
+        bp = soft_fraction(util * amp_pcie.get(h, 1.0) * bidir * strict_order)
+        acc.diag_pcie = 0.2 * bp * p
+        acc.pcie_stall = 20.0 * bp if p > 0 else 0.0
         acc.diag_pkt = 0.1 * soft_fraction(p * 2 / pps_cap * read_f * bidir * mtu_f) * p
     for q, closeness in prox:
         boost = q.precursor * closeness * (3.0 if closeness == 1.0 else 1.0)
