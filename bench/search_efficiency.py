@@ -112,8 +112,8 @@ def main() -> None:
     for profile in args.profile or ["sim:cx6-200g-amd", "sim:p2100g-100g"]:
         planted = len(SimTarget(profile.split(":", 1)[1]).describe().details["quirks"].split(", "))
         print(f"\n## {profile}: {planted} planted anomalies, budget {args.budget}")
-        print(f"| strategy | seeds | found (median) | found @600 (median) | experiments to all (median) "
-              f"| minimize exp. | MFS precision | MFS recall | s/run |")
+        print("| strategy | seeds | found (median) | found @600 (median) | experiments to all (median) "
+              "| minimize exp. | MFS precision | MFS recall | s/run |")
         print("|---|---|---|---|---|---|---|---|---|")
         rows: dict[str, float] = {}
         for name, preset in variants().items():

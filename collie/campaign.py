@@ -21,7 +21,14 @@ from collie import calibrate
 from collie.collectors.catalog import Catalog, available_dialects, load_catalogs
 from collie.errors import InputError
 from collie.events import (
-    AnomalyFound, Event, KnownAnomaly, Listener, PhaseStarted, TrialFinished, TrialStarted, Warning,
+    AnomalyFound,
+    Event,
+    KnownAnomaly,
+    Listener,
+    PhaseStarted,
+    TrialFinished,
+    TrialStarted,
+    Warning,
 )
 from collie.mfs import MFS
 from collie.minimize import Minimizer

@@ -93,7 +93,7 @@ class Minimizer:
         conditions: list[Condition] = []
         # sizes last (they interact with MTU and MR size); a dimension whose probe could not run is tried
         # once more at the end, when the others are simpler
-        order = [d for d in self.space.dimensions if not isinstance(d, SizeVector)]
+        order: list[Dimension] = [d for d in self.space.dimensions if not isinstance(d, SizeVector)]
         order += [d for d in self.space.dimensions if isinstance(d, SizeVector)]
         retry = []
         for d in order:
