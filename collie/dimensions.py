@@ -1,0 +1,199 @@
+"""Typed dimensions of a search space: how each one samples, mutates, validates and simplifies its value.
+
+Values are plain JSON types (str, int, bool, list of int) so that points serialize into the trial journal as
+they are. Every mutation changes exactly the one value it is given; on log scales most steps are local (a
+factor of at most 2 up or down) and a few are jumps (a fresh sample), so an annealer can both climb a gradient
+and escape a basin.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+JUMP_PROBABILITY: Final = 0.15
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a list of values; ``ordered`` choices (like MTU) step to a neighbour most of the time."""
+
+    name: str
+    values: tuple[Any, ...]
+    simplest_value: Any
+    ordered: bool = False
+    help: str = ""
+
+    def sample(self, rng: np.random.Generator) -> Any:
+        return self.values[int(rng.integers(len(self.values)))]
+
+    def mutate(self, value: Any, rng: np.random.Generator) -> Any:
+        if len(self.values) == 1:
+            return value
+        if self.ordered and value in self.values and rng.random() >= JUMP_PROBABILITY:
+            i = self.values.index(value)
+            steps = [j for j in (i - 1, i + 1) if 0 <= j < len(self.values)]
+            return self.values[steps[int(rng.integers(len(steps)))]]
+        others = [v for v in self.values if v != value]
+        return others[int(rng.integers(len(others)))]
+
+    def check(self, value: Any) -> str | None:
+        if value not in self.values or isinstance(value, bool) != isinstance(self.values[0], bool):
+            return f"{self.name} = {value!r} is not allowed; use one of {', '.join(map(str, self.values))}"
+        return None
+
+    def simplest(self) -> Any:
+        return self.simplest_value
+
+    def domain(self) -> str:
+        return " | ".join(map(str, self.values))
+
+
+@dataclass(frozen=True)
+class IntRange:
+    """An integer in ``[lo, hi]``, sampled uniformly on a ``log2`` or ``linear`` scale."""
+
+    name: str
+    lo: int
+    hi: int
+    scale: str = "log2"
+    simplest_value: int | None = None
+    help: str = ""
+
+    def _from_unit(self, u: float) -> int:
+        if self.scale == "log2":
+            x = math.exp2(math.log2(self.lo) + u * (math.log2(self.hi + 1) - math.log2(self.lo)))
+        else:
+            x = self.lo + u * (self.hi + 1 - self.lo)
+        return min(self.hi, max(self.lo, int(x)))
+
+    def to_unit(self, value: int) -> float:
+        """Position of ``value`` in [0, 1] on this dimension's scale (the inverse of sampling)."""
+        if self.scale == "log2":
+            return (math.log2(value) - math.log2(self.lo)) / (math.log2(self.hi + 1) - math.log2(self.lo))
+        return (value - self.lo) / (self.hi + 1 - self.lo)
+
+    def sample(self, rng: np.random.Generator) -> int:
+        return self._from_unit(float(rng.random()))
+
+    def mutate(self, value: int, rng: np.random.Generator) -> int:
+        if self.lo == self.hi:
+            return value
+        for _ in range(16):
+            if rng.random() < JUMP_PROBABILITY:
+                new = self.sample(rng)
+            elif self.scale == "log2":
+                factor = math.exp2(float(rng.uniform(0.25, 1.0)))
+                new = round(value * factor) if rng.random() < 0.5 else round(value / factor)
+            else:
+                span = max(1, (self.hi - self.lo) // 8)
+                new = value + int(rng.integers(-span, span + 1))
+            new = min(self.hi, max(self.lo, new))
+            if new != value:
+                return new
+        return self.lo if value != self.lo else self.hi
+
+    def check(self, value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int) or not self.lo <= value <= self.hi:
+            return f"{self.name} = {value!r} is out of range; allowed is an integer from {self.lo} to {self.hi}"
+        return None
+
+    def simplest(self) -> int:
+        return self.lo if self.simplest_value is None else self.simplest_value
+
+    def domain(self) -> str:
+        return f"{self.lo} .. {self.hi} ({self.scale})"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A boolean."""
+
+    name: str
+    simplest_value: bool = False
+    help: str = ""
+
+    def sample(self, rng: np.random.Generator) -> bool:
+        return bool(rng.random() < 0.5)
+
+    def mutate(self, value: bool, rng: np.random.Generator) -> bool:
+        return not value
+
+    def check(self, value: Any) -> str | None:
+        if not isinstance(value, bool):
+            return f"{self.name} = {value!r} is not allowed; use true or false"
+        return None
+
+    def simplest(self) -> bool:
+        return self.simplest_value
+
+    def domain(self) -> str:
+        return "true | false"
+
+
+@dataclass(frozen=True)
+class SizeVector:
+    """A request-size pattern: 1..``max_len`` sizes, each a power of two in ``[lo, hi]``.
+
+    Mutations: step one size by x2 or /2, resample one size, append one, drop one, or make all sizes equal.
+    """
+
+    name: str
+    lo: int
+    hi: int
+    max_len: int = 8
+    simplest_value: tuple[int, ...] = (65536,)
+    help: str = ""
+
+    @property
+    def _exponents(self) -> tuple[int, int]:
+        return (self.lo - 1).bit_length(), self.hi.bit_length() - 1
+
+    def _one(self, rng: np.random.Generator) -> int:
+        e_lo, e_hi = self._exponents
+        return 1 << int(rng.integers(e_lo, e_hi + 1))
+
+    def sample(self, rng: np.random.Generator) -> list[int]:
+        n = int(rng.integers(1, self.max_len + 1))
+        return [self._one(rng) for _ in range(n)]
+
+    def mutate(self, value: Sequence[int], rng: np.random.Generator) -> list[int]:
+        sizes = list(value)
+        for _ in range(16):
+            new = list(sizes)
+            move = float(rng.random())
+            i = int(rng.integers(len(new)))
+            if move < 0.45:
+                new[i] = min(self.hi, max(self.lo, new[i] * 2 if rng.random() < 0.5 else new[i] // 2))
+            elif move < 0.6:
+                new[i] = self._one(rng)
+            elif move < 0.75 and len(new) < self.max_len:
+                new.insert(int(rng.integers(len(new) + 1)), self._one(rng))
+            elif move < 0.9 and len(new) > 1:
+                del new[i]
+            else:
+                new = [new[i]] * len(new) if len(set(new)) > 1 else [new[i]]
+            if new != sizes:
+                return new
+        return [self.lo] if sizes != [self.lo] else [self.hi]
+
+    def check(self, value: Any) -> str | None:
+        ok = (isinstance(value, list | tuple) and 1 <= len(value) <= self.max_len
+              and all(isinstance(v, int) and not isinstance(v, bool) and self.lo <= v <= self.hi for v in value))
+        if not ok:
+            return (f"{self.name} = {value!r} is not allowed; use a list of 1 to {self.max_len} byte sizes from "
+                    f"{self.lo} to {self.hi}")
+        return None
+
+    def simplest(self) -> list[int]:
+        return list(self.simplest_value)
+
+    def domain(self) -> str:
+        return f"1..{self.max_len} sizes of {self.lo} .. {self.hi} B (powers of two)"
+
+
+Dimension = Choice | IntRange | Flag | SizeVector

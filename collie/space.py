@@ -1,0 +1,299 @@
+"""The search space: typed dimensions over workload parameters, and how a point becomes a Workload.
+
+A *point* is a ``dict`` from parameter name to a plain JSON value. The parameters (:data:`PARAMETERS`) are
+fixed; a space file (``workloads/default.toml`` is the paper's space) declares which of them are searched
+(``[[dimension]]``) and which are pinned (``[fixed]``); any other parameter takes its default.
+
+Invariants:
+    * :meth:`SearchSpace.sample` and :meth:`SearchSpace.mutate` only return points that
+      :meth:`SearchSpace.validate` accepts (they resample, bounded, and raise if the space is unsatisfiable);
+    * :meth:`SearchSpace.mutate` changes exactly one searched dimension;
+    * :meth:`SearchSpace.simplest` is valid, and :meth:`SearchSpace.build` is a pure function of the point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from collie.constraints import CONSTRAINTS, violations
+from collie.data import data_dir
+from collie.dimensions import Choice, Dimension, Flag, IntRange, SizeVector
+from collie.errors import ConstraintError, InputError
+from collie.tomlio import check_fields, expect_type, read_toml
+from collie.workload import MEMORY_PLACEMENTS, MTUS, Endpoint, Flow, Workload
+
+OPS: Final = ("RC_SEND", "RC_WRITE", "RC_READ", "UC_SEND", "UC_WRITE", "UD_SEND")
+DIRECTIONS: Final = ("oneway", "bidirectional", "loopback", "incast")
+
+#: Every parameter a point may set, with its default (used when a space neither searches nor fixes it).
+PARAMETERS: Final[Mapping[str, Any]] = {
+    "op": "RC_WRITE",
+    "direction": "oneway",
+    "qps": 1,
+    "mrs": 1,
+    "mr_size": 65536,
+    "batch": 1,
+    "sges": 1,
+    "wq_depth": 128,
+    "mtu": 4096,
+    "sizes": [65536],
+    "memory": "local",
+    "processes": 1,
+    "inline": 0,
+    "signal_every": 1,
+    "burst": False,
+}
+PARAMETER_HELP: Final[Mapping[str, str]] = {
+    "op": "transport and opcode: RC_SEND, RC_WRITE, RC_READ, UC_SEND, UC_WRITE, UD_SEND",
+    "direction": "oneway a->b; bidirectional a<->b; loopback a->a; incast a->b plus b->b into one NIC",
+    "qps": "queue pairs per flow (per direction)",
+    "mrs": "memory regions per side of each flow",
+    "mr_size": "bytes per memory region",
+    "batch": "work requests per post list",
+    "sges": "scatter/gather entries per work request",
+    "wq_depth": "send and receive queue depth",
+    "mtu": "path MTU in bytes",
+    "sizes": "request-size pattern cycled over work requests",
+    "memory": "buffer placement: local NUMA node, remote socket, or GPU memory",
+    "processes": "worker processes per host driving the QPs",
+    "inline": "max inline data in bytes (0 = off)",
+    "signal_every": "request a completion every N work requests",
+    "burst": "on/off bursts instead of a steady stream",
+}
+DEFAULT_SPACE: Final = "default.toml"
+_MAX_TRIES: Final = 2000
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Dimensions to search, values to pin, and the legality constraints of :mod:`collie.constraints`."""
+
+    name: str
+    dimensions: tuple[Dimension, ...]
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.dimensions)
+
+    def dimension(self, name: str) -> Dimension:
+        for d in self.dimensions:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+    def complete(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        """The full parameter set of ``point``: defaults, then fixed values, then the point's own."""
+        return {**PARAMETERS, **self.fixed, **point}
+
+    def build(self, point: Mapping[str, Any]) -> Workload:
+        """The workload a point describes (not validated: see :meth:`validate`)."""
+        p = self.complete(point)
+        transport, opcode = str(p["op"]).split("_", 1)
+        memory = str(p["memory"])
+
+        def flow(client: str, server: str) -> Flow:
+            return Flow(
+                client=Endpoint(client, memory), server=Endpoint(server, memory),
+                transport=transport, opcode=opcode, sizes=tuple(p["sizes"]), qps=p["qps"],
+                batch=p["batch"], sges=p["sges"], sq_depth=p["wq_depth"], rq_depth=p["wq_depth"],
+                mtu=p["mtu"], mrs=p["mrs"], mr_size=p["mr_size"], inline=p["inline"],
+                signal_every=p["signal_every"], burst=p["burst"], processes=p["processes"],
+            )
+
+        pairs = {
+            "oneway": (("a", "b"),),
+            "bidirectional": (("a", "b"), ("b", "a")),
+            "loopback": (("a", "a"),),
+            "incast": (("a", "b"), ("b", "b")),
+        }[p["direction"]]
+        return Workload(flows=tuple(flow(c, s) for c, s in pairs))
+
+    def problems(self, point: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """Every reason ``point`` is not a legal experiment, as ``(constraint or dimension, sentence)``."""
+        found: list[tuple[str, str]] = []
+        for key in point:
+            if key not in PARAMETERS:
+                found.append(("unknown_parameter", f"{key!r} is not a parameter; use one of "
+                              f"{', '.join(PARAMETERS)}"))
+        for d in self.dimensions:
+            if d.name in point:
+                msg = d.check(point[d.name])
+                if msg:
+                    found.append((d.name, msg))
+        if found:
+            return found
+        return violations(self.build(point))
+
+    def validate(self, point: Mapping[str, Any]) -> None:
+        """Raise :class:`ConstraintError` naming the first problem of ``point``."""
+        found = self.problems(point)
+        if found:
+            raise ConstraintError(*found[0])
+
+    def is_valid(self, point: Mapping[str, Any]) -> bool:
+        return not self.problems(point)
+
+    def sample(self, rng: np.random.Generator) -> dict[str, Any]:
+        """A uniformly sampled legal point (rejection sampling)."""
+        for _ in range(_MAX_TRIES):
+            point = {d.name: d.sample(rng) for d in self.dimensions}
+            if self.is_valid(point):
+                return point
+        raise InputError(f"space {self.name!r}: no legal point found in {_MAX_TRIES} samples; "
+                         "its fixed values and ranges contradict the constraints")
+
+    def mutate(self, point: Mapping[str, Any], rng: np.random.Generator, name: str | None = None
+               ) -> tuple[dict[str, Any], str]:
+        """A legal neighbour of ``point`` differing in one dimension; returns it and that dimension's name.
+
+        Args:
+            point: a legal point of this space.
+            rng: the random stream.
+            name: mutate this dimension only (default: one chosen uniformly per try).
+        """
+        searched = [d for d in self.dimensions if name is None or d.name == name]
+        if not searched:
+            raise KeyError(name)
+        for _ in range(_MAX_TRIES):
+            d = searched[int(rng.integers(len(searched)))]
+            new = dict(point)
+            new[d.name] = d.mutate(point[d.name], rng)
+            if new[d.name] != point[d.name] and self.is_valid(new):
+                return new, d.name
+        return dict(point), searched[0].name
+
+    def simplest(self) -> dict[str, Any]:
+        """The simplest point: every dimension at its declared simplest value."""
+        return {d.name: d.simplest() for d in self.dimensions}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per parameter, for ``collie space show``."""
+        out: list[dict[str, Any]] = []
+        for pname, default in PARAMETERS.items():
+            if pname in self.names:
+                d = self.dimension(pname)
+                out.append({"parameter": pname, "searched": True, "domain": d.domain(),
+                            "simplest": d.simplest(), "meaning": d.help or PARAMETER_HELP[pname]})
+            else:
+                value = self.fixed.get(pname, default)
+                out.append({"parameter": pname, "searched": False, "domain": f"fixed: {value}",
+                            "simplest": value, "meaning": PARAMETER_HELP[pname]})
+        return out
+
+
+def constraint_rows() -> list[dict[str, str]]:
+    """The named constraints, for ``collie space show``."""
+    rows = [{"constraint": c.name, "rule": c.summary} for c in CONSTRAINTS]
+    rows.append({"constraint": "pinned_memory", "rule": "each host pins at most 64G of MRs"})
+    return rows
+
+
+_KINDS: Final = ("choice", "int", "bool", "sizes")
+_DIM_FIELDS: Final = {
+    "choice": ("name", "kind", "values", "simplest", "ordered", "help"),
+    "int": ("name", "kind", "min", "max", "scale", "simplest", "help"),
+    "bool": ("name", "kind", "simplest", "help"),
+    "sizes": ("name", "kind", "min", "max", "max_len", "simplest", "help"),
+}
+_CHOICE_DOMAINS: Final[Mapping[str, tuple[Any, ...]]] = {
+    "op": OPS, "direction": DIRECTIONS, "memory": MEMORY_PLACEMENTS, "mtu": MTUS,
+}
+
+
+def _dimension(raw: Any, where: str) -> Dimension:
+    expect_type(raw, dict, where, "a table")
+    kind = raw.get("kind")
+    if kind not in _KINDS:
+        raise InputError(f"{where}.kind: {kind!r} is not a dimension kind; use one of {', '.join(_KINDS)}")
+    check_fields(raw, where, _DIM_FIELDS[kind], required=("name", "kind"))
+    name = raw["name"]
+    if name not in PARAMETERS:
+        raise InputError(f"{where}.name: {name!r} is not a parameter; use one of {', '.join(PARAMETERS)}")
+    help_text = expect_type(raw.get("help", ""), str, f"{where}.help", "a string")
+    default = PARAMETERS[name]
+    if kind == "choice":
+        values = expect_type(raw.get("values"), list, f"{where}.values", "a non-empty list")
+        allowed = _CHOICE_DOMAINS.get(name)
+        for v in values:
+            if allowed is not None and v not in allowed:
+                raise InputError(f"{where}.values: {v!r} is not a legal {name}; use values from "
+                                 f"{', '.join(map(str, allowed))}")
+        if not values:
+            raise InputError(f"{where}.values: expected a non-empty list")
+        simplest = raw.get("simplest", default if default in values else values[0])
+        if simplest not in values:
+            raise InputError(f"{where}.simplest: {simplest!r} is not one of its values")
+        ordered = expect_type(raw.get("ordered", False), bool, f"{where}.ordered", "true or false")
+        return Choice(name, tuple(values), simplest, ordered, help_text)
+    if kind == "bool":
+        if not isinstance(default, bool):
+            raise InputError(f"{where}: parameter {name!r} is not a flag; use kind = \"int\" or \"choice\"")
+        simplest_b = expect_type(raw.get("simplest", default), bool, f"{where}.simplest", "true or false")
+        return Flag(name, simplest_b, help_text)
+    lo = expect_type(raw.get("min"), int, f"{where}.min", "an integer")
+    hi = expect_type(raw.get("max"), int, f"{where}.max", "an integer")
+    if not 0 <= lo <= hi or (lo == 0 and raw.get("scale", "log2") == "log2"):
+        raise InputError(f"{where}: min {lo} and max {hi} must satisfy 0 <= min <= max (min >= 1 on a log2 "
+                         "scale)")
+    if kind == "sizes":
+        if name != "sizes":
+            raise InputError(f"{where}: kind \"sizes\" is only for the parameter 'sizes'")
+        max_len = expect_type(raw.get("max_len", 8), int, f"{where}.max_len", "an integer from 1 to 8")
+        if not 1 <= max_len <= 8:
+            raise InputError(f"{where}.max_len: {max_len} is out of range; allowed is 1 to 8")
+        simplest_s = raw.get("simplest", [max(lo, min(hi, 65536))])
+        dim = SizeVector(name, lo, hi, max_len, tuple(simplest_s), help_text)
+    else:
+        if isinstance(default, bool) or not isinstance(default, int):
+            raise InputError(f"{where}: parameter {name!r} is not an integer; use kind = \"choice\"")
+        scale = raw.get("scale", "log2")
+        if scale not in ("log2", "linear"):
+            raise InputError(f"{where}.scale: {scale!r} is not a scale; use log2 or linear")
+        simplest_i = raw.get("simplest", min(hi, max(lo, default)))
+        dim = IntRange(name, lo, hi, scale, simplest_i, help_text)  # type: ignore[assignment]
+    msg = dim.check(dim.simplest())
+    if msg:
+        raise InputError(f"{where}.simplest: {msg}")
+    return dim
+
+
+def load_space(path: str | Path | None = None) -> SearchSpace:
+    """Load a space file (default: the paper's space, ``workloads/default.toml``).
+
+    Raises:
+        InputError: malformed file, unknown field, unknown parameter, bad range, or an illegal simplest point.
+    """
+    p = Path(path) if path is not None else data_dir("workloads") / DEFAULT_SPACE
+    raw = read_toml(p)
+    where = str(p)
+    check_fields(raw, where, ("name", "description", "dimension", "fixed"), required=("dimension",))
+    dims_raw = expect_type(raw["dimension"], list, f"{where}: dimension", "a list of [[dimension]] tables")
+    dims = tuple(_dimension(d, f"{where}: dimension[{i}]") for i, d in enumerate(dims_raw))
+    seen: set[str] = set()
+    for d in dims:
+        if d.name in seen:
+            raise InputError(f"{where}: dimension {d.name!r} is declared twice")
+        seen.add(d.name)
+    fixed = expect_type(raw.get("fixed", {}), dict, f"{where}: fixed", "a table of parameter = value")
+    for key in fixed:
+        if key not in PARAMETERS:
+            raise InputError(f"{where}: fixed.{key}: not a parameter; use one of {', '.join(PARAMETERS)}")
+        if key in seen:
+            raise InputError(f"{where}: fixed.{key}: is also a searched dimension; keep one of the two")
+    space = SearchSpace(
+        name=expect_type(raw.get("name", p.stem), str, f"{where}: name", "a string"),
+        dimensions=dims,
+        fixed=dict(fixed),
+        description=expect_type(raw.get("description", ""), str, f"{where}: description", "a string"),
+    )
+    problems = space.problems(space.simplest())
+    if problems:
+        raise InputError(f"{where}: the simplest point is illegal: {problems[0][1]}")
+    return space

@@ -1,0 +1,176 @@
+"""Counter catalogs: every shipped dialect loads, expands and resolves aliases; bad catalogs fail clearly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from collie.collectors.catalog import (
+    KINDS,
+    ROLES,
+    SOURCES,
+    UNITS,
+    available_dialects,
+    load_catalog,
+    load_catalog_file,
+    merge_catalogs,
+    parse_catalog,
+)
+from collie.errors import InputError
+from collie.tomlio import parse_toml
+
+OWN_DIALECTS = ("mlx5", "bnxt_re", "irdma", "rxe")
+
+
+def test_own_dialects_are_shipped() -> None:
+    assert set(OWN_DIALECTS) <= set(available_dialects())
+
+
+@pytest.mark.parametrize("dialect", available_dialects())
+def test_every_shipped_catalog_loads_and_is_consistent(dialect: str) -> None:
+    cat = load_catalog(dialect)
+    assert cat.driver == dialect
+    assert len(cat) > 0
+    for spec in cat:
+        assert spec.source in SOURCES and spec.kind in KINDS and spec.unit in UNITS and spec.role in ROLES
+        assert cat.lookup(spec.name) is spec
+        for alias in spec.aliases:
+            assert cat.lookup(alias) is spec
+        assert "{p}" not in spec.name
+        assert spec.meaning.strip()
+
+
+def test_priority_templates_expand_to_eight_priorities() -> None:
+    cat = load_catalog("mlx5")
+    specs = [cat.lookup(f"tx_prio{p}_pause_duration") for p in range(8)]
+    assert [s.priority for s in specs if s] == list(range(8))
+    assert all(s is not None and s.role == "pause_duration_tx" and s.unit == "us" for s in specs)
+    assert cat.lookup("tx_prio8_pause_duration") is None
+    assert cat.lookup("rx_global_pause_duration").priority is None  # type: ignore[union-attr]
+
+
+def test_bnxt_re_2025_rename_is_resolved_through_aliases() -> None:
+    cat = load_catalog("bnxt_re")
+    pairs = {
+        "to_retransmits": "local_ack_timeout_err", "seq_err_naks_rcvd": "packet_seq_err",
+        "rnr_naks_rcvd": "rnr_nak_retry_err", "missing_resp": "implied_nak_seq_err",
+        "dup_req": "duplicate_request", "oos_drop_count": "out_of_sequence",
+        "rx_out_of_buffer": "out_of_buffer", "rx_cnp_pkts": "rp_cnp_handled",
+        "rx_ecn_marked_pkts": "np_ecn_marked_roce_packets", "tx_cnp_pkts": "np_cnp_pkts",
+    }
+    for old, new in pairs.items():
+        spec = cat.lookup(old)
+        assert spec is not None and spec.name == new, old
+        assert cat.canonical(old) == new
+    assert cat.lookup("local_ack_timeout_err").role == "loss"  # type: ignore[union-attr]
+    assert cat.lookup("duplicate_request").role == "retransmission"  # type: ignore[union-attr]
+
+
+def test_kinds_follow_counters_md() -> None:
+    mlx5 = load_catalog("mlx5")
+    assert mlx5.lookup("out_of_sequence").kind == "wrap32"  # type: ignore[union-attr]
+    assert mlx5.lookup("np_cnp_sent").kind == "monotonic"  # type: ignore[union-attr]
+    assert mlx5.lookup("rx_icrc_encapsulated").kind == "monotonic"  # type: ignore[union-attr]
+    assert mlx5.lookup("outbound_pci_stalled_rd").kind == "gauge"  # type: ignore[union-attr]
+    assert mlx5.lookup("port_xmit_data").unit == "octets/4"  # type: ignore[union-attr]
+    assert mlx5.lookup("port_xmit_data").scale == 4.0  # type: ignore[union-attr]
+    for dialect in ("mlx5", "rxe", "bnxt_re"):
+        assert load_catalog(dialect).lookup("lifespan").kind == "setting"  # type: ignore[union-attr]
+    bnxt = load_catalog("bnxt_re")
+    assert bnxt.lookup("active_qps").kind == "gauge"  # type: ignore[union-attr]
+    assert bnxt.lookup("watermark_qps").kind == "gauge"  # type: ignore[union-attr]
+
+
+def test_source_prefixed_names_resolve() -> None:
+    cat = load_catalog("bnxt_re")
+    assert cat.lookup("ethtool:rx_bytes") is cat.lookup("rx_bytes")
+    assert cat.canonical("hw:dup_req") == "hw:duplicate_request"
+    assert cat.lookup("nosuchsource:rx_bytes") is None
+    assert cat.lookup("definitely_not_a_counter") is None
+
+
+def test_diagnostic_lists_only_flagged_counters() -> None:
+    cat = load_catalog("mlx5")
+    diag = cat.diagnostic()
+    assert diag and all(s.diagnostic for s in diag)
+    assert "outbound_pci_stalled_rd" in {s.name for s in diag}
+
+
+GOOD = '''
+driver = "toy"
+description = "a toy"
+[[counter]]
+name = "sim_rx_wqe_cache_miss"
+source = "sim"
+kind = "monotonic"
+unit = "events"
+role = "diagnostic"
+meaning = "receive WQE cache misses"
+diagnostic = true
+'''
+
+
+def _parse(text: str) -> object:
+    return parse_catalog(parse_toml(text, "toy.toml"), "toy.toml", stem="toy")
+
+
+def test_a_sim_style_catalog_parses_and_merges() -> None:
+    toy = _parse(GOOD)
+    merged = merge_catalogs([load_catalog("mlx5"), toy])  # type: ignore[list-item]
+    assert merged.lookup("sim_rx_wqe_cache_miss").diagnostic  # type: ignore[union-attr]
+    assert merged.lookup("np_cnp_sent") is not None
+
+
+def test_merging_two_catalogs_with_one_name_is_an_error() -> None:
+    with pytest.raises(InputError, match="declared twice"):
+        merge_catalogs([load_catalog("mlx5"), load_catalog("bnxt_re")])
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (('kind = "monotonic"', 'kind = "wraps"'), "kind: 'wraps' is not allowed; use one of monotonic, wrap32"),
+    (('role = "diagnostic"', 'role = "gremlins"'), "role: 'gremlins' is not allowed"),
+    (('unit = "events"', 'unit = "furlongs"'), "unit: 'furlongs' is not allowed"),
+    (('source = "sim"', 'source = "snmp"'), "source: 'snmp' is not allowed"),
+    (('meaning = "receive WQE cache misses"\n', 'colour = "red"\nmeaning = "x"\n'), "unknown field 'colour'"),
+    (('meaning = "receive WQE cache misses"\n', ''), "missing required field 'meaning'"),
+    (('diagnostic = true', 'diagnostic = "yes"'), "diagnostic: expected true or false"),
+    (('diagnostic = true', 'diagnostic = false'), "role 'diagnostic' needs diagnostic = true"),
+    (('driver = "toy"', 'driver = "other"'), "driver 'other' must equal the file name 'toy'"),
+    (('name = "sim_rx_wqe_cache_miss"', 'name = "sim rx"'), "no blanks allowed"),
+    (('name = "sim_rx_wqe_cache_miss"', 'name = "x_{q}"'), "the only placeholder allowed is one {p}"),
+])
+def test_bad_catalogs_fail_with_one_clear_sentence(change: tuple[str, str], message: str) -> None:
+    old, new = change
+    assert old in GOOD
+    with pytest.raises(InputError) as exc:
+        _parse(GOOD.replace(old, new, 1))
+    assert message in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_duplicate_names_and_alias_rules() -> None:
+    dup = GOOD + GOOD.split("\n", 3)[3]
+    with pytest.raises(InputError, match="declared twice"):
+        _parse(dup)
+    with pytest.raises(InputError, match="must use \\{p\\} exactly when the name does"):
+        _parse(GOOD.replace('diagnostic = true', 'diagnostic = true\naliases = ["old_{p}"]'))
+    percent = GOOD.replace('unit = "events"', 'unit = "percent"')
+    with pytest.raises(InputError, match="kind must be 'gauge'"):
+        _parse(percent)
+    setting = GOOD.replace('kind = "monotonic"', 'kind = "setting"')
+    with pytest.raises(InputError, match="a 'setting' is not a counter"):
+        _parse(setting)
+
+
+def test_unknown_dialect_and_broken_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="unknown counter dialect 'nope'; known dialects are"):
+        load_catalog("nope")
+    broken = tmp_path / "toy.toml"
+    broken.write_text("driver = \n")
+    with pytest.raises(InputError, match="malformed TOML"):
+        load_catalog_file(broken)
+    empty = tmp_path / "empty.toml"
+    empty.write_text('driver = "empty"\ndescription = "x"\ncounter = []\n')
+    with pytest.raises(InputError, match="declares no counters"):
+        load_catalog_file(empty)

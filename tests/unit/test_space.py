@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from collie.constraints import violations
+from collie.errors import ConstraintError, InputError
+from collie.space import PARAMETERS, load_space
+
+
+@pytest.fixture(scope="module")
+def space():  # type: ignore[no-untyped-def]
+    return load_space()
+
+
+def test_default_space_has_the_papers_dimensions(space) -> None:  # type: ignore[no-untyped-def]
+    assert set(space.names) == set(PARAMETERS)
+    assert (space.dimension("qps").lo, space.dimension("qps").hi) == (1, 20000)
+    assert space.dimension("mrs").hi == 200000
+    assert space.dimension("batch").hi == 128 and space.dimension("sges").hi == 16
+    assert space.dimension("wq_depth").hi == 4096
+    assert space.dimension("sizes").lo == 32 and space.dimension("sizes").hi == 8 << 20
+
+
+def test_samples_are_legal_and_cover_every_value(space) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(7)
+    points = [space.sample(rng) for _ in range(600)]
+    for p in points:
+        assert space.problems(p) == []
+        assert violations(space.build(p)) == []
+    assert {p["op"] for p in points} == set(space.dimension("op").values)
+    assert {p["direction"] for p in points} == set(space.dimension("direction").values)
+    qps = np.array([p["qps"] for p in points])
+    # log2 scale: about half the samples below sqrt(20000) ~ 141
+    assert 0.3 < float(np.mean(qps < 141)) < 0.7
+    assert qps.max() > 2000 and qps.min() < 4
+
+
+def test_mutate_changes_exactly_one_dimension_and_stays_legal(space) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(3)
+    p = space.sample(rng)
+    names = set()
+    for _ in range(400):
+        q, name = space.mutate(p, rng)
+        diff = [k for k in p if p[k] != q[k]]
+        assert diff == [name]
+        assert space.problems(q) == []
+        names.add(name)
+        p = q
+    assert names == set(space.names)
+
+
+def test_mutate_a_named_dimension_steps_locally_on_log_scale(space) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(5)
+    p = {**space.simplest(), "qps": 256}
+    ratios = []
+    for _ in range(300):
+        q, name = space.mutate(p, rng, "qps")
+        assert name == "qps"
+        ratios.append(q["qps"] / 256)
+    local = [r for r in ratios if 0.5 <= r <= 2.0]
+    assert len(local) > 0.7 * len(ratios)  # mostly local steps
+    assert any(r > 4 or r < 0.25 for r in ratios)  # with occasional jumps
+
+
+def test_same_seed_same_stream(space) -> None:  # type: ignore[no-untyped-def]
+    a = [space.sample(np.random.default_rng(11)) for _ in range(3)]
+    b = [space.sample(np.random.default_rng(11)) for _ in range(3)]
+    assert a == b
+
+
+def test_simplest_is_legal_and_builds_perftest_like_write(space) -> None:  # type: ignore[no-untyped-def]
+    w = space.build(space.simplest())
+    assert violations(w) == []
+    f = w.flows[0]
+    assert (f.transport, f.opcode, f.qps, f.batch, f.sges, f.sizes) == ("RC", "WRITE", 1, 1, 1, (65536,))
+
+
+def test_directions_build_the_right_flows(space) -> None:  # type: ignore[no-untyped-def]
+    def pairs(d: str) -> list[tuple[str, str]]:
+        return [(f.client.host, f.server.host) for f in space.build({"direction": d}).flows]
+
+    assert pairs("oneway") == [("a", "b")]
+    assert pairs("bidirectional") == [("a", "b"), ("b", "a")]
+    assert pairs("loopback") == [("a", "a")]
+    assert pairs("incast") == [("a", "b"), ("b", "b")]
+
+
+def test_validate_messages_are_actionable(space) -> None:  # type: ignore[no-untyped-def]
+    p = space.simplest()
+    with pytest.raises(ConstraintError) as err:
+        space.validate({**p, "op": "UD_SEND", "sizes": [8192], "mtu": 4096})
+    assert err.value.constraint == "ud_msg_le_mtu" and "use sizes <= 4096" in str(err.value)
+    with pytest.raises(ConstraintError) as err:
+        space.validate({**p, "batch": 64, "wq_depth": 16})
+    assert err.value.constraint == "depth_ge_batch"
+    with pytest.raises(ConstraintError) as err:
+        space.validate({**p, "qps": 0})
+    assert err.value.constraint == "qps" and "from 1 to 20000" in str(err.value)
+    with pytest.raises(ConstraintError) as err:
+        space.validate({**p, "colour": "red"})
+    assert err.value.constraint == "unknown_parameter"
+
+
+def _space_file(tmp_path: Path, body: str) -> Path:
+    p = tmp_path / "s.toml"
+    p.write_text(body)
+    return p
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ('[[dimension]]\nname = "qps"\nkind = "float"\n', "not a dimension kind"),
+        ('[[dimension]]\nname = "speed"\nkind = "int"\nmin = 1\nmax = 2\n', "'speed' is not a parameter"),
+        ('[[dimension]]\nname = "qps"\nkind = "int"\nmin = 10\nmax = 2\n', "must satisfy"),
+        ('[[dimension]]\nname = "mtu"\nkind = "choice"\nvalues = [1500]\n', "1500 is not a legal mtu"),
+        ('[[dimension]]\nname = "qps"\nkind = "int"\nmin = 1\nmax = 2\nstep = 1\n', "unknown field 'step'"),
+        ('[[dimension]]\nname = "qps"\nkind = "int"\nmin = 1\nmax = 4\n[fixed]\nqps = 2\n', "also a searched"),
+        ('[[dimension]]\nname = "batch"\nkind = "int"\nmin = 64\nmax = 128\n[fixed]\nwq_depth = 16\n',
+         "simplest point is illegal"),
+        ('dimension = 3\n', "expected a list"),
+    ],
+)
+def test_bad_space_files(tmp_path: Path, body: str, fragment: str) -> None:
+    with pytest.raises(InputError) as err:
+        load_space(_space_file(tmp_path, body))
+    assert fragment in str(err.value)
+
+
+def test_fixed_values_pin_parameters(tmp_path: Path) -> None:
+    s = load_space(_space_file(tmp_path, '[[dimension]]\nname = "qps"\nkind = "int"\nmin = 1\nmax = 64\n'
+                               '[fixed]\nop = "RC_READ"\nmtu = 1024\n'))
+    w = s.build(s.sample(np.random.default_rng(0)))
+    assert w.flows[0].opcode == "READ" and w.flows[0].mtu == 1024

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from collie.errors import ConstraintError, InputError
+from collie.workload import Endpoint, Flow, Workload
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "workloads" / "examples"
+
+
+def flow(**kw: object) -> Flow:
+    return Flow(client=Endpoint("a"), server=Endpoint("b"), **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.stem)
+def test_examples_round_trip_losslessly(path: Path) -> None:
+    w = Workload.load(path)
+    assert Workload.from_toml(w.to_toml()) == w
+    assert Workload.from_json(w.to_json()) == w
+    assert Workload.from_toml(w.to_toml()).key() == w.key()
+    assert Workload.from_toml(w.to_toml()).name == w.name
+
+
+def test_key_ignores_flow_order_name_and_description() -> None:
+    f1, f2 = flow(), Flow(client=Endpoint("b"), server=Endpoint("a"))
+    assert Workload((f1, f2), name="x").key() == Workload((f2, f1), description="y").key()
+    assert Workload((f1,)).key() != Workload((flow(qps=2),)).key()
+    assert len(Workload((f1,)).key()) == 16
+
+
+def test_sizes_accept_units_and_single_values() -> None:
+    w = Workload.from_toml('[[flows]]\nclient = "a"\nserver = "b"\nsizes = "4K"\nmr_size = "1MiB"\n')
+    assert w.flows[0].sizes == (4096,)
+    assert w.flows[0].mr_size == 1 << 20
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('[[flows]]\nclient = "a"\nserver = "b"\nqpz = 3\n', "unknown field 'qpz'"),
+        ('[[flows]]\nclient = "a"\n', "missing required field 'server'"),
+        ('[[flows]]\nclient = "a"\nserver = "b"\nqps = 0\n', "qps: 0 is out of range; allowed is 1"),
+        ('[[flows]]\nclient = "a"\nserver = "b"\nqps = "many"\n', "qps: expected an integer"),
+        ('[[flows]]\nclient = "a"\nserver = "b"\nmtu = 1500\n', "mtu: 1500 is not allowed; use one of 256"),
+        ('[[flows]]\nclient = "a"\nserver = "b"\ntransport = "XRC"\n', "transport: 'XRC' is not allowed"),
+        ('[[flows]]\nclient = "a"\nserver = "b"\nsizes = []\n', "has 0 sizes; allowed is 1 to 8"),
+        ('[[flows]]\nclient = "a"\nserver = "b"\nsizes = ["big"]\n', "not a byte size"),
+        ('[[flows]]\nclient = { host = "a", memory = "hbm" }\nserver = "b"\n', "not a memory placement"),
+        ('flows = []\n', "needs at least one [[flows]]"),
+        ('name = 3\n[[flows]]\nclient = "a"\nserver = "b"\n', "name: expected a string"),
+        ('[[flows]\n', "malformed TOML"),
+        ('[[flows]]\nclient = "a"\nserver = "b"\nburst = 1\n', "burst: expected true or false"),
+    ],
+)
+def test_bad_input_names_the_field(text: str, fragment: str) -> None:
+    with pytest.raises(InputError) as err:
+        Workload.from_toml(text, "w.toml")
+    assert fragment in str(err.value)
+    assert str(err.value).startswith("w.toml")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("extra", "constraint"),
+    [
+        ('transport = "UD"\nopcode = "READ"\nsizes = [512]', "legal_opcode"),
+        ('transport = "UC"\nopcode = "READ"', "legal_opcode"),
+        ('transport = "UD"\nopcode = "SEND"\nsizes = [8192]\nmtu = 4096', "ud_msg_le_mtu"),
+        ("batch = 64\nsq_depth = 32", "depth_ge_batch"),
+        ('opcode = "ATOMIC_FA"\nsizes = [16]', "atomics_8b"),
+        ("sges = 4\nsizes = [2]", "sges_le_min_size"),
+        ('sizes = ["1M"]\nmr_size = "64K"', "sge_fits_mr"),
+        ("signal_every = 256\nsq_depth = 128", "signal_within_depth"),
+        ('opcode = "READ"\ninline = 64', "inline_needs_write_or_send"),
+        ('mrs = 100000\nmr_size = "1M"\nsizes = [4096]', "pinned_memory"),
+    ],
+)
+def test_illegal_combinations_are_named(extra: str, constraint: str) -> None:
+    with pytest.raises(ConstraintError) as err:
+        Workload.from_toml(f'[[flows]]\nclient = "a"\nserver = "b"\n{extra}\n', "w.toml")
+    assert err.value.constraint == constraint
+
+
+def test_missing_file_and_bad_json(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        Workload.load(tmp_path / "nope.toml")
+    bad = tmp_path / "w.json"
+    bad.write_text("{not json")
+    with pytest.raises(InputError, match="malformed JSON"):
+        Workload.load(bad)
+    good = tmp_path / "ok.json"
+    w = Workload.load(EXAMPLES / "rc-write-64k.toml")
+    good.write_text(w.to_json())
+    assert Workload.load(good) == w
+    assert json.loads(w.to_json())["flows"][0]["sizes"] == [65536]
+
+
+def test_loopback_and_hosts() -> None:
+    w = Workload.load(EXAMPLES / "incast-loopback-remote.toml")
+    assert w.hosts == ("a", "b")
+    assert [f.loopback for f in w.flows] == [False, True]
