@@ -73,7 +73,7 @@ install_packages
 
 kernel=$(pick_kernel)
 case "$mode" in
-    test)  guest_cmd="python3 -m pytest -q -p no:cacheprovider tests/softroce" ;;
+    test)  guest_cmd="python3 -m pytest -q -p no:cacheprovider --durations=8 tests/softroce" ;;
     bench) guest_cmd="python3 bench/engine_vs_perftest.py" ;;
 esac
 

@@ -1,0 +1,132 @@
+"""collie's verbs engine next to perftest's ``ib_write_bw`` on the same device, in one run.
+
+Run it where an RDMA device is up, e.g. inside the soft-RoCE guest: ``.ci/softroce.sh --bench``
+(or ``python3 bench/engine_vs_perftest.py --device rxe0`` on a machine with a device and perftest).
+
+Pairs, each printed with its ratio (collie / perftest):
+    * bandwidth at 64 KiB: ``ib_write_bw -s 65536 -D 3`` vs one RC QP writing 64 KiB messages;
+    * message rate at 64 B: ``ib_write_bw -s 64 -D 3`` vs single WRs, and ``ib_write_bw -s 64 -l 32 -n N``
+      (post lists of 32; ``-n`` a multiple of 32) vs chains of 32 in one and in two worker processes;
+    * setup of 1,000 RC QPs: the wall time of ``ib_write_bw -q 1000 -t 32 -s 4096 -n 100`` (perftest needs
+      ``-t 32`` there: with its defaults it cannot create the CQs beyond 327 QPs on rxe) vs the wall time of a
+      collie run that creates, connects and destroys 1,000 QP pairs around a 0.05 s interval.
+Goals: >= 0.9x at 64 KiB, >= 1.0x the post-list rate at 64 B, 1,000-QP setup <= 0.7x perftest's.
+Loopback on one device: perftest's server and client both run here, connected over 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from collie.targets.verbs import VerbsTarget
+from collie.workload import Endpoint, Flow, Workload
+
+A, B = Endpoint("a"), Endpoint("b")
+_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Perf:
+    """One perftest run: average bandwidth in MB/s (perftest's unit), message rate in ops/s, wall seconds."""
+
+    mb_s: float
+    ops_s: float
+    wall_s: float
+
+
+def perftest(device: str, gid: int, port: int, args: list[str], timeout: float = 240) -> Perf:
+    """Run ``ib_write_bw`` server and client in loopback and parse the client's result row."""
+    base = ["ib_write_bw", "-d", device, "-i", "1", "-x", str(gid), "-F", "-p", str(port), *args]
+    server = subprocess.Popen(base, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              stdin=subprocess.DEVNULL)
+    try:
+        time.sleep(1.5)
+        t0 = time.perf_counter()
+        client = subprocess.run([*base, "127.0.0.1"], capture_output=True, text=True, timeout=timeout,
+                                stdin=subprocess.DEVNULL, check=False)
+        wall = time.perf_counter() - t0
+        server.wait(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    for line in client.stdout.splitlines():
+        m = _ROW.match(line)
+        if m:
+            return Perf(mb_s=float(m.group(4)), ops_s=float(m.group(5)) * 1e6, wall_s=wall)
+    raise RuntimeError(f"no result row from {' '.join(base)}: rc {client.returncode}\n{client.stdout}"
+                       f"{client.stderr}")
+
+
+def collie(t: VerbsTarget, flow: Flow, duration: float) -> tuple[float, float, float, bool]:
+    """(MB/s, ops/s, wall seconds, engine_bound) of one collie run."""
+    t0 = time.perf_counter()
+    r = t.run(Workload(flows=(flow,)), duration)
+    wall = time.perf_counter() - t0
+    if r.errors:
+        raise RuntimeError(f"collie run had errors: {r.errors}")
+    f = r.flows[0]
+    return f.bps / 8 / 1e6, f.msg_rate, wall, r.engine_bound
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="rxe0")
+    ap.add_argument("--gid-index", type=int, default=1)
+    ap.add_argument("--duration", type=float, default=3.0)
+    ap.add_argument("--qps", type=int, default=1000, help="QPs for the setup pair")
+    args = ap.parse_args()
+    if shutil.which("ib_write_bw") is None:
+        print("ib_write_bw not found: install perftest", file=sys.stderr)
+        return 2
+    dev, gid, d = args.device, args.gid_index, args.duration
+    rows: list[dict[str, object]] = []
+
+    def pair(what: str, unit: str, perf: float, ours: float, goal: str, note: str = "") -> None:
+        ratio = ours / perf if perf else float("nan")
+        rows.append({"what": what, "unit": unit, "perftest": perf, "collie": ours, "ratio": ratio, "goal": goal,
+                     "note": note})
+        print(f"{what:<44} perftest {perf:>12.1f} {unit:<6} collie {ours:>12.1f} {unit:<6} ratio {ratio:5.2f}x"
+              f"  (goal {goal}){'  ' + note if note else ''}", flush=True)
+
+    n32 = 32 * 2000
+    with VerbsTarget(f"{dev}:1:{gid}", warmup=0.5) as t:
+        p = perftest(dev, gid, 18515, ["-s", "65536", "-D", str(int(d))])
+        mb, _, _, eb = collie(t, Flow(A, B, sizes=(65536,), sq_depth=128, signal_every=1), d)
+        pair("bandwidth 64 KiB, 1 RC QP", "MB/s", p.mb_s, mb, ">= 0.9x", "engine_bound" if eb else "")
+
+        p = perftest(dev, gid, 18516, ["-s", "64", "-D", str(int(d))])
+        _, ops, _, eb = collie(t, Flow(A, B, sizes=(64,), sq_depth=128, signal_every=1), d)
+        pair("64 B, single WRs (-s 64 -D 3)", "ops/s", p.ops_s, ops, "-", "engine_bound" if eb else "")
+
+        p = perftest(dev, gid, 18517, ["-s", "64", "-l", "32", "-n", str(n32)])
+        _, ops1, _, eb1 = collie(t, Flow(A, B, sizes=(64,), batch=32, sq_depth=128, signal_every=32), d)
+        pair("64 B, post lists of 32 (-l 32), 1 process", "ops/s", p.ops_s, ops1, ">= 1.0x",
+             "engine_bound" if eb1 else "")
+        _, ops2, _, eb2 = collie(t, Flow(A, B, sizes=(64,), batch=32, sq_depth=128, signal_every=32, qps=2,
+                                         processes=2), d)
+        pair("64 B, post lists of 32 (-l 32), 2 processes", "ops/s", p.ops_s, ops2, ">= 1.0x",
+             "engine_bound" if eb2 else "")
+
+        q = args.qps
+        p = perftest(dev, gid, 18518, ["-q", str(q), "-t", "32", "-s", "4096", "-n", "100"], timeout=600)
+        _, _, wall, _ = collie(t, Flow(A, B, sizes=(4096,), qps=q, sq_depth=32, signal_every=32), 0.05)
+        setup = t.last_details.worker_setup_s[0] if t.last_details else float("nan")
+        pair(f"setup of {q} RC QPs (wall, s)", "s", p.wall_s, wall, "<= 0.7x",
+             f"collie create+connect {setup:.2f} s")
+    print(json.dumps({"bench": "engine_vs_perftest", "device": dev, "rows": rows}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
