@@ -24,6 +24,9 @@ from collie.targets.verbs.measure import MAX_LAT_SAMPLES, FlowStats
 from collie.targets.verbs.plan import signal_positions
 from collie.targets.verbs.resources import MAX_CQ_BATCH, ShareRes, WorkerResources
 
+#: One loop iteration in this many is timed (clock reads cost, and under emulation they cost a lot).
+TIMED_EVERY = 16
+
 
 @dataclass(frozen=True)
 class WorkerReport:
@@ -72,9 +75,7 @@ class _ShareRun:
         self.flow = f
         self.qps = [_QP(qp, res.chains_of(i)) for i, qp in enumerate(res.client_qps)]
         self.rqs = [_RQ(qp) for qp in res.server_qps]
-        self.wrs = 0
-        self.bytes = 0
-        self.packets = 0
+        self.edges: list[list[int]] = []
         self.rx_wrs = 0
         self.rx_bytes = 0
         self.lat: list[int] = []
@@ -102,10 +103,11 @@ class Engine:
                 self.by_qpn[r.qp.qp_num] = (run, r)
         self.cqs = [(run, cq) for run in self.runs for cq in run.res.send_cqs]
         self.rcqs = [(run, cq) for run in self.runs for cq in run.res.recv_cqs if run.res.recv_chain]
-        self.win = (0, 0)
         self.counters: list[tuple[int, dict[str, int]]] = []
-        self.verbs_ns = 0  # time inside verbs calls (post_send, post_recv, poll) ...
-        self.verbs_window_ns = 0  # ... of which inside the measured interval
+        self.dead = 0
+        self.measuring = False
+        self.t_lo = self.t_hi = 0
+        self.verbs_fraction = 0.0
 
     def _snap(self) -> None:
         if self.job.read_counters:
@@ -128,36 +130,40 @@ class Engine:
         f = run.flow
         chain = q.chains[q.chain]
         batch = f.batch
+        seq0 = q.seq
+        every = f.signal_every
         if run.res.static_signal:  # the chain's last WR is signalled already (batch % signal_every == 0)
             positions: tuple[int, ...] = ()
-            nsig = batch // f.signal_every
+            nsig = batch // every
+        elif batch == 1:  # the common single-WR case, without the general function's allocations
+            sig = (seq0 + 1) % every == 0 or force_last or seq0 + 2 - q.sig_last > f.sq_depth
+            positions = (0,) if sig else ()
+            nsig = len(positions)
         else:
-            positions = signal_positions(q.seq, batch, f.signal_every, f.sq_depth, q.sig_last)
+            positions = signal_positions(seq0, batch, every, f.sq_depth, q.sig_last)
             if force_last and (not positions or positions[-1] != batch - 1):
                 positions = (*positions, batch - 1)
             nsig = len(positions)
-            for p in positions:
-                w = chain[p]
-                w.send_flags = w.send_flags | self.signaled
-        t1 = time.monotonic_ns()
+        signaled = self.signaled
+        for p in positions:
+            w = chain[p]
+            w.send_flags = w.send_flags | signaled
         try:
             q.qp.post_send(chain[0])
         except self.pv.error as exc:
             q.dead = True
+            self.dead += 1
             run.notes.append(f"flow {run.res.share.flow_index}: post_send failed: {exc}")
             return False
         finally:
-            self.verbs_ns += time.monotonic_ns() - t1
             for p in positions:
                 w = chain[p]
-                w.send_flags = w.send_flags & ~self.signaled
-        seq0 = q.seq
+                w.send_flags = w.send_flags & ~signaled
         if positions:
             for p in positions:
                 q.sig.append((seq0 + p + 1, now))
             q.sig_last = seq0 + positions[-1] + 1
         elif nsig:
-            every = f.signal_every
             for k in range(1, nsig + 1):
                 q.sig.append((seq0 + k * every, now))
             q.sig_last = seq0 + nsig * every
@@ -166,17 +172,17 @@ class Engine:
         return True
 
     # ---- polling ----------------------------------------------------------------------------------------
-    def _poll_send(self, now: int) -> int:
-        lo, hi = self.win
+    def _poll_send(self) -> int:
+        """Poll every send CQ once; advance ``done`` of the QPs that completed; sample latencies."""
         got = 0
+        lat_on = self.measuring
         for run, cq in self.cqs:
-            t1 = time.monotonic_ns()
             n, wcs = cq.poll(MAX_CQ_BATCH)
-            self.verbs_ns += time.monotonic_ns() - t1
             if not n:
                 continue
             got += n
-            sums = run.res.sums
+            now = time.monotonic_ns()
+            lat = run.lat
             for wc in wcs:
                 entry = self.by_qpn.get(wc.qp_num)
                 if entry is None:
@@ -184,35 +190,31 @@ class Engine:
                 q = entry[1]
                 if wc.status != self.success:
                     self._wc_error(run, wc)
-                    q.dead = True
+                    if not q.dead:
+                        q.dead = True
+                        self.dead += 1
                     if q.sig:
                         q.sig.popleft()
                     continue
                 if not q.sig:
                     continue
                 seq_end, t_post = q.sig.popleft()
-                if lo <= now < hi:
-                    run.wrs += seq_end - q.done
-                    run.bytes += sums.bytes(q.done, seq_end)
-                    run.packets += sums.packets(q.done, seq_end)
-                    if len(run.lat) < MAX_LAT_SAMPLES:
-                        run.lat.append(now - t_post)
+                if lat_on and len(lat) < MAX_LAT_SAMPLES:
+                    lat.append(now - t_post)
                 q.done = seq_end
         return got
 
-    def _poll_recv(self, now: int) -> int:
-        lo, hi = self.win
+    def _poll_recv(self) -> int:
         got = 0
+        measuring = self.measuring
         for run, cq in self.rcqs:
-            t1 = time.monotonic_ns()
             n, wcs = cq.poll(MAX_CQ_BATCH)
-            self.verbs_ns += time.monotonic_ns() - t1
             if not n:
                 continue
             got += n
             chunk = run.res.recv_chunk
             depth = run.flow.rq_depth
-            ud = run.flow.transport == "UD"
+            grh = 40 if run.flow.transport == "UD" else 0
             for wc in wcs:
                 entry = self.by_qpn.get(wc.qp_num)
                 if entry is None:
@@ -223,18 +225,16 @@ class Engine:
                     self._wc_error(run, wc)
                     r.dead = True
                     continue
-                if lo <= now < hi:
+                if measuring:
                     run.rx_wrs += 1
-                    run.rx_bytes += wc.byte_len - (40 if ud else 0)
+                    run.rx_bytes += wc.byte_len - grh
                 if not r.dead and r.outstanding + chunk <= depth:
-                    t1 = time.monotonic_ns()
                     try:
                         r.qp.post_recv(run.res.recv_chain[0])
                         r.outstanding += chunk
                     except self.pv.error as exc:
                         r.dead = True
                         run.notes.append(f"flow {run.res.share.flow_index}: post_recv failed: {exc}")
-                    self.verbs_ns += time.monotonic_ns() - t1
         return got
 
     def _wc_error(self, run: _ShareRun, wc: Any) -> None:
@@ -245,48 +245,80 @@ class Engine:
         run.errors[key] = run.errors.get(key, 0) + 1
 
     # ---- the loop ---------------------------------------------------------------------------------------
+    def _edge(self) -> None:
+        """At an edge of the measured interval: note every QP's ``done`` and read the counters."""
+        for run in self.runs:
+            run.edges.append([q.done for q in run.qps])
+        self._snap()
+
     def run(self, start_ns: int) -> None:
-        """Traffic from ``start_ns`` (monotonic): warm-up, the measured interval, then the drain."""
+        """Traffic from ``start_ns`` (monotonic): warm-up, the measured interval, then the drain.
+
+        Completions count when ``done`` advanced inside the interval: every QP's ``done`` is noted at both
+        edges, and bytes/packets of the WRs between follow from the cycle's prefix sums. One iteration in
+        :data:`TIMED_EVERY` is timed end to end and inside its verbs calls, for ``verbs_s``.
+        """
         t = self.job.timing
         lo = start_ns + int(t.warmup * 1e9)
         hi = lo + int(t.duration * 1e9)
-        self.win = (lo, hi)
         clock = time.monotonic_ns
         while clock() < start_ns:
             time.sleep(0.0005)
         runs = self.runs
-        snapped = False
+        nqps = sum(len(run.qps) for run in runs)
+        has_recv = bool(self.rcqs)
+        it = 0
+        timed_total = timed_verbs = 0
+        self.measuring = False
         while True:
             now = clock()
             if now >= hi:
                 break
-            measuring = now >= lo
-            if measuring and not snapped:
-                self._snap()
-                snapped = True
+            if not self.measuring and now >= lo:
+                self.measuring = True
+                self._edge()
+                self.t_lo = clock()
+            measuring = self.measuring
+            timed = measuring and it % TIMED_EVERY == 0
+            it += 1
+            verbs = 0
             for run in runs:
                 f = run.flow
                 room = f.sq_depth - f.batch
                 posted = False
                 for q in run.qps:
                     if not q.dead and q.seq - q.done <= room:
-                        posted = self._post(run, q, now) or posted
+                        if timed:
+                            t1 = clock()
+                            posted = self._post(run, q, now) or posted
+                            verbs += clock() - t1
+                        else:
+                            posted = self._post(run, q, now) or posted
                 if measuring:
                     run.loops += 1
                     if not posted:
                         run.full += 1
-            now = clock()
-            self._poll_send(now)
-            if self.rcqs:
-                self._poll_recv(now)
-            if measuring:
-                self.verbs_window_ns += self.verbs_ns
-            self.verbs_ns = 0
-            if all(q.dead for run in runs for q in run.qps):
+            if timed:
+                t1 = clock()
+                self._poll_send()
+                if has_recv:
+                    self._poll_recv()
+                t2 = clock()
+                timed_verbs += verbs + t2 - t1
+                timed_total += t2 - now
+            else:
+                self._poll_send()
+                if has_recv:
+                    self._poll_recv()
+            if self.dead >= nqps:
                 break
-        if not snapped:
-            self._snap()
-        self._snap()
+        if not self.measuring:
+            self._edge()
+            self.t_lo = clock()
+        self.measuring = False
+        self._edge()
+        self.t_hi = clock()
+        self.verbs_fraction = timed_verbs / timed_total if timed_total else 0.0
         self._drain()
 
     def _drain(self) -> None:
@@ -304,17 +336,15 @@ class Engine:
                 else:
                     left.append((run, q))
             closing = left
-            now = time.monotonic_ns()
-            self._poll_send(now)
+            self._poll_send()
             if self.rcqs:
-                self._poll_recv(now)
+                self._poll_recv()
         while time.monotonic_ns() < deadline:
             if all(q.dead or q.done >= q.seq for _, q in pending):
                 break
-            now = time.monotonic_ns()
-            self._poll_send(now)
+            self._poll_send()
             if self.rcqs:
-                self._poll_recv(now)
+                self._poll_recv()
         stuck = [(run, q) for run, q in pending if not q.dead and q.done < q.seq]
         if stuck:
             run = stuck[0][0]
@@ -325,13 +355,14 @@ class Engine:
         if self.rcqs:
             end = time.monotonic_ns() + 50_000_000
             while time.monotonic_ns() < end:
-                self._poll_recv(time.monotonic_ns())
+                self._poll_recv()
 
     # ---- results ----------------------------------------------------------------------------------------
     def stats(self, verify: bool) -> tuple[tuple[FlowStats, ...], tuple[str, ...]]:
         out = []
         errors: list[str] = []
-        seconds = self.job.timing.duration
+        seconds = max(1e-9, (self.t_hi - self.t_lo) / 1e9)
+        verbs_s = self.verbs_fraction * seconds
         for run in self.runs:
             complete = all(not q.dead and q.done >= q.seq for q in run.qps)
             verify_errors: list[str] = []
@@ -342,13 +373,17 @@ class Engine:
                     verify_errors = [f"flow {run.res.share.flow_index}: data not verified: WRs did not all "
                                      "complete"]
             ud = run.flow.transport == "UD"
-            wrs = run.rx_wrs if ud else run.wrs
-            nbytes = run.rx_bytes if ud else run.bytes
-            packets = run.rx_wrs if ud else run.packets
+            sums = run.res.sums
+            a, b = run.edges[0], run.edges[-1]
+            wrs = sum(y - x for x, y in zip(a, b, strict=True))
+            nbytes = sum(sums.bytes(x, y) for x, y in zip(a, b, strict=True))
+            packets = sum(sums.packets(x, y) for x, y in zip(a, b, strict=True))
+            if ud:
+                wrs, nbytes, packets = run.rx_wrs, run.rx_bytes, run.rx_wrs
             out.append(FlowStats(
                 flow=run.res.share.flow_index, seconds=seconds, wrs=wrs, bytes=nbytes, packets=packets,
                 lat_ns=tuple(run.lat), loops=run.loops, full_loops=run.full,
-                verbs_s=self.verbs_window_ns / 1e9, wc_errors=dict(run.errors),
+                verbs_s=verbs_s, wc_errors=dict(run.errors),
                 verify_errors=tuple(verify_errors), verified=verify and complete and not verify_errors,
             ))
             errors.extend(run.notes)
