@@ -74,7 +74,7 @@ def random_workload(rng: random.Random, *, gpu: bool = True, remote: bool = True
     mtu = rng.choice((256, 512, 1024, 2048, 4096))
 
     def logint(lo: int, hi: int) -> int:
-        return int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi))))
+        return round(2 ** rng.uniform(math.log2(lo), math.log2(hi)))
 
     if opcode.startswith("ATOMIC"):
         sizes: tuple[int, ...] = (8,)

@@ -3,6 +3,7 @@ jumping inside it, while throughput stays flat until the cliff (the counter-only
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from simhelpers import random_workload
@@ -18,15 +19,17 @@ def _per_msg(run: RunResult, counter: str) -> float:
     return sum(h.counters[counter] for h in run.hosts) / sum(f.msg_rate for f in run.flows)
 
 
-def _ladder(counter: str, workloads: list[object], profile: str = "cx6-200g") -> tuple[list[float], list[float],
-                                                                                         list[tuple[str, ...]]]:
+Ladder = tuple[list[float], list[float], list[tuple[str, ...]]]
+
+
+def _ladder(counter: str, workloads: list[object], profile: str = "cx6-200g") -> Ladder:
     t = SimTarget(profile)
     runs = [t.run(w, D) for w in workloads]  # type: ignore[arg-type]
     return [_per_msg(r, counter) for r in runs], [r.flows[0].bps for r in runs], [r.truth for r in runs]
 
 
 def _increasing(xs: list[float]) -> bool:
-    return all(b > a for a, b in zip(xs, xs[1:], strict=False))
+    return all(b > a for a, b in itertools.pairwise(xs))
 
 
 def test_qpc_misses_climb_with_qps_before_the_cliff_of_8() -> None:
@@ -52,7 +55,8 @@ def test_translation_misses_climb_with_mrs_before_the_cliff_of_7() -> None:
 
 def test_rx_wqe_misses_climb_with_batch_and_depth_toward_1() -> None:
     batches = [1, 2, 4, 8, 16, 32, 64]
-    ws = [one(transport="UD", opcode="SEND", qps=1, wq=256, mtu=2048, batch=b, sizes=(2048,)) for b in batches]
+    ws = [one(transport="UD", opcode="SEND", qps=1, wq=256, mtu=2048, batch=b, sizes=(2048,))
+          for b in batches]
     diag, _, truth = _ladder("sim_rx_wqe_cache_miss", ws)
     assert _increasing(diag) and truth[-1] == ("f01-ud-rx-wqe",)
     depths = [16, 32, 64, 128, 256]

@@ -64,7 +64,7 @@ def test_requires_makes_a_quirk_inactive_with_the_reason() -> None:
                                                                      "relaxed_ordering = true")
     p = parse_profile(text, "ro.toml")
     assert "f09-bi-sge-mix-noro" not in {q.id for q in p.active_quirks}
-    (q, why), = [(q, w) for q, w in p.inactive_quirks if q.id == "f09-bi-sge-mix-noro"]
+    (_q, why), = [(q, w) for q, w in p.inactive_quirks if q.id == "f09-bi-sge-mix-noro"]
     assert "relaxed_ordering" in why
 
 
