@@ -165,3 +165,11 @@ diagnostics = ["sim_qpc_cache_miss"]
     ]:
         good_when = text.replace("nonsense_feature >= 3", "qps_total >= 3")
         assert what in _bad(good_when.replace(old, new, 1))
+
+
+def test_the_example_in_the_docs_loads() -> None:
+    doc = (Path(__file__).resolve().parents[4] / "docs" / "sim-profiles.md").read_text()
+    text = doc.split("## Writing your own profile", 1)[1].split("```toml", 1)[1].split("```", 1)[0]
+    p = parse_profile(text, "docs example")
+    assert [q.id for q in p.active_quirks] == ["f01-ud-rx-wqe", "f11-bi-remote-numa", "my-write-imm-loss"]
+    assert [q.id for q, _ in p.inactive_quirks] == ["f09-bi-sge-mix-noro"]
