@@ -1,5 +1,6 @@
-"""``collie sim profiles`` / ``collie sim show`` / ``collie sim quirks`` end to end, and a malformed profile
-given to ``sim show`` and to ``run --target sim:PATH.toml``: one sentence naming the field and line, exit 2."""
+"""``collie sim profiles`` / ``collie sim show`` / ``collie sim quirks`` end to end, and a malformed
+profile given to ``sim show`` and to ``run --target sim:PATH.toml``: one sentence naming the field and line,
+exit 2."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def test_sim_show_a_builtin_and_a_file(tmp_path: Path) -> None:
     assert len(csv.stdout.splitlines()) == 6
     table = run_cli("sim", "show", "ideal")
     assert table.returncode == 0 and "no quirks" in table.stdout
-    src = Path(__file__).resolve().parents[2] / "collie" / "targets" / "sim" / "profiles" / "cx6-200g-amd.toml"
+    src = Path(__file__).resolve().parents[2] / "collie/targets/sim/profiles/cx6-200g-amd.toml"
     mine = tmp_path / "ro-on.toml"
     mine.write_text(src.read_text().replace("relaxed_ordering = false", "relaxed_ordering = true"))
     p = run_cli("sim", "show", str(mine), "--format", "json")
