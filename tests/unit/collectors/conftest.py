@@ -30,7 +30,8 @@ def fixtures() -> Path:
 @pytest.fixture
 def mlx5_root(tmp_path: Path) -> Path:
     """A sysfs root holding the procfs mlx5_0 fixture."""
-    return ttar_tree.extract_ttar(FIXTURES / "sysfs_infiniband_mlx5_0_procfs_fixture.ttar", tmp_path)  # type: ignore[no-any-return]
+    archive = FIXTURES / "sysfs_infiniband_mlx5_0_procfs_fixture.ttar"
+    return ttar_tree.extract_ttar(archive, tmp_path)  # type: ignore[no-any-return]
 
 
 @pytest.fixture
