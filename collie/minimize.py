@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from collie.dimensions import Choice, Flag, IntRange, SizeVector
+from collie.dimensions import Choice, Dimension, Flag, IntRange, SizeVector
 from collie.features import features
 from collie.mfs import MFS, Condition
 from collie.oracle import Verdict
@@ -70,34 +70,53 @@ class Minimizer:
         self.experiments = 0
         self.steps: list[dict[str, Any]] = []
 
-    def _still(self, point: Mapping[str, Any], primary: str, why: str) -> bool:
+    def _test(self, point: Mapping[str, Any], primary: str, why: str) -> bool | None:
+        """True: the anomaly survives at ``point``; False: it vanished; None: ``point`` cannot be tested
+        (illegal in the space, or the target could not run it)."""
         if not self.space.is_valid(point):
-            return False
+            return None
         self.experiments += 1
         verdict = self._probe(point)
-        kept = verdict is not None and verdict.anomalous and verdict.primary == primary
+        kept = None if verdict is None else verdict.anomalous and verdict.primary == primary
         self.steps.append({"why": why, "kept": kept, "point": dict(point)})
         return kept
+
+    def _still(self, point: Mapping[str, Any], primary: str, why: str) -> bool:
+        return self._test(point, primary, why) is True
+
+    def _gone(self, point: Mapping[str, Any], primary: str, why: str) -> bool:
+        return self._test(point, primary, why) is False
 
     def run(self, point: Mapping[str, Any], verdict: Verdict) -> MinimizeResult:
         primary = verdict.primary
         current = dict(point)
         conditions: list[Condition] = []
-        for d in self.space.dimensions:
-            if isinstance(d, SizeVector):
-                continue
-            if isinstance(d, Choice) and not d.ordered and not isinstance(d.values[0], int):
-                conditions += self._categorical(d, current, primary)
-            elif isinstance(d, Flag):
-                conditions += self._flag(d, current, primary)
+        # sizes last (they interact with MTU and MR size); a dimension whose probe could not run is tried
+        # once more at the end, when the others are simpler
+        order: list[Dimension] = [d for d in self.space.dimensions if not isinstance(d, SizeVector)]
+        order += [d for d in self.space.dimensions if isinstance(d, SizeVector)]
+        retry = []
+        for d in order:
+            found = self._dimension(d, current, primary)
+            if found is None:
+                retry.append(d)
             else:
-                conditions += self._numeric(d, current, primary)
-        for d in self.space.dimensions:
-            if isinstance(d, SizeVector):
-                conditions += self._sizes(d, current, primary)
+                conditions += found
+        for d in retry:
+            conditions += self._dimension(d, current, primary) or []
         confirmed = self._confirm(current, primary)
         return MinimizeResult(MFS(verdict.signature, tuple(conditions)), current, confirmed,
                               self.experiments, self.steps)
+
+    def _dimension(self, d: Dimension, current: dict[str, Any], primary: str) -> list[Condition] | None:
+        """Conditions dimension ``d`` contributes (None: its key probe could not run)."""
+        if isinstance(d, SizeVector):
+            return self._sizes(d, current, primary)
+        if isinstance(d, Choice) and not d.ordered and not isinstance(d.values[0], int):
+            return self._categorical(d, current, primary)
+        if isinstance(d, Flag):
+            return self._flag(d, current, primary)
+        return self._numeric(d, current, primary)
 
     def _confirm(self, point: Mapping[str, Any], primary: str) -> bool:
         hits = 0
@@ -109,30 +128,41 @@ class Minimizer:
                 return False
         return hits >= self.settings.required
 
-    def _categorical(self, d: Choice, current: dict[str, Any], primary: str) -> list[Condition]:
+    def _categorical(self, d: Choice, current: dict[str, Any], primary: str) -> list[Condition] | None:
         value = current[d.name]
         simplest = d.simplest()
         if value == simplest:
             return []
-        if self._still({**current, d.name: simplest}, primary, f"{d.name} -> {simplest}"):
+        kept = self._test({**current, d.name: simplest}, primary, f"{d.name} -> {simplest}")
+        if kept is None:
+            return None
+        if kept:
             current[d.name] = simplest
             return []
         return _categorical_conditions(self.space, d.name, value)
 
-    def _flag(self, d: Flag, current: dict[str, Any], primary: str) -> list[Condition]:
+    def _flag(self, d: Flag, current: dict[str, Any], primary: str) -> list[Condition] | None:
         value = current[d.name]
-        if self._still({**current, d.name: not value}, primary, f"{d.name} -> {not value}"):
-            current[d.name] = d.simplest() if d.simplest() != value else not value
+        if value == d.simplest():
             return []
-        return [Condition(d.name, "==", value)] if d.name in PARAM_FEATURE or d.name == "burst" else []
+        kept = self._test({**current, d.name: d.simplest()}, primary, f"{d.name} -> {d.simplest()}")
+        if kept is None:
+            return None
+        if kept:
+            current[d.name] = d.simplest()
+            return []
+        return [Condition(d.name, "==", value)]
 
-    def _numeric(self, d: IntRange | Choice, current: dict[str, Any], primary: str) -> list[Condition]:
+    def _numeric(self, d: IntRange | Choice, current: dict[str, Any], primary: str) -> list[Condition] | None:
         values = _ladder(d)
         value, simplest = current[d.name], d.simplest()
         feature = PARAM_FEATURE.get(d.name)
         out: list[Condition] = []
         if value != simplest:
-            if self._still({**current, d.name: simplest}, primary, f"{d.name} -> {simplest}"):
+            kept = self._test({**current, d.name: simplest}, primary, f"{d.name} -> {simplest}")
+            if kept is None:
+                return None
+            if kept:
                 current[d.name] = simplest
             else:
                 edge = self._bisect(d.name, values, simplest, value, current, primary)
@@ -147,7 +177,7 @@ class Minimizer:
         far = values[-1] if _index(values, here) <= len(values) // 2 else values[0]
         if far == here:
             return out
-        if not self._still({**current, d.name: far}, primary, f"{d.name} -> {far} (far side)"):
+        if self._gone({**current, d.name: far}, primary, f"{d.name} -> {far} (far side)"):
             edge_bad = self._bisect(d.name, values, far, here, current, primary)
             if feature:
                 op = "<=" if _index(values, far) > _index(values, here) else ">="
@@ -192,7 +222,7 @@ class Minimizer:
         v = single[0]
         for end in (exps[0], exps[-1]):
             # a smaller size that loses the anomaly bounds min_msg from below; a larger one bounds max_msg
-            if end == v or self._still({**current, d.name: [end]}, primary, f"sizes -> [{end}]"):
+            if end == v or not self._gone({**current, d.name: [end]}, primary, f"sizes -> [{end}]"):
                 continue
             edge = self._bisect_sizes(exps, end, v, current, primary, d.name)
             out.append(Condition("min_msg", ">=", edge) if end < v else Condition("max_msg", "<=", edge))
