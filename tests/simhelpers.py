@@ -10,7 +10,6 @@ import math
 import random
 from dataclasses import replace
 
-from collie import rocev2
 from collie.collectors.catalog import load_catalogs
 from collie.oracle import Ceilings, Oracle, Verdict
 from collie.targets.sim import SimTarget
@@ -20,27 +19,21 @@ from collie.workload import Endpoint, Workload
 DURATION = 10.0
 
 
-def _kinds(**kw: object) -> dict[str, Workload]:
-    w = one(**kw)  # type: ignore[arg-type]
-    loop = w.with_flows((replace(w.flows[0], client=Endpoint("a"), server=Endpoint("a")),))
-    return {"oneway": w, "bidirectional": bi(**kw), "loopback": loop}  # type: ignore[arg-type]
-
-
 def calibrate(target: SimTarget) -> Ceilings:
-    """Ceilings of ``target`` measured the way a campaign would (into host a's peer, or a for loopback)."""
+    """Ceilings of ``target`` measured the way a campaign does (``collie.calibrate``'s workloads)."""
+    from collie import calibrate as cal
+
     wire: dict[str, float] = {}
     pps: dict[str, float] = {}
-    large = _kinds(qps=16, batch=16, mtu=4096, sizes=(65536,))
-    small = _kinds(qps=16, batch=32, wq=128, mtu=4096, sizes=(64,))
-    for kind, w in large.items():
+    for kind, measure, w in cal.calibration_workloads():
         r = target.run(w, DURATION)
         assert not r.truth, (kind, r.truth)
-        f = r.flows[0]
-        wire[kind] = f.bps / rocev2.efficiency([65536], 4096)
-    for kind, w in small.items():
-        r = target.run(w, DURATION)
-        assert not r.truth, (kind, r.truth)
-        pps[kind] = r.flows[0].pps
+        servers = {f.server.host for f in w.flows}
+        if measure == "bps":
+            wire[kind] = cal.wire_bps_from_payload(max(sum(f.bps for f in r.flows if f.server == h)
+                                                       for h in servers))
+        else:
+            pps[kind] = max(sum(f.pps for f in r.flows if f.server == h) for h in servers)
     return Ceilings(wire, pps, target.describe().line_rate_bps)
 
 

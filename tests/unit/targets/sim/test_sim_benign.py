@@ -78,3 +78,32 @@ def test_plain_workloads_reach_their_ceiling(profile: str) -> None:
     s = target.run(small, 10.0).flows[0]
     wire_pps = info.line_rate_bps / 8 / (64 + 82 + 16)
     assert 0.9 * min(info.msg_rate_pps, wire_pps) <= s.pps <= min(info.msg_rate_pps, wire_pps)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_points_of_the_default_search_space_outside_quirks_are_clean(profile: str) -> None:
+    """The campaign's own distribution (workloads/default.toml), incast and fan-out shapes included."""
+    import numpy as np
+
+    from collie.space import load_space
+
+    space = load_space()
+    rng = np.random.default_rng(len(profile))
+    target = SimTarget(profile, seed=8)
+    judged = 0
+    for _ in range(500):
+        point = space.sample(rng)
+        if not space.is_valid(point):
+            continue
+        w = space.build(point)
+        try:
+            run = target.run(w, 10.0)
+        except Unsupported:
+            continue
+        if run.truth:
+            continue
+        judged += 1
+        verdict = _oracle(profile).judge(run, w)
+        assert not verdict.anomalous, (point, verdict.signature, verdict.evidence)
+        assert max_pause(run) < 1e-4
+    assert judged >= 100
