@@ -184,7 +184,7 @@ def _triggers() -> list[Trigger]:
                   batch=8, sges=3, sizes=(128, 64 * K, 1 * K)),
         "misconfigured PCIe switch": ("cx6-200g", w),
     }))
-    common = {"transport": "RC", "opcode": "WRITE", "mrs": 32, "mr_size": 4 * M, "wq": 128, "mtu": 4096,
+    common: dict[str, Any] = {"transport": "RC", "opcode": "WRITE", "mrs": 32, "mr_size": 4 * M, "wq": 128, "mtu": 4096,
               "batch": 16, "sizes": (256 * K,)}
     w = Workload(flows=(_flow("a", "b", qps=8, **dict(common)), _flow("b", "b", qps=8, **dict(common))),
                  name="#13")
