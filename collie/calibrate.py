@@ -1,0 +1,38 @@
+"""Calibration: measure a target's ceilings with simple perftest-like workloads before a campaign.
+
+Per direction kind (one-way, bidirectional, loopback) two runs, as the field does it: large RC WRITEs for
+bits/s and many-QP 64 B RC WRITEs with post lists for packets/s. The clean runs' loss and retransmission
+counters are the baseline the oracle compares against.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from collie import rocev2
+from collie.workload import Endpoint, Flow, Workload
+
+_PAIRS: Final = {"oneway": (("a", "b"),), "bidirectional": (("a", "b"), ("b", "a")), "loopback": (("a", "a"),)}
+BANDWIDTH_SIZE: Final = 1 << 20
+RATE_SIZE: Final = 64
+MTU: Final = 4096
+
+
+def calibration_workloads() -> list[tuple[str, str, Workload]]:
+    """``(kind, measure, workload)`` for every calibration run; ``measure`` is ``bps`` or ``pps``."""
+    out = []
+    for kind, pairs in _PAIRS.items():
+        bw = Workload(tuple(Flow(Endpoint(c), Endpoint(s), sizes=(BANDWIDTH_SIZE,), qps=4, mtu=MTU,
+                                 mrs=4, mr_size=BANDWIDTH_SIZE, sq_depth=128, rq_depth=128) for c, s in pairs),
+                      name=f"calibrate-{kind}-bandwidth")
+        rate = Workload(tuple(Flow(Endpoint(c), Endpoint(s), sizes=(RATE_SIZE,), qps=64, batch=32,
+                                   sq_depth=256, rq_depth=256, signal_every=32, mtu=MTU, mrs=64,
+                                   mr_size=4096) for c, s in pairs),
+                        name=f"calibrate-{kind}-rate")
+        out += [(kind, "bps", bw), (kind, "pps", rate)]
+    return out
+
+
+def wire_bps_from_payload(payload_bps: float) -> float:
+    """Wire bits/s (payload + headers) of a calibration bandwidth run."""
+    return payload_bps / rocev2.efficiency([BANDWIDTH_SIZE], MTU)

@@ -1,0 +1,333 @@
+"""The campaign loop: calibrate -> replay the corpus -> explore -> confirm -> minimize -> record.
+
+Every experiment is a numbered *trial* journaled by :class:`~collie.store.CampaignStore` (RUNNING before it
+starts, then COMPLETE, PRUNED or FAILED). The loop is deterministic for a seed: strategies are seeded, the
+simulator's noise depends only on the seed and the workload, and decisions depend only on measured data. That
+is what makes ``--resume`` exact: a resumed campaign re-walks the same path, taking each finished trial's result
+from the journal instead of running it again, and goes on live from the first trial the journal lacks (the one
+in flight at a crash, if any). The budget counts exploring, confirming and minimizing experiments; calibration
+and corpus replay are reported apart.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collie import calibrate
+from collie.collectors.catalog import Catalog, available_dialects, load_catalogs
+from collie.errors import InputError
+from collie.events import (
+    AnomalyFound,
+    Event,
+    KnownAnomaly,
+    Listener,
+    PhaseStarted,
+    TrialFinished,
+    TrialStarted,
+    Warning,
+)
+from collie.mfs import MFS
+from collie.minimize import Minimizer
+from collie.oracle import Ceilings, Oracle, Verdict, loss_rates
+from collie.preset import Preset
+from collie.space import SearchSpace
+from collie.store import CampaignStore
+from collie.strategies import Outcome, make_strategy
+from collie.targets.base import RunResult, Target, TargetInfo, Unsupported
+from collie.workload import Workload
+
+
+class CampaignInterrupted(Exception):
+    """Ctrl-C: the trial in flight was abandoned; the journal holds everything before it."""
+
+
+@dataclass
+class AnomalyRecord:
+    anomaly_id: str
+    signature: str
+    mfs: MFS | None
+    point: dict[str, Any]
+    found_at: int
+    confirmed: bool
+
+
+@dataclass
+class CampaignSummary:
+    experiments: int = 0
+    calibration: int = 0
+    replayed: int = 0
+    pruned: int = 0
+    failed: int = 0
+    minimize_experiments: int = 0
+    anomalies: list[AnomalyRecord] = field(default_factory=list)
+    known_hits: int = 0
+    corpus_reproduced: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Trial:
+    status: str
+    result: RunResult | None = None
+    verdict: Verdict | None = None
+    reason: str = ""
+
+
+class Campaign:
+    """One campaign over one target, space and preset, writing to one store."""
+
+    def __init__(self, *, target: Target, space: SearchSpace, preset: Preset, store: CampaignStore, seed: int,
+                 budget: int, listener: Listener | None = None, corpus: Path | None = None,
+                 resume: bool = False) -> None:
+        self.target = target
+        self.space = space
+        self.preset = preset
+        self.store = store
+        self.seed = seed
+        self.budget = budget
+        self.listener = listener
+        self.corpus = corpus
+        self.summary = CampaignSummary()
+        self.known: list[AnomalyRecord] = []
+        self._trial = 0
+        self._cache: dict[int, dict[str, Any]] = {}
+        if resume:
+            read = store.read_journal()
+            for w in read.warnings:
+                self._emit(Warning(w))
+            for rec in read.records:
+                if rec.get("status") in ("COMPLETE", "PRUNED", "FAILED"):
+                    self._cache[int(rec["trial"])] = rec
+        self.strategy = make_strategy(preset.strategy, space, seed, preset.strategy_options)
+        if preset.exclude_known:
+            self.strategy.set_exclusion(self._inside_known)
+        self.oracle: Oracle | None = None
+        self.info: TargetInfo | None = None
+        self.catalog: Catalog | None = None
+
+    def _emit(self, event: Event) -> None:
+        if self.listener is not None:
+            self.listener(event)
+
+    def _inside_known(self, point: Mapping[str, Any]) -> bool:
+        workload = self.space.build(point)
+        return any(a.mfs is not None and a.mfs.matches(workload) for a in self.known)
+
+    # -- running one trial -------------------------------------------------------------------------------
+
+    def _experiment(self, phase: str, workload: Workload, point: Mapping[str, Any] | None) -> _Trial:
+        """Run (or take from the journal) one trial; journal it; return its outcome."""
+        self._trial += 1
+        n = self._trial
+        key = workload.key()
+        cached = self._cache.pop(n, None)
+        if cached is not None and cached.get("key") != key:
+            self._emit(Warning(f"the journal diverges from this run at trial {n}; continuing live from here"))
+            self._cache.clear()
+            cached = None
+        pt = dict(point) if point is not None else {}
+        self._emit(TrialStarted(n, phase, pt))
+        if cached is not None:
+            trial = _Trial(cached["status"], reason=cached.get("reason", ""))
+            if cached.get("result") is not None:
+                trial.result = RunResult.from_dict(cached["result"])
+        else:
+            base = {"trial": n, "phase": phase, "key": key, "point": pt}
+            self.store.append({**base, "status": "RUNNING", "time": time.time()})
+            trial = self._run_live(workload)
+            record: dict[str, Any] = {**base, "status": trial.status, "time": time.time()}
+            if trial.reason:
+                record["reason"] = trial.reason
+            if trial.result is not None:
+                record["result"] = trial.result.to_dict()
+            if phase != "calibrate" and trial.result is not None and self.oracle is not None:
+                verdict = self.oracle.judge(trial.result, workload)
+                record["verdict"] = {"anomalous": verdict.anomalous, "signature": verdict.signature,
+                                     "score": verdict.score, "metrics": dict(verdict.metrics)}
+            self.store.append(record)
+        if phase != "calibrate" and trial.result is not None and self.oracle is not None:
+            trial.verdict = self.oracle.judge(trial.result, workload)
+        if phase in ("explore", "confirm", "minimize"):
+            self.summary.experiments += trial.status != "PRUNED"
+        self.summary.pruned += trial.status == "PRUNED"
+        self.summary.failed += trial.status == "FAILED"
+        self._emit(TrialFinished(n, phase, trial.status, self.summary.experiments, pt, trial.verdict,
+                                 trial.result, trial.reason))
+        return trial
+
+    def _run_live(self, workload: Workload) -> _Trial:
+        try:
+            result = self.target.run(workload, self.preset.duration)
+        except Unsupported as exc:
+            return _Trial("PRUNED", reason=f"unsupported: {exc}")
+        except KeyboardInterrupt:
+            raise CampaignInterrupted() from None
+        except Exception as exc:  # a target failure must not end the campaign
+            return _Trial("FAILED", reason=f"{type(exc).__name__}: {exc}")
+        return _Trial("COMPLETE", result)
+
+    def _probe(self, phase: str, point: Mapping[str, Any]) -> Verdict | None:
+        if not self.space.is_valid(point):
+            return None
+        trial = self._experiment(phase, self.space.build(point), point)
+        return trial.verdict
+
+    # -- phases ------------------------------------------------------------------------------------------
+
+    def _calibrate(self) -> None:
+        self._emit(PhaseStarted("calibrate", "ceilings per direction kind"))
+        wire: dict[str, float] = {}
+        pps: dict[str, float] = {}
+        baseline: dict[str, float] = {}
+        assert self.catalog is not None and self.info is not None
+        for kind, measure, workload in calibrate.calibration_workloads():
+            trial = self._experiment("calibrate", workload, None)
+            self.summary.calibration += 1
+            if trial.result is None:
+                raise InputError(f"calibration run {workload.name} failed on this target ({trial.reason}); "
+                                 "collie cannot judge throughput without ceilings")
+            receivers = {f.server.host for f in workload.flows}
+            into = {h.host: h for h in trial.result.hosts if h.host in receivers}
+            if measure == "bps":
+                best = max(sum(fr.bps for fr in trial.result.flows if fr.server == h) for h in into)
+                wire[kind] = calibrate.wire_bps_from_payload(best)
+            else:
+                pps[kind] = max(sum(fr.pps for fr in trial.result.flows if fr.server == h) for h in into)
+            for name, rate in loss_rates(trial.result, self.catalog).items():
+                baseline[name] = max(baseline.get(name, 0.0), rate)
+        ceilings = Ceilings(wire, pps, self.info.line_rate_bps)
+        self.oracle = Oracle(self.catalog, ceilings, self.preset.thresholds, baseline)
+        config = self.store.config()
+        config["ceilings"] = ceilings.to_dict()
+        config["baseline"] = baseline
+        self.store.update_config(config)
+
+    def _replay_corpus(self) -> None:
+        if self.corpus is None:
+            return
+        cases = sorted(self.corpus.glob("*/case.toml")) + sorted(self.corpus.glob("*.toml"))
+        self._emit(PhaseStarted("replay", f"{len(cases)} known cases from {self.corpus}"))
+        for case in cases:
+            workload = Workload.load(case)
+            trial = self._experiment("replay", workload, None)
+            self.summary.replayed += 1
+            mfs_file = case.parent / "mfs.json" if case.name == "case.toml" else case.with_suffix(".mfs.json")
+            mfs = MFS.from_dict(_read_json(mfs_file)) if mfs_file.exists() else None
+            if trial.verdict is not None and trial.verdict.anomalous:
+                self.summary.corpus_reproduced.append(str(case))
+                if mfs is not None:
+                    self.known.append(AnomalyRecord(f"corpus:{case.parent.name}", mfs.signature, mfs, {}, 0,
+                                                    True))
+
+    def _explore(self) -> None:
+        self._emit(PhaseStarted("explore", f"{self.preset.strategy}, budget {self.budget}"))
+        guard = 0
+        while self.summary.experiments < self.budget:
+            guard += 1
+            if guard > self.budget * 20:
+                self._emit(Warning("too many pruned trials in a row; stopping the search early"))
+                break
+            point = self.strategy.ask()
+            if not self.space.is_valid(point):
+                self.strategy.tell(point, None)
+                continue
+            trial = self._experiment("explore", self.space.build(point), point)
+            v = trial.verdict
+            if v is None:
+                self.strategy.tell(point, None)
+                continue
+            self.strategy.tell(point, Outcome(v.metrics, v.anomalous))
+            if v.anomalous:
+                self._handle_anomaly(point, v)
+                self.strategy.restart()
+
+    def _handle_anomaly(self, point: dict[str, Any], verdict: Verdict) -> None:
+        workload = self.space.build(point)
+        for a in self.known:
+            if (a.mfs is not None and a.mfs.matches(workload)) or (a.mfs is None and a.signature ==
+                                                                    verdict.signature):
+                self.summary.known_hits += 1
+                self._emit(KnownAnomaly(self._trial, a.anomaly_id))
+                return
+        settings = self.preset.minimize
+        found_at = self.summary.experiments
+        anomaly_id = f"A{len(self.summary.anomalies) + 1:03d}-{verdict.primary.replace('_', '-')}"
+        if settings is None:
+            record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False)
+            self._save(record, workload, verdict, None, 0)
+            return
+        # confirm: the original run counts as one of `runs`
+        hits, runs = 1, 1
+        while runs < settings.runs and hits < settings.required:
+            again = self._probe("confirm", point)
+            runs += 1
+            hits += bool(again is not None and again.anomalous and again.primary == verdict.primary)
+        if hits < settings.required:
+            self._emit(Warning(f"trial {self._trial}: anomaly did not reproduce ({hits} of {runs} runs); "
+                               "not recorded"))
+            return
+        before = self.summary.experiments
+        minimizer = Minimizer(self.space, lambda p: self._probe("minimize", p), settings)
+        result = minimizer.run(point, verdict)
+        cost = self.summary.experiments - before
+        self.summary.minimize_experiments += cost
+        record = AnomalyRecord(anomaly_id, verdict.signature, result.mfs, result.point, found_at,
+                               result.confirmed)
+        self._save(record, self.space.build(result.point), verdict, result.mfs, cost,
+                   original=point, steps=len(result.steps))
+
+    def _save(self, record: AnomalyRecord, case: Workload, verdict: Verdict, mfs: MFS | None, cost: int,
+              original: Mapping[str, Any] | None = None, steps: int = 0) -> None:
+        self.known.append(record)
+        self.summary.anomalies.append(record)
+        case = Workload(case.flows, name=record.anomaly_id,
+                        description=f"{verdict.signature}; MFS: {mfs.describe() if mfs else 'not minimized'}")
+        evidence = {
+            "anomaly_id": record.anomaly_id, "signature": verdict.signature, "confirmed": record.confirmed,
+            "found_at_experiment": record.found_at, "minimize_experiments": cost, "minimize_steps": steps,
+            "point": record.point, "original_point": dict(original or record.point),
+            "verdict": verdict.to_dict(),
+        }
+        mfs_dict = mfs.to_dict() if mfs else {"signature": verdict.signature, "conditions": [], "text": ""}
+        self.store.save_anomaly(record.anomaly_id, case.to_toml(), mfs_dict, evidence)
+        self._emit(AnomalyFound(record.anomaly_id, verdict.signature, mfs.describe() if mfs else "",
+                                self.summary.experiments, cost, record.confirmed))
+
+    def run(self) -> CampaignSummary:
+        """Run the whole campaign (entering the target); returns its summary.
+
+        Raises:
+            CampaignInterrupted: on Ctrl-C (the journal is consistent; ``--resume`` continues).
+        """
+        with self.target:
+            self.info = self.target.describe()
+            dialects = [self.info.counter_dialect]
+            if self.info.kind == "sim" and "sim" in available_dialects():
+                dialects.append("sim")
+            self.catalog = load_catalogs(*dialects)
+            config = self.store.config()
+            if "target_info" not in config:
+                config["target_info"] = self.info.to_dict()
+                self.store.update_config(config)
+            try:
+                self._calibrate()
+                self._replay_corpus()
+                self._explore()
+            except KeyboardInterrupt:
+                raise CampaignInterrupted() from None
+            finally:
+                self.store.close()
+        return self.summary
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    import json
+
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    return data

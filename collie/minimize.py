@@ -1,0 +1,270 @@
+"""From one anomalous point, the minimal feature set (MFS) and the simplest concrete case that still shows it.
+
+The minimizer only sees verdicts: it calls ``probe(point) -> Verdict | None`` (``None`` = the point could not
+run) and never looks inside the target. It works dimension by dimension, in the way of Hypothesis's shrinker:
+a change is kept only if the anomaly (same primary symptom) survives it, so the current point is anomalous at
+every step (the invariant), and it only ever becomes simpler.
+
+Per dimension:
+    * categorical (``op``, ``direction``, ``memory``): try the simplest value; if the anomaly vanishes the
+      current value is necessary (an ``==``/flag condition), else adopt the simplest;
+    * ordered or numeric: try the simplest value; if the anomaly vanishes, bisect (on the log scale) for the
+      edge of the region and record ``feature >= edge`` (or ``<=``); if it survives, adopt it and probe the far
+      bound once to find an upper edge the same way;
+    * the size pattern: all-small, then all-large; if neither single size keeps the anomaly, a mix is
+      necessary (``size_mix == true``); otherwise the bounds of the single size are found as above.
+A final confirmation re-runs the simplest case ``runs`` times and requires ``required`` anomalous runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from collie.dimensions import Choice, Dimension, Flag, IntRange, SizeVector
+from collie.features import features
+from collie.mfs import MFS, Condition
+from collie.oracle import Verdict
+from collie.space import SearchSpace
+
+Probe = Callable[[Mapping[str, Any]], "Verdict | None"]
+
+#: The feature each numeric parameter drives (the MFS speaks in features, like the simulator and reports).
+PARAM_FEATURE: Final[Mapping[str, str]] = {
+    "qps": "qps_flow", "mrs": "mrs_host", "mr_size": "mr_size", "batch": "batch", "sges": "sges",
+    "wq_depth": "wq_depth", "mtu": "mtu", "processes": "processes", "inline": "inline",
+    "signal_every": "signal_every",
+}
+_DIRECTION_FLAGS: Final = ("bidirectional", "loopback", "incast")
+
+
+@dataclass(frozen=True)
+class MinimizeSettings:
+    """Preset ``[minimize]`` table."""
+
+    runs: int = 3
+    required: int = 2
+    bisect_steps: int = 3
+    far_side: bool = True
+
+
+@dataclass
+class MinimizeResult:
+    """What minimization produced and what it cost."""
+
+    mfs: MFS
+    point: dict[str, Any]
+    confirmed: bool
+    experiments: int
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Minimizer:
+    """Shrinks one anomalous point of a space (see the module docstring)."""
+
+    def __init__(self, space: SearchSpace, probe: Probe, settings: MinimizeSettings | None = None) -> None:
+        self.space = space
+        self._probe = probe
+        self.settings = settings or MinimizeSettings()
+        self.experiments = 0
+        self.steps: list[dict[str, Any]] = []
+
+    def _test(self, point: Mapping[str, Any], primary: str, why: str) -> bool | None:
+        """True: the anomaly survives at ``point``; False: it vanished; None: ``point`` cannot be tested
+        (illegal in the space, or the target could not run it)."""
+        if not self.space.is_valid(point):
+            return None
+        self.experiments += 1
+        verdict = self._probe(point)
+        kept = None if verdict is None else verdict.anomalous and verdict.primary == primary
+        self.steps.append({"why": why, "kept": kept, "point": dict(point)})
+        return kept
+
+    def _still(self, point: Mapping[str, Any], primary: str, why: str) -> bool:
+        return self._test(point, primary, why) is True
+
+    def _gone(self, point: Mapping[str, Any], primary: str, why: str) -> bool:
+        return self._test(point, primary, why) is False
+
+    def run(self, point: Mapping[str, Any], verdict: Verdict) -> MinimizeResult:
+        primary = verdict.primary
+        current = dict(point)
+        conditions: list[Condition] = []
+        # sizes last (they interact with MTU and MR size); a dimension whose probe could not run is tried
+        # once more at the end, when the others are simpler
+        order: list[Dimension] = [d for d in self.space.dimensions if not isinstance(d, SizeVector)]
+        order += [d for d in self.space.dimensions if isinstance(d, SizeVector)]
+        retry = []
+        for d in order:
+            found = self._dimension(d, current, primary)
+            if found is None:
+                retry.append(d)
+            else:
+                conditions += found
+        for d in retry:
+            conditions += self._dimension(d, current, primary) or []
+        confirmed = self._confirm(current, primary)
+        return MinimizeResult(MFS(verdict.signature, tuple(conditions)), current, confirmed,
+                              self.experiments, self.steps)
+
+    def _dimension(self, d: Dimension, current: dict[str, Any], primary: str) -> list[Condition] | None:
+        """Conditions dimension ``d`` contributes (None: its key probe could not run)."""
+        if isinstance(d, SizeVector):
+            return self._sizes(d, current, primary)
+        if isinstance(d, Choice) and not d.ordered and not isinstance(d.values[0], int):
+            return self._categorical(d, current, primary)
+        if isinstance(d, Flag):
+            return self._flag(d, current, primary)
+        return self._numeric(d, current, primary)
+
+    def _confirm(self, point: Mapping[str, Any], primary: str) -> bool:
+        hits = 0
+        for i in range(self.settings.runs):
+            hits += self._still(point, primary, f"confirm {i + 1}/{self.settings.runs}")
+            if hits >= self.settings.required:
+                return True
+            if hits + self.settings.runs - i - 1 < self.settings.required:
+                return False
+        return hits >= self.settings.required
+
+    def _categorical(self, d: Choice, current: dict[str, Any], primary: str) -> list[Condition] | None:
+        value = current[d.name]
+        simplest = d.simplest()
+        if value == simplest:
+            return []
+        kept = self._test({**current, d.name: simplest}, primary, f"{d.name} -> {simplest}")
+        if kept is None:
+            return None
+        if kept:
+            current[d.name] = simplest
+            return []
+        return _categorical_conditions(self.space, d.name, value)
+
+    def _flag(self, d: Flag, current: dict[str, Any], primary: str) -> list[Condition] | None:
+        value = current[d.name]
+        if value == d.simplest():
+            return []
+        kept = self._test({**current, d.name: d.simplest()}, primary, f"{d.name} -> {d.simplest()}")
+        if kept is None:
+            return None
+        if kept:
+            current[d.name] = d.simplest()
+            return []
+        return [Condition(d.name, "==", value)]
+
+    def _numeric(self, d: IntRange | Choice, current: dict[str, Any], primary: str) -> list[Condition] | None:
+        values = _ladder(d)
+        value, simplest = current[d.name], d.simplest()
+        feature = PARAM_FEATURE.get(d.name)
+        out: list[Condition] = []
+        if value != simplest:
+            kept = self._test({**current, d.name: simplest}, primary, f"{d.name} -> {simplest}")
+            if kept is None:
+                return None
+            if kept:
+                current[d.name] = simplest
+            else:
+                edge = self._bisect(d.name, values, simplest, value, current, primary)
+                current[d.name] = edge
+                if feature:
+                    op = ">=" if _index(values, edge) > _index(values, simplest) else "<="
+                    out.append(Condition(feature, op, self._feature_at(current, feature)))
+                return out
+        if not self.settings.far_side:
+            return out
+        here = current[d.name]
+        far = values[-1] if _index(values, here) <= len(values) // 2 else values[0]
+        if far == here:
+            return out
+        if self._gone({**current, d.name: far}, primary, f"{d.name} -> {far} (far side)"):
+            edge_bad = self._bisect(d.name, values, far, here, current, primary)
+            if feature:
+                op = "<=" if _index(values, far) > _index(values, here) else ">="
+                out.append(Condition(feature, op, self._feature_at({**current, d.name: edge_bad}, feature)))
+        return out
+
+    def _bisect(self, name: str, values: list[Any], bad: Any, good: Any, current: dict[str, Any],
+                primary: str) -> Any:
+        """The value nearest ``bad`` on ``values`` that still shows the anomaly (``good`` does, ``bad`` not)."""
+        lo, hi = _index(values, bad), _index(values, good)
+        for _ in range(self.settings.bisect_steps):
+            if abs(hi - lo) <= 1:
+                break
+            mid = (lo + hi) // 2
+            if self._still({**current, name: values[mid]}, primary, f"{name} -> {values[mid]} (bisect)"):
+                hi = mid
+            else:
+                lo = mid
+        return values[hi]
+
+    def _feature_at(self, point: Mapping[str, Any], feature: str) -> Any:
+        return getattr(features(self.space.build(point)), feature)
+
+    def _sizes(self, d: SizeVector, current: dict[str, Any], primary: str) -> list[Condition]:
+        sizes = list(current[d.name])
+        small, large = [min(sizes)], [max(sizes)]
+        single: list[int] | None = None
+        if len(set(sizes)) == 1:
+            single = sizes[:1]
+        elif self._still({**current, d.name: small}, primary, f"sizes -> {small}"):
+            single = small
+        elif self._still({**current, d.name: large}, primary, f"sizes -> {large}"):
+            single = large
+        if single is None:
+            mix = [min(sizes), max(sizes)]
+            if self._still({**current, d.name: mix}, primary, f"sizes -> {mix}"):
+                current[d.name] = mix
+            return [Condition("size_mix", "==", True)]
+        current[d.name] = single
+        exps = [1 << e for e in range((d.lo - 1).bit_length(), d.hi.bit_length())]
+        out: list[Condition] = []
+        v = single[0]
+        for end in (exps[0], exps[-1]):
+            # a smaller size that loses the anomaly bounds min_msg from below; a larger one bounds max_msg
+            if end == v or not self._gone({**current, d.name: [end]}, primary, f"sizes -> [{end}]"):
+                continue
+            edge = self._bisect_sizes(exps, end, v, current, primary, d.name)
+            out.append(Condition("min_msg", ">=", edge) if end < v else Condition("max_msg", "<=", edge))
+        return out
+
+    def _bisect_sizes(self, exps: list[int], bad: int, good: int, current: dict[str, Any], primary: str,
+                      name: str) -> int:
+        edge = self._bisect(name, [[e] for e in exps], [bad], [good], current, primary)
+        return int(edge[0])
+
+
+def _ladder(d: IntRange | Choice) -> list[Any]:
+    """The values a numeric dimension can take, in order (powers of two between the bounds, plus the bounds)."""
+    if isinstance(d, Choice):
+        return sorted(d.values)
+    values = {d.lo, d.hi}
+    p = 1
+    while p <= d.hi:
+        if p >= d.lo:
+            values.add(p)
+        p *= 2
+    if d.simplest() is not None:
+        values.add(d.simplest())
+    return sorted(values)
+
+
+def _index(values: list[Any], v: Any) -> int:
+    if v in values:
+        return values.index(v)
+    return min(range(len(values)), key=lambda i: abs(values[i] - v))
+
+
+def _categorical_conditions(space: SearchSpace, name: str, value: Any) -> list[Condition]:
+    """Conditions that pin a necessary categorical value, in feature terms."""
+    f = features(space.build({name: value}))
+    if name == "op":
+        return [Condition("transport", "==", f.transport), Condition("opcode", "==", f.opcode)]
+    if name == "direction":
+        flags = [Condition(x, "==", True) for x in _DIRECTION_FLAGS if getattr(f, x)]
+        return flags or [Condition(x, "==", False) for x in _DIRECTION_FLAGS]
+    if name == "memory":
+        if value == "local":
+            return [Condition("remote_numa", "==", False), Condition("gpu", "==", False)]
+        return [Condition("remote_numa" if value == "remote" else "gpu", "==", True)]
+    return []

@@ -1,0 +1,85 @@
+"""Search presets (``search/*.toml``): strategy and its options, budget, oracle thresholds, minimization."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from collie.data import data_dir
+from collie.errors import InputError
+from collie.minimize import MinimizeSettings
+from collie.oracle import Thresholds
+from collie.strategies import STRATEGIES
+from collie.tomlio import check_fields, expect_type, read_toml
+
+DEFAULT_PRESET: Final = "collie"
+_TOP: Final = ("name", "description", "strategy", "budget", "duration", "strategy_options", "oracle", "minimize")
+_MIN: Final = ("enabled", "exclude_known", "runs", "required", "bisect_steps", "far_side")
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    strategy: str = "anneal"
+    budget: int = 600
+    duration: float = 5.0
+    strategy_options: dict[str, Any] = field(default_factory=dict)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    minimize: MinimizeSettings | None = field(default_factory=MinimizeSettings)
+    exclude_known: bool = True
+    description: str = ""
+
+
+def preset_path(name_or_path: str) -> Path:
+    """A preset by built-in name (``collie``, ``random``, ``bayes``, ``quick``) or by file path."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or "/" in name_or_path:
+        return p
+    return data_dir("search") / f"{name_or_path}.toml"
+
+
+def load_preset(name_or_path: str = DEFAULT_PRESET) -> Preset:
+    """Load and validate a preset.
+
+    Raises:
+        InputError: missing file, unknown field, bad value (one sentence naming the field).
+    """
+    p = preset_path(name_or_path)
+    if not p.exists() and p.parent == data_dir("search"):
+        names = sorted(x.stem for x in data_dir("search").glob("*.toml"))
+        raise InputError(f"unknown preset {name_or_path!r}; use one of {', '.join(names)} or a .toml file")
+    raw = read_toml(p)
+    where = str(p)
+    check_fields(raw, where, _TOP)
+    strategy = raw.get("strategy", "anneal")
+    if strategy not in STRATEGIES:
+        raise InputError(f"{where}: strategy: {strategy!r} is not a strategy; use one of {', '.join(STRATEGIES)}")
+    budget = expect_type(raw.get("budget", 600), int, f"{where}: budget", "a positive integer")
+    if budget < 1:
+        raise InputError(f"{where}: budget: must be at least 1, got {budget}")
+    duration = float(expect_type(raw.get("duration", 5.0), (int, float), f"{where}: duration", "seconds"))
+    if duration <= 0:
+        raise InputError(f"{where}: duration: must be positive, got {duration}")
+    opts = expect_type(raw.get("strategy_options", {}), dict, f"{where}: strategy_options", "a table")
+    oracle_raw = expect_type(raw.get("oracle", {}), dict, f"{where}: oracle", "a table")
+    check_fields(oracle_raw, f"{where}: oracle", Thresholds.__dataclass_fields__)
+    for k, v in oracle_raw.items():
+        expect_type(v, (int, float), f"{where}: oracle.{k}", "a number")
+    thresholds = Thresholds(**{k: float(v) for k, v in oracle_raw.items()})
+    min_raw = expect_type(raw.get("minimize", {}), dict, f"{where}: minimize", "a table")
+    check_fields(min_raw, f"{where}: minimize", _MIN)
+    enabled = expect_type(min_raw.get("enabled", True), bool, f"{where}: minimize.enabled", "true or false")
+    exclude = expect_type(min_raw.get("exclude_known", True), bool, f"{where}: minimize.exclude_known",
+                          "true or false")
+    settings = {k: v for k, v in min_raw.items() if k not in ("enabled", "exclude_known")}
+    for k, v in settings.items():
+        expect_type(v, bool if k == "far_side" else int, f"{where}: minimize.{k}",
+                    "true or false" if k == "far_side" else "an integer")
+    minimize = MinimizeSettings(**settings) if enabled else None
+    if minimize is not None and not 1 <= minimize.required <= minimize.runs:
+        raise InputError(f"{where}: minimize: required ({minimize.required}) must be between 1 and runs "
+                         f"({minimize.runs})")
+    return Preset(name=raw.get("name", p.stem), strategy=strategy, budget=budget, duration=duration,
+                  strategy_options=dict(opts), thresholds=thresholds, minimize=minimize,
+                  exclude_known=exclude and enabled, description=raw.get("description", ""))

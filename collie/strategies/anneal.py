@@ -1,0 +1,170 @@
+"""Simulated annealing over the search space, as the Collie paper describes it and its public code did not do.
+
+One chain at a time. Each step mutates one dimension of the current point; a candidate is accepted with the
+Metropolis rule ``p = min(1, exp(-dE / T))``; the temperature cools geometrically and is reheated when it gets
+cold (a *relaxed* schedule: the goal is every anomaly, not one optimum). After an anomaly the chain restarts from
+a fresh random point.
+
+Energies follow the paper, normalised by the current value so no counter range must be known:
+    * the performance objective ``throughput`` (lower is better): ``dE = (B - A) / A``;
+    * a diagnostic objective ``diag:<counter>`` (higher is better): ``dE = (A - B) / B``.
+
+With ``diagnostic=True`` the chain first samples ``warmup`` random points, ranks the diagnostic metrics by their
+coefficient of variation over them (counters that move most first), and then cycles its objective through
+``throughput`` and the ranked counters, ``steps_per_objective`` steps each. Points inside a known minimal
+feature set (the exclusion predicate) are never asked.
+
+Invariant: the current point only changes on acceptance (the public code overwrote it before deciding, which
+made its annealer a random walk).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from collie.space import SearchSpace
+from collie.strategies.base import DIAG_PREFIX, THROUGHPUT, Exclusion, Outcome, Point
+
+_EPS = 1e-9
+
+
+class Anneal:
+    """Metropolis simulated annealing with restarts and diagnostic-counter objectives."""
+
+    name = "anneal"
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        seed: int = 0,
+        *,
+        diagnostic: bool = True,
+        warmup: int = 10,
+        t0: float = 0.3,
+        cooling: float = 0.95,
+        t_min: float = 0.01,
+        steps_per_objective: int = 40,
+        max_diagnostic: int = 4,
+    ) -> None:
+        self.space = space
+        self.rng = np.random.default_rng(seed)
+        self.diagnostic = diagnostic
+        self.warmup = warmup if diagnostic else 0
+        self.t0, self.cooling, self.t_min = t0, cooling, t_min
+        self.steps_per_objective = steps_per_objective
+        self.max_diagnostic = max_diagnostic
+        self._exclude: Exclusion | None = None
+        self._warm: list[Mapping[str, float]] = []
+        self.objectives: list[str] = [THROUGHPUT]
+        self._objective_index = 0
+        self._steps_on_objective = 0
+        self.temperature = t0
+        self.current: Point | None = None
+        self.current_metrics: Mapping[str, float] | None = None
+        self.accepted = 0
+        self.rejected = 0
+
+    @property
+    def objective(self) -> str:
+        return self.objectives[self._objective_index % len(self.objectives)]
+
+    def set_exclusion(self, exclude: Exclusion | None) -> None:
+        self._exclude = exclude
+
+    def _excluded(self, point: Point) -> bool:
+        return self._exclude is not None and self._exclude(point)
+
+    def _fresh(self) -> Point:
+        point = self.space.sample(self.rng)
+        for _ in range(100):
+            if not self._excluded(point):
+                return point
+            point = self.space.sample(self.rng)
+        return point
+
+    def ask(self) -> Point:
+        if len(self._warm) < self.warmup or self.current is None:
+            return self._fresh()
+        for _ in range(100):
+            candidate, _ = self.space.mutate(self.current, self.rng)
+            if not self._excluded(candidate):
+                return candidate
+        self.restart()
+        return self._fresh()
+
+    def energy_delta(self, old: Mapping[str, float], new: Mapping[str, float]) -> float | None:
+        """``dE`` of moving from metrics ``old`` to ``new`` under the current objective (None: not measurable)."""
+        name = self.objective
+        if name not in old or name not in new:
+            return None
+        a, b = old[name], new[name]
+        if name == THROUGHPUT:
+            return (b - a) / max(abs(a), _EPS)
+        return (a - b) / max(abs(b), _EPS)
+
+    def tell(self, point: Point, outcome: Outcome | None) -> None:
+        if outcome is None:
+            return
+        if len(self._warm) < self.warmup:
+            self._warm.append(dict(outcome.metrics))
+            if len(self._warm) == self.warmup:
+                self._rank_diagnostics()
+            self._adopt(point, outcome.metrics)
+            return
+        if self.current is None or self.current_metrics is None:
+            self._adopt(point, outcome.metrics)
+            return
+        delta = self.energy_delta(self.current_metrics, outcome.metrics)
+        if delta is None:
+            accept = False
+        elif delta <= 0:
+            accept = True
+        else:
+            accept = bool(self.rng.random() < math.exp(-delta / max(self.temperature, _EPS)))
+        if accept:
+            self._adopt(point, outcome.metrics)
+            self.accepted += 1
+        else:
+            self.rejected += 1
+        self._cool()
+
+    def _adopt(self, point: Point, metrics: Mapping[str, float]) -> None:
+        self.current = dict(point)
+        self.current_metrics = dict(metrics)
+
+    def _cool(self) -> None:
+        self.temperature *= self.cooling
+        if self.temperature < self.t_min:
+            self.temperature = self.t0
+        self._steps_on_objective += 1
+        if self._steps_on_objective >= self.steps_per_objective and len(self.objectives) > 1:
+            self._next_objective()
+
+    def _next_objective(self) -> None:
+        self._objective_index = (self._objective_index + 1) % len(self.objectives)
+        self._steps_on_objective = 0
+        self.temperature = self.t0
+
+    def _rank_diagnostics(self) -> None:
+        """Order diagnostic metrics by coefficient of variation over the warm-up points, highest first."""
+        names = sorted({k for m in self._warm for k in m if k.startswith(DIAG_PREFIX)})
+        scored: list[tuple[float, str]] = []
+        for n in names:
+            values = np.array([m.get(n, 0.0) for m in self._warm], dtype=float)
+            mean = float(values.mean())
+            cv = float(values.std() / mean) if mean > _EPS else 0.0
+            if cv > 0:
+                scored.append((cv, n))
+        scored.sort(key=lambda s: (-s[0], s[1]))
+        self.objectives = [THROUGHPUT] + [n for _, n in scored[: self.max_diagnostic]]
+
+    def restart(self) -> None:
+        """Leave the region of a find: the next ask starts a new chain from a random point."""
+        self.current = None
+        self.current_metrics = None
+        self.temperature = self.t0
+        if len(self.objectives) > 1:
+            self._next_objective()

@@ -1,0 +1,50 @@
+"""The strategy protocol: ``ask()`` for a point, ``tell(point, outcome)`` what it did. Knows nothing about RDMA.
+
+An :class:`Outcome` is a bag of named metrics plus the oracle's yes/no. Metric names are conventions shared with
+the campaign: ``throughput`` is the fraction of the target's ceiling a run reached (lower is more anomalous);
+``diag:<counter>`` is the rate of a NIC-internal diagnostic counter (higher is closer to trouble).
+
+Invariants every strategy keeps:
+    * it is deterministic for a seed and a sequence of tells (so a campaign can be resumed by replaying its
+      journal);
+    * ``ask()`` never returns a point the space rejects, nor one the exclusion predicate rejects when it can
+      avoid it;
+    * ``tell(point, None)`` means the point was pruned or failed: no information, no budget wasted on it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Point = dict[str, Any]
+Exclusion = Callable[[Mapping[str, Any]], bool]
+THROUGHPUT = "throughput"
+DIAG_PREFIX = "diag:"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a strategy learns from one experiment."""
+
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    anomalous: bool = False
+
+
+class Strategy(Protocol):
+    """Ask/tell search strategy."""
+
+    name: str
+
+    def ask(self) -> Point: ...
+
+    def tell(self, point: Point, outcome: Outcome | None) -> None: ...
+
+    def restart(self) -> None:
+        """Called after an anomaly was found: leave the region, start afresh."""
+        ...
+
+    def set_exclusion(self, exclude: Exclusion | None) -> None:
+        """Points for which ``exclude(point)`` is true are not worth asking (inside a known MFS)."""
+        ...

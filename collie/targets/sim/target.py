@@ -1,0 +1,111 @@
+"""``SimTarget``: the simulated RDMA subsystem behind ``--target sim[:PROFILE|:PATH.toml]``.
+
+Invariants:
+    * ``run`` never sleeps unless ``pace > 0`` (then it sleeps ``pace x duration`` seconds, for demos);
+    * noise is a pure function of ``(seed, workload.key(), how many times this instance already ran that
+      key)``; two instances with the same seed replaying the same sequence of workloads agree exactly;
+    * ``RunResult.truth`` lists the ids of the quirks that fired (tests and benchmarks only); with
+      ``record_truth=False`` it is always empty and nothing else in the result changes.
+"""
+
+from __future__ import annotations
+
+import time
+from types import TracebackType
+from typing import Self
+
+from collie.errors import InputError
+from collie.features import features
+from collie.targets.base import RunResult, TargetInfo
+from collie.targets.sim.counters import DIALECT_COUNTERS
+from collie.targets.sim.model import check_supported, simulate, workload_key
+from collie.targets.sim.noise import Draws
+from collie.targets.sim.profile import Profile, load_profile
+from collie.workload import Workload
+
+_DRIVERS = {"mlx5": "mlx5", "bnxt_re": "bnxt_re", "rxe": "rxe"}
+
+
+class SimTarget:
+    """A simulated two-host RDMA subsystem described by a profile (see docs/sim-profiles.md).
+
+    Args:
+        profile: a built-in profile name, a path to a ``.toml`` profile, a :class:`Profile`, or None for the
+            default (``cx6-200g``).
+        seed: noise seed.
+        pace: sleep this fraction of each experiment's duration in ``run`` (0 = never sleep).
+        record_truth: fill ``RunResult.truth`` with the fired quirk ids.
+
+    Raises:
+        InputError: unknown or malformed profile (one sentence naming the file and field).
+    """
+
+    def __init__(self, profile: str | Profile | None = None, *, seed: int = 0, pace: float = 0.0,
+                 record_truth: bool = True) -> None:
+        self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
+        if pace < 0:
+            raise InputError(f"pace: {pace} must not be negative")
+        self.seed = int(seed)
+        self.pace = float(pace)
+        self.record_truth = record_truth
+        self._runs: dict[str, int] = {}
+        self._counters = DIALECT_COUNTERS[self.profile.dialect]
+        self._spec = f"sim:{self.profile.name}"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        return None
+
+    def describe(self) -> TargetInfo:
+        p = self.profile
+        nic, pcie, host = p.nic, p.pcie, p.host
+        details = {
+            "profile": p.name,
+            "profile_source": p.source,
+            "pcie": f"Gen{pcie.gen} x{pcie.width}",
+            "pcie_gbps": f"{pcie.gbps:.1f}",
+            "relaxed_ordering": "on" if pcie.relaxed_ordering else "off",
+            "cpu": host.cpu_model or host.cpu_vendor,
+            "cpu_vendor": host.cpu_vendor,
+            "numa": f"{host.sockets} socket(s), NIC on node {host.nic_numa_node}",
+            "gpu": host.gpu,
+            "loopback_bps": f"{nic.loopback_gbps * 1e9:.0f}",
+            "roce_overhead_bytes": "82",
+            "base_latency_us": f"{nic.base_latency_us:g}",
+            "max_qp": str(nic.max_qp),
+            "max_mr": str(nic.max_mr),
+            "max_sge": str(nic.max_sge),
+            "max_qp_wr": str(nic.max_qp_wr),
+            "quirks": ", ".join(q.id for q in p.active_quirks) or "none",
+        }
+        return TargetInfo(
+            name=self._spec, kind="sim", nic_model=nic.model, firmware=nic.firmware,
+            driver=nic.driver or _DRIVERS[p.dialect], kernel=host.kernel, counter_dialect=p.dialect,
+            line_rate_bps=nic.line_rate_gbps * 1e9, msg_rate_pps=nic.msg_rate_mpps * 1e6,
+            hosts=p.hosts, details=details,
+        )
+
+    def run(self, workload: Workload, duration: float) -> RunResult:
+        """Simulate one experiment of ``duration`` measured seconds.
+
+        Raises:
+            Unsupported: a host outside the profile, GPU memory without a GPU, over a device limit.
+            ValueError: a duration that is not positive.
+        """
+        if not duration > 0:
+            raise ValueError(f"duration must be positive, got {duration}")
+        check_supported(self.profile, workload)
+        key = workload_key(workload)
+        rep = self._runs.get(key, 0)
+        self._runs[key] = rep + 1
+        draws = Draws(self.seed, key, rep)
+        out = simulate(self.profile, workload, features(workload), duration, draws, self._counters)
+        if self.pace > 0:
+            time.sleep(self.pace * duration)
+        return RunResult(
+            workload_key=key, target=self._spec, duration_s=float(duration), setup_s=out.setup_s,
+            flows=out.flows, hosts=out.hosts, truth=out.fired if self.record_truth else (),
+        )
