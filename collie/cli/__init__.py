@@ -45,11 +45,13 @@ def _register() -> None:
     from collie.cli.campaign_cmd import campaign
     from collie.cli.counters_cmd import counters
     from collie.cli.run_cmd import run
+    from collie.cli.sim_cmd import sim
     from collie.cli.space_cmd import space
 
     main.add_command(space)
     main.add_command(run)
     main.add_command(campaign)
+    main.add_command(sim)
     main.add_command(counters)
 
 
