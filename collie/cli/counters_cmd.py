@@ -344,3 +344,26 @@ def _ethtool_rows(stats: EthtoolStats, snap: Snapshot, driver: str | None, nonze
                              "kind": None, "unit": None, "role": None, "priority": None,
                              "timestamp": snap.timestamp})
     return rows
+
+
+@counters.command("catalog")
+@click.argument("dialect", required=False)
+@role_option
+@click.option("--diagnostic", "only_diag", is_flag=True, help="Only diagnostic counters.")
+@format_option
+def catalog_cmd(dialect: str | None, role: str | None, only_diag: bool, fmt: str) -> None:
+    """What collie knows about each counter of DIALECT (without DIALECT: the list of dialects)."""
+    from collie.collectors.catalog import available_dialects
+
+    if dialect is None:
+        rows = []
+        for d in available_dialects():
+            cat = load_catalog(d)
+            rows.append({"dialect": d, "counters": len(cat), "diagnostic": len(cat.diagnostic()),
+                         "description": cat.description})
+        _emit_rows(rows, fmt, "counter catalogs", ("dialect", "counters", "diagnostic", "description"))
+        return
+    cat = load_catalog(dialect)
+    rows = [s.to_dict() for s in cat if (role is None or s.role == role) and (not only_diag or s.diagnostic)]
+    _emit_rows(rows, fmt, f"{dialect}: {cat.description}",
+               ("name", "source", "kind", "unit", "role", "aliases", "meaning"))

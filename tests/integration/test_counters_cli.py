@@ -180,3 +180,14 @@ def test_parse_option_errors(cli: Cli) -> None:
                          "unknown counter dialect 'foo'")
     missing = cli("counters", "parse", f)
     assert missing.returncode == 2 and "--kind" in missing.stderr
+
+
+def test_catalog_listing(cli: Cli) -> None:
+    proc = cli("counters", "catalog", "--format", "json")
+    dialects = {r["dialect"]: r for r in json.loads(proc.stdout)}
+    assert {"mlx5", "bnxt_re", "irdma", "rxe"} <= set(dialects)
+    proc = cli("counters", "catalog", "bnxt_re", "--role", "loss", "--format", "json")
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert rows["local_ack_timeout_err"]["aliases"] == ["to_retransmits"]
+    assert all(r["role"] == "loss" for r in rows.values())
+    _one_sentence_exit_2(cli("counters", "catalog", "qlogic"), "unknown counter dialect 'qlogic'")
