@@ -19,7 +19,7 @@ from collie.cli.render import emit, format_option, render
 from collie.collectors.catalog import Catalog, guess_dialect, load_catalog
 from collie.collectors.ethtool import EthtoolStats, ethtool_snapshot, parse_ethtool, read_ethtool
 from collie.collectors.normalize import normalize
-from collie.collectors.rdma_stat import parse_rdma_stat
+from collie.collectors.rdma_stat import parse_rdma_stat, read_rdma_stat
 from collie.collectors.snapshot import Delta, Snapshot, combine, delta, read_snapshot_file
 from collie.collectors.sysfs import device_driver, list_ports, read_port, read_sysfs_path
 from collie.errors import InputError
@@ -87,7 +87,7 @@ def counters() -> None:
 
 
 def _read_all(sysfs_root: str, device: str | None, port: int | None, netdev: str | None,
-              driver: str | None) -> tuple[list[Snapshot], dict[str, Catalog | None]]:
+              driver: str | None, netlink: bool = False) -> tuple[list[Snapshot], dict[str, Catalog | None]]:
     snaps: list[Snapshot] = []
     hints: dict[str, str] = {}
     try:
@@ -104,6 +104,8 @@ def _read_all(sysfs_root: str, device: str | None, port: int | None, netdev: str
         snaps.append(read_port(sysfs_root, ref))
         named = guess_dialect((), ref.device) is not None
         hints[ref.label] = ref.device if named else (device_driver(sysfs_root, ref.device) or "")
+    if netlink:
+        snaps = [_with_netlink(s) for s in snaps]
     if netdev is not None:
         eth = read_ethtool(netdev)
         if len(snaps) == 1:
@@ -116,6 +118,19 @@ def _read_all(sysfs_root: str, device: str | None, port: int | None, netdev: str
     return snaps, cats
 
 
+def _with_netlink(snap: Snapshot) -> Snapshot:
+    """Add the counters only netlink shows (optional counters) to a sysfs snapshot of one port."""
+    extra = [s for s in read_rdma_stat(snap.device) if s.device == snap.device]
+    if not extra:
+        return snap
+    new = {k: v for k, v in extra[0].values.items() if k not in snap.values}
+    return Snapshot(snap.timestamp, {**snap.values, **new}, snap.source, snap.device, snap.problems)
+
+
+netlink_option = click.option("--netlink", is_flag=True,
+                              help="Also run 'rdma -j statistic show' for counters sysfs lacks (optional ones).")
+
+
 sysfs_root_option = click.option("--sysfs-root", default="/", show_default=True,
                                  type=click.Path(file_okay=False),
                                  help="Folder laid out like / (for tests or a copied sysfs tree).")
@@ -125,6 +140,7 @@ sysfs_root_option = click.option("--sysfs-root", default="/", show_default=True,
 @click.option("--device", default=None, help="RDMA device (e.g. mlx5_0); default: all.")
 @click.option("--port", type=int, default=None, help="Port number; default: all.")
 @click.option("--netdev", default=None, help="Also read 'ethtool -S NETDEV' (PFC, PCIe, PHY counters).")
+@netlink_option
 @sysfs_root_option
 @driver_option
 @role_option
@@ -132,10 +148,10 @@ sysfs_root_option = click.option("--sysfs-root", default="/", show_default=True,
 @click.option("--save", type=click.Path(dir_okay=False), default=None,
               help="Also write the snapshot(s) as JSON, for 'collie counters diff'.")
 @format_option
-def show(device: str | None, port: int | None, netdev: str | None, sysfs_root: str, driver: str | None,
-         role: str | None, nonzero: bool, save: str | None, fmt: str) -> None:
+def show(device: str | None, port: int | None, netdev: str | None, netlink: bool, sysfs_root: str,
+         driver: str | None, role: str | None, nonzero: bool, save: str | None, fmt: str) -> None:
     """Current counter values of every RDMA port (and optionally a netdev), with kind and role."""
-    snaps, cats = _read_all(sysfs_root, device, port, netdev, driver)
+    snaps, cats = _read_all(sysfs_root, device, port, netdev, driver, netlink)
     _warn(p for s in snaps for p in s.problems)
     if save is not None:
         _save(save, snaps)
@@ -200,6 +216,7 @@ line_rate_option = click.option("--line-rate", "line_rate_gbps", type=float, def
 @click.option("--device", default=None, help="RDMA device (e.g. mlx5_0); default: all.")
 @click.option("--port", type=int, default=None, help="Port number; default: all.")
 @click.option("--netdev", default=None, help="Also read 'ethtool -S NETDEV'.")
+@netlink_option
 @sysfs_root_option
 @driver_option
 @role_option
@@ -211,16 +228,16 @@ line_rate_option = click.option("--line-rate", "line_rate_gbps", type=float, def
 @view_option
 @line_rate_option
 @format_option
-def watch(device: str | None, port: int | None, netdev: str | None, sysfs_root: str, driver: str | None,
-          role: str | None, interval: float, count: int | None, show_all: bool, view: str,
+def watch(device: str | None, port: int | None, netdev: str | None, netlink: bool, sysfs_root: str,
+          driver: str | None, role: str | None, interval: float, count: int | None, show_all: bool, view: str,
           line_rate_gbps: float | None, fmt: str) -> None:
     """Rates per second, one table per interval."""
-    prev, cats = _read_all(sysfs_root, device, port, netdev, driver)
+    prev, cats = _read_all(sysfs_root, device, port, netdev, driver, netlink)
     _warn(p for s in prev for p in s.problems)
     k = 0
     while count is None or k < count:
         time.sleep(interval)
-        cur, _ = _read_all(sysfs_root, device, port, netdev, driver)
+        cur, _ = _read_all(sysfs_root, device, port, netdev, driver, netlink)
         k += 1
         by_dev = {s.device: s for s in prev}
         for s in cur:
