@@ -225,20 +225,27 @@ line_rate_option = click.option("--line-rate", "line_rate_gbps", type=float, def
 @click.option("--count", type=click.IntRange(min=1), default=None,
               help="Stop after this many intervals (default: until Ctrl-C).")
 @click.option("--all", "show_all", is_flag=True, help="Show counters that did not change too.")
+@click.option("--summary", is_flag=True,
+              help="At the end (with --count), the mean and spread of each counter's per-second rate.")
 @view_option
 @line_rate_option
 @format_option
 def watch(device: str | None, port: int | None, netdev: str | None, netlink: bool, sysfs_root: str,
-          driver: str | None, role: str | None, interval: float, count: int | None, show_all: bool, view: str,
-          line_rate_gbps: float | None, fmt: str) -> None:
+          driver: str | None, role: str | None, interval: float, count: int | None, show_all: bool,
+          summary: bool, view: str, line_rate_gbps: float | None, fmt: str) -> None:
     """Rates per second, one table per interval."""
+    if summary and count is None:
+        raise InputError("--summary needs --count N (the summary is printed after the last interval)")
     prev, cats = _read_all(sysfs_root, device, port, netdev, driver, netlink)
     _warn(p for s in prev for p in s.problems)
+    history: dict[str, list[Snapshot]] = {s.device: [s] for s in prev}
     k = 0
     while count is None or k < count:
         time.sleep(interval)
         cur, _ = _read_all(sysfs_root, device, port, netdev, driver, netlink)
         k += 1
+        for s in cur:
+            history.setdefault(s.device, []).append(s)
         by_dev = {s.device: s for s in prev}
         for s in cur:
             before = by_dev.get(s.device)
@@ -257,6 +264,28 @@ def watch(device: str | None, port: int | None, netdev: str | None, netlink: boo
                 _emit_rows(rows, fmt, title, ("device", "name", "delta", "per_s", "kind", "role"))
         sys.stdout.flush()
         prev = cur
+    if summary:
+        _emit_summary(history, cats, show_all, role, fmt)
+
+
+def _emit_summary(history: Mapping[str, list[Snapshot]], cats: Mapping[str, Catalog | None], show_all: bool,
+                  role: str | None, fmt: str) -> None:
+    from collie.collectors.sampling import summarize
+
+    rows: list[dict[str, Any]] = []
+    for dev, readings in history.items():
+        if len(readings) < 2:
+            continue
+        cat = cats.get(dev)
+        sampled = summarize(readings, cat)
+        for name, st in sampled.stats.items():
+            cols = _spec_cols(cat, name)
+            if (role is not None and cols["role"] != role) or (not show_all and st.maximum == 0 == st.minimum):
+                continue
+            rows.append({"device": dev, "name": name, "mean_per_s": st.mean, "stdev": st.stdev,
+                         "min": st.minimum, "max": st.maximum, "samples": st.samples, **cols})
+    _emit_rows(rows, fmt, "summary over all intervals",
+               ("device", "name", "mean_per_s", "stdev", "min", "max", "samples", "kind", "role"))
 
 
 def _bps(gbps: float | None) -> float | None:

@@ -6,6 +6,7 @@ import csv
 import importlib.util
 import io
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -224,3 +225,34 @@ def test_show_with_netdev_and_netlink_through_the_real_tool_interfaces(
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     missing = cli("counters", "show", "--sysfs-root", str(mlx5_root), "--netdev", "eth9")
     _one_sentence_exit_2(missing, "ethtool is not installed")
+
+
+def test_watch_summary_sees_a_moving_counter(cli: Cli, mlx5_root: Path) -> None:
+    import threading
+
+    f = mlx5_root / "sys/class/infiniband/mlx5_0/ports/1/hw_counters/rx_write_requests"
+    stop = threading.Event()
+
+    def tick() -> None:
+        v = 742114
+        while not stop.is_set():
+            v += 100
+            tmp = mlx5_root / "counter.tmp"  # outside the counter folder, renamed in atomically
+            tmp.write_text(f"{v}\n")
+            os.replace(tmp, f)
+            stop.wait(0.005)
+
+    writer = threading.Thread(target=tick)
+    writer.start()
+    try:
+        proc = cli("counters", "watch", "--sysfs-root", str(mlx5_root), "--count", "3", "--interval", "0.1",
+                   "--summary", "--format", "jsonl")
+    finally:
+        stop.set()
+        writer.join()
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    summary = [r for r in rows if "mean_per_s" in r]
+    assert [r["name"] for r in summary] == ["rx_write_requests"]
+    assert summary[0]["samples"] == 3 and summary[0]["mean_per_s"] > 0 and summary[0]["min"] <= summary[0]["max"]
+    _one_sentence_exit_2(cli("counters", "watch", "--sysfs-root", str(mlx5_root), "--summary"), "--summary needs")
