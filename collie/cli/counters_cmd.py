@@ -36,7 +36,9 @@ def _warn(lines: Iterable[str]) -> None:
 def _num(v: float | None) -> float | int | None:
     if v is None:
         return None
-    return int(v) if float(v).is_integer() and abs(v) < 2**63 else v
+    if isinstance(v, int):
+        return v
+    return int(v) if v.is_integer() and abs(v) < 2**63 else v
 
 
 def _catalog(driver: str | None, names: Iterable[str], hint: str = "") -> Catalog | None:
