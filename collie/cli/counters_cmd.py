@@ -19,7 +19,7 @@ from collie.cli.render import emit, format_option, render
 from collie.collectors.catalog import Catalog, guess_dialect, load_catalog
 from collie.collectors.ethtool import EthtoolStats, ethtool_snapshot, parse_ethtool, read_ethtool
 from collie.collectors.normalize import normalize
-from collie.collectors.rdma_stat import parse_rdma_stat
+from collie.collectors.rdma_stat import parse_rdma_stat, read_rdma_stat
 from collie.collectors.snapshot import Delta, Snapshot, combine, delta, read_snapshot_file
 from collie.collectors.sysfs import device_driver, list_ports, read_port, read_sysfs_path
 from collie.errors import InputError
@@ -36,7 +36,9 @@ def _warn(lines: Iterable[str]) -> None:
 def _num(v: float | None) -> float | int | None:
     if v is None:
         return None
-    return int(v) if float(v).is_integer() and abs(v) < 2**63 else v
+    if isinstance(v, int):
+        return v
+    return int(v) if v.is_integer() and abs(v) < 2**63 else v
 
 
 def _catalog(driver: str | None, names: Iterable[str], hint: str = "") -> Catalog | None:
@@ -87,7 +89,7 @@ def counters() -> None:
 
 
 def _read_all(sysfs_root: str, device: str | None, port: int | None, netdev: str | None,
-              driver: str | None) -> tuple[list[Snapshot], dict[str, Catalog | None]]:
+              driver: str | None, netlink: bool = False) -> tuple[list[Snapshot], dict[str, Catalog | None]]:
     snaps: list[Snapshot] = []
     hints: dict[str, str] = {}
     try:
@@ -104,6 +106,8 @@ def _read_all(sysfs_root: str, device: str | None, port: int | None, netdev: str
         snaps.append(read_port(sysfs_root, ref))
         named = guess_dialect((), ref.device) is not None
         hints[ref.label] = ref.device if named else (device_driver(sysfs_root, ref.device) or "")
+    if netlink:
+        snaps = [_with_netlink(s) for s in snaps]
     if netdev is not None:
         eth = read_ethtool(netdev)
         if len(snaps) == 1:
@@ -116,6 +120,19 @@ def _read_all(sysfs_root: str, device: str | None, port: int | None, netdev: str
     return snaps, cats
 
 
+def _with_netlink(snap: Snapshot) -> Snapshot:
+    """Add the counters only netlink shows (optional counters) to a sysfs snapshot of one port."""
+    extra = [s for s in read_rdma_stat(snap.device) if s.device == snap.device]
+    if not extra:
+        return snap
+    new = {k: v for k, v in extra[0].values.items() if k not in snap.values}
+    return Snapshot(snap.timestamp, {**snap.values, **new}, snap.source, snap.device, snap.problems)
+
+
+netlink_option = click.option("--netlink", is_flag=True,
+                              help="Also run 'rdma -j statistic show' for counters sysfs lacks (optional ones).")
+
+
 sysfs_root_option = click.option("--sysfs-root", default="/", show_default=True,
                                  type=click.Path(file_okay=False),
                                  help="Folder laid out like / (for tests or a copied sysfs tree).")
@@ -125,6 +142,7 @@ sysfs_root_option = click.option("--sysfs-root", default="/", show_default=True,
 @click.option("--device", default=None, help="RDMA device (e.g. mlx5_0); default: all.")
 @click.option("--port", type=int, default=None, help="Port number; default: all.")
 @click.option("--netdev", default=None, help="Also read 'ethtool -S NETDEV' (PFC, PCIe, PHY counters).")
+@netlink_option
 @sysfs_root_option
 @driver_option
 @role_option
@@ -132,10 +150,10 @@ sysfs_root_option = click.option("--sysfs-root", default="/", show_default=True,
 @click.option("--save", type=click.Path(dir_okay=False), default=None,
               help="Also write the snapshot(s) as JSON, for 'collie counters diff'.")
 @format_option
-def show(device: str | None, port: int | None, netdev: str | None, sysfs_root: str, driver: str | None,
-         role: str | None, nonzero: bool, save: str | None, fmt: str) -> None:
+def show(device: str | None, port: int | None, netdev: str | None, netlink: bool, sysfs_root: str,
+         driver: str | None, role: str | None, nonzero: bool, save: str | None, fmt: str) -> None:
     """Current counter values of every RDMA port (and optionally a netdev), with kind and role."""
-    snaps, cats = _read_all(sysfs_root, device, port, netdev, driver)
+    snaps, cats = _read_all(sysfs_root, device, port, netdev, driver, netlink)
     _warn(p for s in snaps for p in s.problems)
     if save is not None:
         _save(save, snaps)
@@ -200,6 +218,7 @@ line_rate_option = click.option("--line-rate", "line_rate_gbps", type=float, def
 @click.option("--device", default=None, help="RDMA device (e.g. mlx5_0); default: all.")
 @click.option("--port", type=int, default=None, help="Port number; default: all.")
 @click.option("--netdev", default=None, help="Also read 'ethtool -S NETDEV'.")
+@netlink_option
 @sysfs_root_option
 @driver_option
 @role_option
@@ -208,20 +227,27 @@ line_rate_option = click.option("--line-rate", "line_rate_gbps", type=float, def
 @click.option("--count", type=click.IntRange(min=1), default=None,
               help="Stop after this many intervals (default: until Ctrl-C).")
 @click.option("--all", "show_all", is_flag=True, help="Show counters that did not change too.")
+@click.option("--summary", is_flag=True,
+              help="At the end (with --count), the mean and spread of each counter's per-second rate.")
 @view_option
 @line_rate_option
 @format_option
-def watch(device: str | None, port: int | None, netdev: str | None, sysfs_root: str, driver: str | None,
-          role: str | None, interval: float, count: int | None, show_all: bool, view: str,
-          line_rate_gbps: float | None, fmt: str) -> None:
+def watch(device: str | None, port: int | None, netdev: str | None, netlink: bool, sysfs_root: str,
+          driver: str | None, role: str | None, interval: float, count: int | None, show_all: bool,
+          summary: bool, view: str, line_rate_gbps: float | None, fmt: str) -> None:
     """Rates per second, one table per interval."""
-    prev, cats = _read_all(sysfs_root, device, port, netdev, driver)
+    if summary and count is None:
+        raise InputError("--summary needs --count N (the summary is printed after the last interval)")
+    prev, cats = _read_all(sysfs_root, device, port, netdev, driver, netlink)
     _warn(p for s in prev for p in s.problems)
+    history: dict[str, list[Snapshot]] = {s.device: [s] for s in prev}
     k = 0
     while count is None or k < count:
         time.sleep(interval)
-        cur, _ = _read_all(sysfs_root, device, port, netdev, driver)
+        cur, _ = _read_all(sysfs_root, device, port, netdev, driver, netlink)
         k += 1
+        for s in cur:
+            history.setdefault(s.device, []).append(s)
         by_dev = {s.device: s for s in prev}
         for s in cur:
             before = by_dev.get(s.device)
@@ -240,6 +266,28 @@ def watch(device: str | None, port: int | None, netdev: str | None, sysfs_root: 
                 _emit_rows(rows, fmt, title, ("device", "name", "delta", "per_s", "kind", "role"))
         sys.stdout.flush()
         prev = cur
+    if summary:
+        _emit_summary(history, cats, show_all, role, fmt)
+
+
+def _emit_summary(history: Mapping[str, list[Snapshot]], cats: Mapping[str, Catalog | None], show_all: bool,
+                  role: str | None, fmt: str) -> None:
+    from collie.collectors.sampling import summarize
+
+    rows: list[dict[str, Any]] = []
+    for dev, readings in history.items():
+        if len(readings) < 2:
+            continue
+        cat = cats.get(dev)
+        sampled = summarize(readings, cat)
+        for name, st in sampled.stats.items():
+            cols = _spec_cols(cat, name)
+            if (role is not None and cols["role"] != role) or (not show_all and st.maximum == 0 == st.minimum):
+                continue
+            rows.append({"device": dev, "name": name, "mean_per_s": st.mean, "stdev": st.stdev,
+                         "min": st.minimum, "max": st.maximum, "samples": st.samples, **cols})
+    _emit_rows(rows, fmt, "summary over all intervals",
+               ("device", "name", "mean_per_s", "stdev", "min", "max", "samples", "kind", "role"))
 
 
 def _bps(gbps: float | None) -> float | None:
@@ -344,3 +392,26 @@ def _ethtool_rows(stats: EthtoolStats, snap: Snapshot, driver: str | None, nonze
                              "kind": None, "unit": None, "role": None, "priority": None,
                              "timestamp": snap.timestamp})
     return rows
+
+
+@counters.command("catalog")
+@click.argument("dialect", required=False)
+@role_option
+@click.option("--diagnostic", "only_diag", is_flag=True, help="Only diagnostic counters.")
+@format_option
+def catalog_cmd(dialect: str | None, role: str | None, only_diag: bool, fmt: str) -> None:
+    """What collie knows about each counter of DIALECT (without DIALECT: the list of dialects)."""
+    from collie.collectors.catalog import available_dialects
+
+    if dialect is None:
+        rows = []
+        for d in available_dialects():
+            cat = load_catalog(d)
+            rows.append({"dialect": d, "counters": len(cat), "diagnostic": len(cat.diagnostic()),
+                         "description": cat.description})
+        _emit_rows(rows, fmt, "counter catalogs", ("dialect", "counters", "diagnostic", "description"))
+        return
+    cat = load_catalog(dialect)
+    rows = [s.to_dict() for s in cat if (role is None or s.role == role) and (not only_diag or s.diagnostic)]
+    _emit_rows(rows, fmt, f"{dialect}: {cat.description}",
+               ("name", "source", "kind", "unit", "role", "aliases", "meaning"))

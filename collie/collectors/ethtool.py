@@ -73,7 +73,7 @@ def parse_ethtool(text: str, source: str = "<ethtool -S>") -> EthtoolStats:
             raise InputError(f"{source}: line {lineno} is not ethtool -S output (expected 'name: value', "
                              f"got {shown!r})")
         ring, name, raw = m.group(1), m.group(2).strip(), m.group(3)
-        value = float(int(raw))
+        value = int(raw)
         count += 1
         if ring is not None:
             queues.setdefault(int(ring), {}).setdefault(name, value)

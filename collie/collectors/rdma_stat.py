@@ -25,12 +25,12 @@ def _pairs(tokens: list[str], source: str, lineno: int) -> list[tuple[str, float
     if len(tokens) % 2:
         raise InputError(f"{source}: line {lineno}: expected 'name value' pairs after the link, got an odd "
                          f"number of words")
-    out = []
+    out: list[tuple[str, float]] = []
     for name, value in zip(tokens[::2], tokens[1::2], strict=True):
         if not re.fullmatch(r"-?\d+", value):
             raise InputError(f"{source}: line {lineno}: counter {name!r} has value {value!r}; "
                              f"expected an integer")
-        out.append((name, float(int(value))))
+        out.append((name, int(value)))
     return out
 
 
@@ -92,7 +92,7 @@ def parse_rdma_stat_json(text: str, source: str = "<rdma -j statistic show>") ->
                 continue
             if isinstance(v, bool) or not isinstance(v, int | float):
                 raise InputError(f"{source}: {label}: counter {name!r} has value {v!r}; expected an integer")
-            values[str(name)] = float(v)
+            values[str(name)] = v
         out.append(Snapshot(ts, values, "rdma-stat", label))
     return out
 

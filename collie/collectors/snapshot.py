@@ -2,7 +2,8 @@
 
 Invariants:
     * a :class:`Snapshot` maps counter names to raw values as read (``None``: present but unreadable or
-      ``N/A``); a name that is absent was not there at all. Values are never scaled (``octets/4`` stays /4);
+      ``N/A``); a name that is absent was not there at all. Values are never scaled (``octets/4`` stays /4)
+      and the parsers keep them as Python ints, so deltas of 64-bit counters are exact;
     * :func:`delta` never invents a value: a counter missing or ``None`` on either side is ``None`` in the
       result; a monotonic counter that went down is a reset, reported in ``Delta.resets`` with value ``None``
       (never a huge negative or a huge wrapped number); a ``wrap32`` counter that went down by less than half
@@ -72,7 +73,7 @@ class Snapshot:
         for name, v in raw.items():
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
                 raise InputError(f"{where}: counter {name!r} has value {v!r}; expected a number or null")
-            values[str(name)] = None if v is None else float(v)
+            values[str(name)] = v
         return cls(float(ts), values, str(d.get("source", "file")), str(d.get("device", "")),
                    tuple(str(p) for p in d.get("problems", ())))
 

@@ -108,7 +108,7 @@ def parse_value(text: str) -> tuple[float | None, str]:
     """One sysfs counter file's content -> (value or ``None``, problem sentence or ``""``)."""
     t = text.strip()
     if re.fullmatch(r"-?\d+", t):
-        return float(int(t)), ""
+        return int(t), ""
     if t.upper().startswith("N/A"):
         return None, f"not available ({t!r}), read as missing"
     shown = t if len(t) <= 40 else t[:37] + "..."

@@ -6,6 +6,7 @@ import csv
 import importlib.util
 import io
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -180,3 +181,78 @@ def test_parse_option_errors(cli: Cli) -> None:
                          "unknown counter dialect 'foo'")
     missing = cli("counters", "parse", f)
     assert missing.returncode == 2 and "--kind" in missing.stderr
+
+
+def test_catalog_listing(cli: Cli) -> None:
+    proc = cli("counters", "catalog", "--format", "json")
+    dialects = {r["dialect"]: r for r in json.loads(proc.stdout)}
+    assert {"mlx5", "bnxt_re", "irdma", "rxe"} <= set(dialects)
+    proc = cli("counters", "catalog", "bnxt_re", "--role", "loss", "--format", "json")
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert rows["local_ack_timeout_err"]["aliases"] == ["to_retransmits"]
+    assert all(r["role"] == "loss" for r in rows.values())
+    _one_sentence_exit_2(cli("counters", "catalog", "qlogic"), "unknown counter dialect 'qlogic'")
+
+
+def _fake_tool(bindir: Path, name: str, script: str) -> None:
+    bindir.mkdir(exist_ok=True)
+    tool = bindir / name
+    tool.write_text("#!/bin/sh\n" + script)
+    tool.chmod(0o755)
+
+
+def test_show_with_netdev_and_netlink_through_the_real_tool_interfaces(
+        cli: Cli, mlx5_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bindir = tmp_path / "bin"
+    dump = FIXTURES / "ethtool_S_mlx5_core_connectx4lx.txt"
+    _fake_tool(bindir, "ethtool", f'[ "$1" = "-S" ] && [ "$2" = "eth9" ] && exec cat "{dump}"\n'
+                                  'echo "netlink error: no device matches name (-19)" >&2; exit 1\n')
+    stat = '[{"ifindex":0,"ifname":"mlx5_0","port":1,"duplicate_request":41,"np_cnp_sent":1333}]'
+    _fake_tool(bindir, "rdma", f'[ "$*" = "-j statistic show link mlx5_0/1" ] && echo \'{stat}\' && exit 0\n'
+                               'echo "unexpected arguments: $*" >&2; exit 1\n')
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    proc = cli("counters", "show", "--sysfs-root", str(mlx5_root), "--netdev", "eth9", "--netlink",
+               "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert {r["device"] for r in rows.values()} == {"mlx5_0/1"}
+    assert rows["duplicate_request"]["value"] == 41  # sysfs
+    assert rows["np_cnp_sent"]["value"] == 1333  # netlink only
+    assert rows["tx_pci_signal_integrity"]["value"] == 34  # ethtool
+    assert rows["outbound_pci_stalled_rd"]["kind"] == "gauge"
+    bad = cli("counters", "show", "--sysfs-root", str(mlx5_root), "--netdev", "eth0")
+    _one_sentence_exit_2(bad, "ethtool -S eth0 failed: netlink error: no device matches name (-19)")
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    missing = cli("counters", "show", "--sysfs-root", str(mlx5_root), "--netdev", "eth9")
+    _one_sentence_exit_2(missing, "ethtool is not installed")
+
+
+def test_watch_summary_sees_a_moving_counter(cli: Cli, mlx5_root: Path) -> None:
+    import threading
+
+    f = mlx5_root / "sys/class/infiniband/mlx5_0/ports/1/hw_counters/rx_write_requests"
+    stop = threading.Event()
+
+    def tick() -> None:
+        v = 742114
+        while not stop.is_set():
+            v += 100
+            tmp = mlx5_root / "counter.tmp"  # outside the counter folder, renamed in atomically
+            tmp.write_text(f"{v}\n")
+            os.replace(tmp, f)
+            stop.wait(0.005)
+
+    writer = threading.Thread(target=tick)
+    writer.start()
+    try:
+        proc = cli("counters", "watch", "--sysfs-root", str(mlx5_root), "--count", "3", "--interval", "0.1",
+                   "--summary", "--format", "jsonl")
+    finally:
+        stop.set()
+        writer.join()
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    summary = [r for r in rows if "mean_per_s" in r]
+    assert [r["name"] for r in summary] == ["rx_write_requests"]
+    assert summary[0]["samples"] == 3 and summary[0]["mean_per_s"] > 0 and summary[0]["min"] <= summary[0]["max"]
+    _one_sentence_exit_2(cli("counters", "watch", "--sysfs-root", str(mlx5_root), "--summary"), "--summary needs")
