@@ -326,3 +326,33 @@ def _check_consistency(where: str, kind: str, unit: str, role: str, diagnostic: 
                          f"diagnostic")
     if role == "diagnostic" and not diagnostic:
         raise InputError(f"{where}: role 'diagnostic' needs diagnostic = true")
+
+
+_NAME_HINTS: Final = (
+    ("mlx5", "mlx5"), ("mlx4", "mlx5"), ("bnxt", "bnxt_re"), ("irdma", "irdma"), ("i40iw", "irdma"),
+    ("ice", "irdma"), ("rxe", "rxe"),
+)
+
+
+def guess_dialect(names: Iterable[str], hint: str = "") -> str | None:
+    """The dialect whose catalog best explains ``names``, or ``None`` if no catalog knows any of them.
+
+    Args:
+        names: counter names seen (current names, aliases or ``source:name``).
+        hint: a device or driver name (``mlx5_0``, ``bnxt_en``, ``rxe0``); a known prefix decides at once.
+
+    The simulator's own catalog (``sim``) is never guessed: it only adds ``sim_*`` counters to a dialect.
+    """
+    for prefix, dialect in _NAME_HINTS:
+        if hint.startswith(prefix) and dialect in available_dialects():
+            return dialect
+    seen = list(dict.fromkeys(names))
+    best: tuple[int, str] | None = None
+    for dialect in available_dialects():
+        if dialect == "sim":
+            continue
+        cat = load_catalog(dialect)
+        score = sum(1 for n in seen if cat.lookup(n) is not None)
+        if score and (best is None or score > best[0]):
+            best = (score, dialect)
+    return best[1] if best else None

@@ -198,10 +198,14 @@ def _allocate(calcs: list[FlowCalc], profile: Profile) -> None:
         else:
             u.append(((c.src, "wire_tx"), c.wire * 8))
             u.append(((c.dst, "wire_rx"), c.wire * 8))
-        # READ requests and atomic responses are counted, not charged: the message-rate limit is on data
-        u.append(((c.src, "pps_tx"), c.pkts))
+        # READ requests and atomic responses are counted, not charged: the message-rate limit is on data.
+        # The sending side of the loopback path has its own packet and DMA budget, so a host that sends to
+        # itself and to its peer serves both at full rate; receivers share theirs (in-NIC incast shares the
+        # receiver's PCIe write direction). Contention beyond that is the business of quirks (#13).
+        side = "loop_" if c.loopback else ""
+        u.append(((c.src, side + "pps_tx"), c.pkts))
         u.append(((c.dst, "pps_rx"), c.pkts))
-        u.append(((c.src, "pcie_rd"), c.pcie * 8))
+        u.append(((c.src, side + "pcie_rd"), c.pcie * 8))
         u.append(((c.dst, "pcie_wr"), c.pcie * 8))
         # merge duplicate keys (loopback: src == dst)
         merged: dict[tuple[str, str], float] = {}
@@ -211,7 +215,7 @@ def _allocate(calcs: list[FlowCalc], profile: Profile) -> None:
         for k, _ in u:
             kind = k[1]
             caps[k] = (loop if kind == "loop" else line if kind.startswith("wire") else
-                       pps if kind.startswith("pps") else pcie)
+                       pps if "pps" in kind else pcie)
     for c, u in zip(calcs, uses, strict=True):
         c.rate = min(caps[k] / v for k, v in u if v > 0)
     for _ in range(4):

@@ -58,6 +58,8 @@ _STRINGS = frozenset(n for n, f in Features.__dataclass_fields__.items() if f.ty
 
 _CLAUSE_RE = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(==|!=|>=|<=|>|<|\bin\b)\s*(.+?)\s*$")
 _FLAG_RE = re.compile(r"^\s*(not\s+|!\s*)?([a-z_][a-z0-9_]*)\s*$")
+_REFLECTED: Final = {">=": "__le__", "<=": "__ge__", ">": "__lt__", "<": "__gt__", "==": "__eq__",
+                     "!=": "__ne__"}
 _CMP: Final[Mapping[str, Callable[[Any, Any], bool]]] = {
     ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,
     "==": operator.eq, "!=": operator.ne,
@@ -81,16 +83,10 @@ class Clause:
     value: Any
 
     def __post_init__(self) -> None:
+        # a bound method of the value is the fastest test CPython offers: ``x >= v`` is ``v.__le__(x)``;
+        # values always have the feature's type (int, bool, str), so NotImplemented cannot occur
         v = self.value
-        test: Callable[[Any], bool]
-        if self.op == "in":
-            def test(x: Any) -> bool:
-                return x in v
-        else:
-            cmp = _CMP[self.op]
-
-            def test(x: Any) -> bool:
-                return cmp(x, v)
+        test = v.__contains__ if self.op == "in" else getattr(v, _REFLECTED[self.op])
         object.__setattr__(self, "test", test)
 
     def holds(self, feats: Features) -> bool:

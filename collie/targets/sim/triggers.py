@@ -184,8 +184,8 @@ def _triggers() -> list[Trigger]:
                   batch=8, sges=3, sizes=(128, 64 * K, 1 * K)),
         "misconfigured PCIe switch": ("cx6-200g", w),
     }))
-    common = {"transport": "RC", "opcode": "WRITE", "mrs": 32, "mr_size": 4 * M, "wq": 128, "mtu": 4096,
-              "batch": 16, "sizes": (256 * K,)}
+    common: dict[str, Any] = {"transport": "RC", "opcode": "WRITE", "mrs": 32, "mr_size": 4 * M, "wq": 128,
+                              "mtu": 4096, "batch": 16, "sizes": (256 * K,)}
     w = Workload(flows=(_flow("a", "b", qps=8, **dict(common)), _flow("b", "b", qps=8, **dict(common))),
                  name="#13")
     out.append(Trigger("f13-loopback-incast", 13, "cx6-200g", w, True, False, {

@@ -1,0 +1,103 @@
+"""``collie sim``: the built-in simulated subsystems (profiles) and the shared quirk library."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from collie.cli.render import emit, format_option, render
+from collie.targets.sim import builtin_names, library, load_profile
+from collie.targets.sim.profile import Profile
+from collie.targets.sim.quirks import describe_quirks
+
+
+def _summary(p: Profile) -> dict[str, Any]:
+    return {
+        "name": p.name,
+        "nic": p.nic.model,
+        "line_rate_gbps": p.nic.line_rate_gbps,
+        "msg_rate_mpps": p.nic.msg_rate_mpps,
+        "dialect": p.dialect,
+        "quirks": len(p.active_quirks),
+        "description": p.description,
+    }
+
+
+def _details(p: Profile) -> dict[str, Any]:
+    return {
+        "name": p.name,
+        "description": p.description,
+        "source": p.source,
+        "dialect": p.dialect,
+        "hosts": list(p.hosts),
+        "nic": p.nic.model,
+        "firmware": p.nic.firmware,
+        "driver": p.nic.driver,
+        "line_rate_gbps": p.nic.line_rate_gbps,
+        "msg_rate_mpps": p.nic.msg_rate_mpps,
+        "loopback_gbps": p.nic.loopback_gbps,
+        "base_latency_us": p.nic.base_latency_us,
+        "limits": f"max_qp {p.nic.max_qp}, max_mr {p.nic.max_mr}, max_sge {p.nic.max_sge}, "
+                  f"max_qp_wr {p.nic.max_qp_wr}",
+        "pcie": f"Gen{p.pcie.gen} x{p.pcie.width} ({p.pcie.gbps:.0f} Gb/s usable), MPS {p.pcie.mps}, "
+                f"relaxed ordering {'on' if p.pcie.relaxed_ordering else 'off'}",
+        "host": f"{p.host.cpu_model or p.host.cpu_vendor} ({p.host.cpu_vendor}), {p.host.sockets} socket(s), "
+                f"NIC on node {p.host.nic_numa_node}, kernel {p.host.kernel}",
+        "gpu": p.host.gpu,
+        "caches": f"QPC {p.cache.qpc_entries}, MPT {p.cache.mpt_entries}, MTT {p.cache.mtt_entries}, "
+                  f"RX WQE {p.cache.rx_wqe_entries} entries",
+        "noise": p.model.noise,
+    }
+
+
+def _quirk_rows(p: Profile) -> list[dict[str, Any]]:
+    rows = [{"state": "active", **r} for r in describe_quirks(p.active_quirks)]
+    for q, why in p.inactive_quirks:
+        rows.extend({"state": f"inactive: {why}", **r} for r in describe_quirks([q]))
+    return rows
+
+
+@click.group("sim")
+def sim() -> None:
+    """The simulated RDMA subsystem: built-in profiles and the quirk library."""
+
+
+@sim.command("profiles")
+@format_option
+def profiles(fmt: str) -> None:
+    """List the built-in simulated subsystems (use one with --target sim:NAME)."""
+    rows = [_summary(load_profile(n)) for n in builtin_names()]
+    emit(render(rows, fmt, title="built-in simulator profiles"))
+
+
+@sim.command("show")
+@click.argument("profile")
+@format_option
+def show(profile: str, fmt: str) -> None:
+    """Print one profile (a built-in NAME or a PATH.toml): its subsystem and its quirks.
+
+    table and json print both; csv and jsonl print one row per quirk.
+    """
+    p = load_profile(profile)
+    quirks = _quirk_rows(p)
+    if fmt == "json":
+        emit(render({**_details(p), "quirks": quirks}, "json"))
+    elif fmt == "table":
+        emit(render(_details(p), "table", title=f"profile {p.name}"))
+        if quirks:
+            emit(render(quirks, "table", title="quirks",
+                        columns=["id", "anomaly", "state", "when", "pause", "throughput", "diagnostics"]))
+        else:
+            emit("no quirks: the base model alone")
+    else:
+        emit(render([{"profile": p.name, **q} for q in quirks], fmt))
+
+
+@sim.command("quirks")
+@format_option
+def quirks(fmt: str) -> None:
+    """List the shared quirk library (each published anomaly declared once)."""
+    rows = describe_quirks(list(library().values()))
+    emit(render(rows, fmt, title="quirk library", columns=["id", "anomaly", "summary", "when", "pause",
+                                                            "throughput", "loss", "diagnostics"]))

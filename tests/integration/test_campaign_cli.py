@@ -1,0 +1,65 @@
+"""``collie campaign`` end to end: a real subprocess, killed with SIGKILL and resumed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import ROOT, run_cli
+
+
+def test_default_campaign_writes_a_campaign_folder(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    r = run_cli("campaign", "--budget", "120", "--seed", "2", "--out", str(out), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["experiments"] == 120
+    assert (out / "campaign.toml").is_file() and (out / "trials.jsonl").is_file()
+    for a in data["anomalies"]:
+        case = out / "anomalies" / a["anomaly"] / "case.toml"
+        replay = run_cli("run", "--workload", str(case), "--duration", "1")
+        assert replay.returncode == 0, replay.stderr
+
+
+def test_sigkill_mid_campaign_then_resume(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "collie", "campaign", "--preset", "quick", "--budget", "150",
+                             "--out", str(out), "--pace", "0.01"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    journal = out / "trials.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not journal.exists() or journal.read_text().count("\n") < 60):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = journal.read_text().count('"status":"COMPLETE"')
+    assert before > 10
+    r = run_cli("campaign", "--resume", "--out", str(out), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["experiments"] == 150
+    trials = [json.loads(line) for line in journal.read_text().splitlines()]
+    done = [t["trial"] for t in trials if t["status"] != "RUNNING"]
+    assert done == sorted(set(done)) == list(range(1, len(done) + 1))
+
+
+def test_campaign_bad_inputs(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    assert run_cli("campaign", "--budget", "20", "--out", str(out)).returncode == 0
+    again = run_cli("campaign", "--budget", "20", "--out", str(out))
+    assert again.returncode == 2 and "already holds a campaign" in again.stderr
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    bad = run_cli("campaign", "--budget", "20", "--out", str(blocker / "sub"))
+    assert bad.returncode == 2 and "cannot create the output folder" in bad.stderr
+    nothing = run_cli("campaign", "--resume", "--out", str(tmp_path / "none"))
+    assert nothing.returncode == 2 and "holds no campaign" in nothing.stderr
+    preset = run_cli("campaign", "--preset", "fastest", "--out", str(tmp_path / "p"))
+    assert preset.returncode == 2 and "unknown preset 'fastest'" in preset.stderr
+    for r in (again, bad, nothing, preset):
+        assert "Traceback" not in r.stderr

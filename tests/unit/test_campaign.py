@@ -1,0 +1,103 @@
+"""The campaign loop through its library API: determinism, truth-blindness, failures, resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from collie.campaign import Campaign
+from collie.preset import load_preset
+from collie.space import load_space
+from collie.store import CampaignStore
+from collie.targets.base import RunResult, TargetInfo
+from collie.targets.sim import SimTarget
+from collie.workload import Workload
+
+
+class Wrapped:
+    """A target around the simulator that can drop ground truth or fail every n-th run."""
+
+    def __init__(self, seed: int = 0, strip_truth: bool = False, fail_every: int = 0) -> None:
+        self.sim = SimTarget("cx6-200g-amd", seed=seed)
+        self.strip_truth = strip_truth
+        self.fail_every = fail_every
+        self.runs = 0
+
+    def __enter__(self) -> Wrapped:
+        self.sim.__enter__()
+        return self
+
+    def __exit__(self, a: type[BaseException] | None, b: BaseException | None, c: TracebackType | None) -> None:
+        self.sim.__exit__(a, b, c)
+
+    def describe(self) -> TargetInfo:
+        return self.sim.describe()
+
+    def run(self, workload: Workload, duration: float) -> RunResult:
+        self.runs += 1
+        if self.fail_every and self.runs > 6 and self.runs % self.fail_every == 0:
+            raise RuntimeError("NIC went away")
+        r = self.sim.run(workload, duration)
+        return dataclasses.replace(r, truth=()) if self.strip_truth else r
+
+
+def _campaign(tmp: Path, target: Any, budget: int = 250, seed: int = 3, resume: bool = False) -> Campaign:
+    store = CampaignStore.open(tmp) if resume else CampaignStore.create(tmp, {"target": "test", "seed": seed})
+    return Campaign(target=target, space=load_space(), preset=load_preset("collie"), store=store, seed=seed,
+                    budget=budget, resume=resume)
+
+
+def _journal(tmp: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (tmp / "trials.jsonl").read_text().splitlines()]
+
+
+def test_campaign_finds_minimizes_and_saves_replayable_cases(tmp_path: Path) -> None:
+    summary = _campaign(tmp_path, Wrapped()).run()
+    assert summary.experiments == 250
+    assert summary.calibration == 6
+    assert summary.anomalies, "the AMD-host profile has common anomalies that 250 experiments must meet"
+    for a in summary.anomalies:
+        folder = tmp_path / "anomalies" / a.anomaly_id
+        case = Workload.load(folder / "case.toml")
+        assert a.mfs is not None and a.mfs.matches(case)
+        evidence = json.loads((folder / "evidence.json").read_text())
+        assert set(evidence["verdict"]["evidence"]["hosts"]) == {"a", "b"}  # both ends measured
+    records = _journal(tmp_path)
+    assert [r["trial"] for r in records if r["status"] != "RUNNING"] == list(range(1, len(records) // 2 + 1))
+
+
+def test_ground_truth_is_never_read(tmp_path: Path) -> None:
+    with_truth = _campaign(tmp_path / "a", Wrapped()).run()
+    without = _campaign(tmp_path / "b", Wrapped(strip_truth=True)).run()
+    assert [(a.anomaly_id, a.mfs, a.point) for a in with_truth.anomalies] == \
+           [(a.anomaly_id, a.mfs, a.point) for a in without.anomalies]
+    strip = [{k: v for k, v in r.items() if k != "time"} for r in _journal(tmp_path / "a")]
+    assert strip == [{k: v for k, v in r.items() if k != "time"} for r in _journal(tmp_path / "b")]
+
+
+def test_target_failures_are_recorded_and_the_campaign_goes_on(tmp_path: Path) -> None:
+    summary = _campaign(tmp_path, Wrapped(fail_every=7), budget=120).run()
+    failed = [r for r in _journal(tmp_path) if r["status"] == "FAILED"]
+    assert failed and all("NIC went away" in r["reason"] for r in failed)
+    assert summary.failed == len(failed) and summary.experiments == 120
+
+
+def test_resume_from_a_cut_journal_reproduces_the_uncut_campaign(tmp_path: Path) -> None:
+    full = _campaign(tmp_path / "full", Wrapped()).run()
+    cut = tmp_path / "cut"
+    _campaign(cut, Wrapped()).run()
+    lines = (cut / "trials.jsonl").read_text().splitlines()
+    keep = lines[: len(lines) // 3]
+    # a crash mid-trial: the RUNNING record of the next trial plus half of its COMPLETE line
+    (cut / "trials.jsonl").write_text("\n".join(keep) + "\n" + lines[len(keep)][:40])
+    for a in (cut / "anomalies").iterdir():
+        for f in a.iterdir():
+            f.unlink()
+        a.rmdir()
+    resumed = _campaign(cut, Wrapped(), resume=True).run()
+    assert [(a.anomaly_id, a.mfs, a.point) for a in resumed.anomalies] == \
+           [(a.anomaly_id, a.mfs, a.point) for a in full.anomalies]
+    assert resumed.experiments == full.experiments
