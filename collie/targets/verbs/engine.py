@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any
 
+from collie.collectors.snapshot import Snapshot
 from collie.targets.verbs.compat import Pyverbs
 from collie.targets.verbs.counters import read_counters
 from collie.targets.verbs.job import WorkerJob
@@ -38,8 +39,8 @@ class WorkerReport:
     setup_s: float
     stats: tuple[FlowStats, ...]
     errors: tuple[str, ...]
-    counters_before: dict[str, int] | None = None
-    counters_after: dict[str, int] | None = None
+    counters_before: Snapshot | None = None
+    counters_after: Snapshot | None = None
     counter_seconds: float = 0.0
 
 
@@ -103,7 +104,7 @@ class Engine:
                 self.by_qpn[r.qp.qp_num] = (run, r)
         self.cqs = [(run, cq) for run in self.runs for cq in run.res.send_cqs]
         self.rcqs = [(run, cq) for run in self.runs for cq in run.res.recv_cqs if run.res.recv_chain]
-        self.counters: list[tuple[int, dict[str, int]]] = []
+        self.counters: list[tuple[int, Snapshot]] = []
         self.dead = 0
         self.measuring = False
         self.t_lo = self.t_hi = 0

@@ -115,14 +115,3 @@ def engine_bound(summaries: Iterable[FlowSummary]) -> bool:
     """True when, for any flow, the send queues were rarely full and little time went into verbs calls: the
     engine's Python, not the device, set that flow's rate (see the module docstring)."""
     return any(s.saturation < SATURATION_MIN and s.verbs_fraction < VERBS_TIME_MIN for s in summaries)
-
-
-def counter_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
-    """Deltas of monotonic counters read before and after; a counter missing from either read stays missing
-    (never 0); a counter that went backwards (device reset) is left out."""
-    out: dict[str, float] = {}
-    for name, b in before.items():
-        a = after.get(name)
-        if a is not None and a >= b:
-            out[name] = float(a - b)
-    return out

@@ -20,10 +20,11 @@ from typing import Any, Self
 from collie.errors import InputError, TargetError
 from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
 from collie.targets.verbs.compat import Pyverbs, load
+from collie.targets.verbs.counters import counter_deltas
 from collie.targets.verbs.device import DeviceFacts, kernel_release, numa_nodes, query
 from collie.targets.verbs.job import Share, Timing, WorkerJob
 from collie.targets.verbs.limits import check_workload
-from collie.targets.verbs.measure import FlowSummary, combine, counter_delta, engine_bound
+from collie.targets.verbs.measure import FlowSummary, combine, engine_bound
 from collie.targets.verbs.plan import split_qps
 from collie.targets.verbs.spec import VerbsSpec, parse_spec
 from collie.targets.verbs.workers import Gathered, run_jobs
@@ -169,7 +170,8 @@ class VerbsTarget:
         counters: dict[str, float] = {}
         for r in g.reports:
             if r.counters_before is not None and r.counters_after is not None:
-                counters = counter_delta(r.counters_before, r.counters_after)
+                counters = counter_deltas(r.counters_before, r.counters_after, r.counter_seconds,
+                                          self.facts.driver)
         flows = []
         tx: dict[str, list[float]] = {h: [0.0, 0.0] for h in workload.hosts}
         rx: dict[str, list[float]] = {h: [0.0, 0.0] for h in workload.hosts}

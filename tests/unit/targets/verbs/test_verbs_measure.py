@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collie.targets.verbs.measure import FlowStats, combine, counter_delta, engine_bound, percentile
+from collie.targets.verbs.measure import FlowStats, combine, engine_bound, percentile
 
 
 def test_percentile_nearest_rank() -> None:
@@ -49,9 +49,3 @@ def test_errors_and_verification_combine() -> None:
     assert s.wc_errors == {"IBV_WC_RETRY_EXC_ERR (vendor_err 0x0)": 3}
     assert not s.verified and s.verify_errors == ("flow 1: MR 0 byte 3 is 0, expected 9",)
     assert combine(1, [ok]).verified
-
-
-def test_counter_delta_keeps_missing_missing() -> None:
-    before = {"sent_pkts": 10, "rcvd_pkts": 5, "gone": 1, "reset": 100}
-    after = {"sent_pkts": 25, "rcvd_pkts": 5, "new": 3, "reset": 4}
-    assert counter_delta(before, after) == {"sent_pkts": 15.0, "rcvd_pkts": 0.0}
