@@ -1,0 +1,192 @@
+"""A fake pyverbs in pure Python: enough of the API for collie's resources and engine to run on the host.
+
+Work requests complete at once: ``post_send`` walks the chain, moves the data of RDMA WRITE and READ between
+the fake MRs (so data verification can be exercised), and queues a completion for every signalled WR on the
+QP's send CQ; SEND-type WRs consume a posted receive of the peer QP and complete it on the peer's CQ. Its
+verbs calls cost almost nothing, so an engine running on it shows the engine's own ceiling.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from types import SimpleNamespace
+from typing import Any
+
+from collie.targets.verbs import compat
+
+E = SimpleNamespace(
+    IBV_QPT_RC=2, IBV_QPT_UC=3, IBV_QPT_UD=4,
+    IBV_ACCESS_LOCAL_WRITE=1, IBV_ACCESS_REMOTE_WRITE=2, IBV_ACCESS_REMOTE_READ=4, IBV_ACCESS_REMOTE_ATOMIC=8,
+    IBV_WR_RDMA_WRITE=0, IBV_WR_RDMA_WRITE_WITH_IMM=1, IBV_WR_SEND=2, IBV_WR_SEND_WITH_IMM=3, IBV_WR_RDMA_READ=4,
+    IBV_WR_ATOMIC_CMP_AND_SWP=5, IBV_WR_ATOMIC_FETCH_AND_ADD=6,
+    IBV_SEND_SIGNALED=2, IBV_SEND_INLINE=8, IBV_WC_SUCCESS=0, IBV_ATOMIC_NONE=0, IBV_PORT_ACTIVE=4,
+    IBV_MTU_256=1, IBV_MTU_512=2, IBV_MTU_1024=3, IBV_MTU_2048=4, IBV_MTU_4096=5,
+)
+E.status_name = lambda s: "IBV_WC_SUCCESS" if s == 0 else f"status {s}"
+
+
+class FakeError(Exception):
+    pass
+
+
+_addr = itertools.count(1 << 20, 1 << 32)
+_qpn = itertools.count(17)
+MEMORY: dict[int, bytearray] = {}
+#: False: completions only, no data moved (for measuring the engine's own ceiling).
+MOVE_DATA = True
+QPS: dict[int, FakeQP] = {}
+
+
+class FakeMR:
+    def __init__(self, pd: Any, length: int, access: int) -> None:
+        self.buf = next(_addr)
+        self.lkey = self.rkey = self.buf >> 32
+        self.mem = bytearray(length)
+        MEMORY[self.buf] = self.mem
+
+    def write(self, data: bytes, length: int, offset: int) -> None:
+        self.mem[offset:offset + length] = data[:length]
+
+    def read(self, length: int, offset: int) -> bytes:
+        return bytes(self.mem[offset:offset + length])
+
+
+def _slice(addr: int, length: int) -> tuple[bytearray, int]:
+    base = max(b for b in MEMORY if b <= addr)
+    return MEMORY[base], addr - base
+
+
+class FakeCQ:
+    def __init__(self, ctx: Any, cqe: int) -> None:
+        self.q: deque[Any] = deque()
+        self.cqe = cqe
+
+    def poll(self, n: int) -> tuple[int, list[Any]]:
+        out = []
+        while self.q and len(out) < n:
+            out.append(self.q.popleft())
+        return len(out), out
+
+
+class FakeSGE:
+    def __init__(self, addr: int, length: int, lkey: int) -> None:
+        self.addr, self.length, self.lkey = addr, length, lkey
+
+
+class FakeSendWR:
+    def __init__(self, wr_id: int = 0, opcode: int = 0, num_sge: int = 0, sg: Any = None, send_flags: int = 0):
+        self.wr_id, self.opcode, self.num_sge, self.send_flags = wr_id, opcode, num_sge, send_flags
+        self.sg = [(s.addr, s.length) for s in sg]
+        self.next_wr: FakeSendWR | None = None
+        self.imm_data = 0
+        self.remote: tuple[int, int] = (0, 0)
+        self.ud_qpn = 0
+
+    def set_wr_rdma(self, rkey: int, addr: int) -> None:
+        self.remote = (rkey, addr)
+
+    def set_wr_atomic(self, rkey: int, addr: int, compare_add: int, swap: int = 0) -> None:
+        self.remote = (rkey, addr)
+        self.atomic = (compare_add, swap)
+
+    def set_wr_ud(self, ah: Any, qpn: int, qkey: int) -> None:
+        self.ud_qpn = qpn
+
+
+class FakeRecvWR:
+    def __init__(self, wr_id: int = 0, num_sge: int = 0, sg: Any = None) -> None:
+        self.sg = [(s.addr, s.length) for s in sg]
+        self.next_wr: FakeRecvWR | None = None
+
+
+class FakeQP:
+    def __init__(self, pd: Any, init: Any) -> None:
+        self.qp_num = next(_qpn)
+        self.scq, self.rcq, self.qp_type = init.scq, init.rcq, init.qp_type
+        self.peer = 0
+        self.recvs: deque[Any] = deque()
+        QPS[self.qp_num] = self
+
+    def to_init(self, attr: Any) -> None:
+        pass
+
+    def to_rtr(self, attr: Any) -> None:
+        self.peer = attr.dest_qp_num
+
+    def to_rts(self, attr: Any) -> None:
+        pass
+
+    def post_recv(self, wr: FakeRecvWR) -> None:
+        while wr is not None:
+            self.recvs.append(wr)
+            wr = wr.next_wr  # type: ignore[assignment]
+
+    def post_send(self, wr: FakeSendWR) -> None:
+        if not MOVE_DATA:
+            q = self.scq.q
+            while wr is not None:
+                if wr.send_flags & 2:
+                    q.append(SimpleNamespace(qp_num=self.qp_num, status=0, byte_len=0, vendor_err=0))
+                wr = wr.next_wr  # type: ignore[assignment]
+            return
+        while wr is not None:
+            data = b"".join(bytes(_slice(a, n)[0][_slice(a, n)[1]:_slice(a, n)[1] + n]) for a, n in wr.sg)
+            if wr.opcode in (E.IBV_WR_RDMA_WRITE, E.IBV_WR_RDMA_WRITE_WITH_IMM):
+                mem, off = _slice(wr.remote[1], len(data))
+                mem[off:off + len(data)] = data
+            elif wr.opcode == E.IBV_WR_RDMA_READ:
+                mem, off = _slice(wr.remote[1], len(data))
+                src = bytes(mem[off:off + len(data)])
+                pos = 0
+                for a, n in wr.sg:
+                    m, o = _slice(a, n)
+                    m[o:o + n] = src[pos:pos + n]
+                    pos += n
+            elif wr.opcode == E.IBV_WR_ATOMIC_FETCH_AND_ADD:
+                mem, off = _slice(wr.remote[1], 8)
+                v = int.from_bytes(mem[off:off + 8], "little") + wr.atomic[0]
+                mem[off:off + 8] = v.to_bytes(8, "little")
+            if wr.opcode in (E.IBV_WR_SEND, E.IBV_WR_SEND_WITH_IMM, E.IBV_WR_RDMA_WRITE_WITH_IMM):
+                peer = QPS[wr.ud_qpn or self.peer]
+                rwr = peer.recvs.popleft()
+                a, _ = rwr.sg[0]
+                grh = 40 if peer.qp_type == E.IBV_QPT_UD else 0
+                if wr.opcode != E.IBV_WR_RDMA_WRITE_WITH_IMM:
+                    m, o = _slice(a, len(data))
+                    m[o + grh:o + grh + len(data)] = data
+                peer.rcq.q.append(SimpleNamespace(qp_num=peer.qp_num, status=0, byte_len=len(data) + grh,
+                                                  vendor_err=0))
+            if wr.send_flags & E.IBV_SEND_SIGNALED:
+                self.scq.q.append(SimpleNamespace(qp_num=self.qp_num, status=0, byte_len=0, vendor_err=0))
+            wr = wr.next_wr  # type: ignore[assignment]
+
+
+class FakeContext:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def query_gid(self, port: int, index: int) -> str:
+        return "0000:0000:0000:0000:0000:ffff:0a09:0901"
+
+    def query_device(self) -> Any:
+        return SimpleNamespace(max_cqe=32767)
+
+    def close(self) -> None:
+        pass
+
+
+def fake() -> compat.Pyverbs:
+    ns = SimpleNamespace
+    return compat.Pyverbs(
+        device=ns(Context=lambda name: FakeContext(name)),  # type: ignore[arg-type]
+        pd=ns(PD=lambda ctx: object()),  # type: ignore[arg-type]
+        mr=ns(MR=FakeMR),  # type: ignore[arg-type]
+        cq=ns(CQ=FakeCQ),  # type: ignore[arg-type]
+        qp=ns(QP=FakeQP, QPInitAttr=lambda **kw: ns(**kw), QPCap=lambda **kw: ns(**kw),  # type: ignore[arg-type]
+              QPAttr=lambda: ns()),
+        wr=ns(SGE=FakeSGE, SendWR=FakeSendWR, RecvWR=FakeRecvWR),  # type: ignore[arg-type]
+        addr=ns(GlobalRoute=lambda **kw: ns(**kw), AHAttr=lambda **kw: ns(**kw),  # type: ignore[arg-type]
+                AH=lambda pd, attr: ns(attr=attr)),
+        e=E, error=(FakeError,), version="fake",
+    )
