@@ -41,6 +41,10 @@ from collie.targets.base import RunResult, Target, TargetInfo, Unsupported
 from collie.workload import Workload
 
 
+class _BudgetSpent(Exception):
+    """The budget ran out in the middle of confirming or minimizing."""
+
+
 class CampaignInterrupted(Exception):
     """Ctrl-C: the trial in flight was abandoned; the journal holds everything before it."""
 
@@ -172,6 +176,8 @@ class Campaign:
     def _probe(self, phase: str, point: Mapping[str, Any]) -> Verdict | None:
         if not self.space.is_valid(point):
             return None
+        if self.summary.experiments >= self.budget:
+            raise _BudgetSpent()
         trial = self._experiment(phase, self.space.build(point), point)
         return trial.verdict
 
@@ -259,19 +265,27 @@ class Campaign:
             record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False)
             self._save(record, workload, verdict, None, 0)
             return
-        # confirm: the original run counts as one of `runs`
-        hits, runs = 1, 1
-        while runs < settings.runs and hits < settings.required:
-            again = self._probe("confirm", point)
-            runs += 1
-            hits += bool(again is not None and again.anomalous and again.primary == verdict.primary)
-        if hits < settings.required:
-            self._emit(Warning(f"trial {self._trial}: anomaly did not reproduce ({hits} of {runs} runs); "
-                               "not recorded"))
-            return
         before = self.summary.experiments
-        minimizer = Minimizer(self.space, lambda p: self._probe("minimize", p), settings)
-        result = minimizer.run(point, verdict)
+        try:
+            # confirm: the original run counts as one of `runs`
+            hits, runs = 1, 1
+            while runs < settings.runs and hits < settings.required:
+                again = self._probe("confirm", point)
+                runs += 1
+                hits += bool(again is not None and again.anomalous and again.leading == verdict.leading)
+            if hits < settings.required:
+                self._emit(Warning(f"trial {self._trial}: anomaly did not reproduce ({hits} of {runs} runs); "
+                                   "not recorded"))
+                return
+            minimizer = Minimizer(self.space, lambda p: self._probe("minimize", p), settings)
+            result = minimizer.run(point, verdict)
+        except _BudgetSpent:
+            self._emit(Warning(f"the budget ran out while confirming or minimizing {anomaly_id}; it is saved "
+                               "as found, not minimized"))
+            self.summary.minimize_experiments += self.summary.experiments - before
+            record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False)
+            self._save(record, workload, verdict, None, self.summary.experiments - before)
+            return
         cost = self.summary.experiments - before
         self.summary.minimize_experiments += cost
         record = AnomalyRecord(anomaly_id, verdict.signature, result.mfs, result.point, found_at,

@@ -93,18 +93,33 @@ class SearchSpace:
         return {**PARAMETERS, **self.fixed, **point}
 
     def build(self, point: Mapping[str, Any]) -> Workload:
-        """The workload a point describes (not validated: see :meth:`validate`)."""
+        """The workload a point describes, projected onto the nearest legal one.
+
+        Parameters that cannot apply are clamped instead of rejected, so that one-dimension moves of a
+        search never hit a wall: UD sizes are cut to the MTU, inline is 0 for READ, queue depth is at least
+        the batch, signalling happens at least once per queue, SGEs are at most the smallest message and
+        MRs are at least one SGE. The features of the built workload (not the raw point) are what quirks,
+        minimal feature sets and reports speak of. Only ``pinned_memory`` can still fail (see
+        :meth:`validate`).
+        """
         p = self.complete(point)
         transport, opcode = str(p["op"]).split("_", 1)
         memory = str(p["memory"])
+        sizes = tuple(p["sizes"])
+        if transport == "UD":
+            sizes = tuple(min(s, p["mtu"]) for s in sizes)
+        sges = max(1, min(p["sges"], min(sizes)))
+        depth = max(p["wq_depth"], p["batch"])
+        inline = p["inline"] if opcode in ("WRITE", "WRITE_IMM", "SEND", "SEND_IMM") else 0
+        mr_size = max(p["mr_size"], -(-max(sizes) // sges))
 
         def flow(client: str, server: str) -> Flow:
             return Flow(
                 client=Endpoint(client, memory), server=Endpoint(server, memory),
-                transport=transport, opcode=opcode, sizes=tuple(p["sizes"]), qps=p["qps"],
-                batch=p["batch"], sges=p["sges"], sq_depth=p["wq_depth"], rq_depth=p["wq_depth"],
-                mtu=p["mtu"], mrs=p["mrs"], mr_size=p["mr_size"], inline=p["inline"],
-                signal_every=p["signal_every"], burst=p["burst"], processes=p["processes"],
+                transport=transport, opcode=opcode, sizes=sizes, qps=p["qps"],
+                batch=p["batch"], sges=sges, sq_depth=depth, rq_depth=depth,
+                mtu=p["mtu"], mrs=p["mrs"], mr_size=mr_size, inline=inline,
+                signal_every=min(p["signal_every"], depth), burst=p["burst"], processes=p["processes"],
             )
 
         pairs = {
