@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from collie import calibrate
-from collie.collectors.catalog import Catalog, available_dialects, load_catalogs
+from collie.collectors.catalog import Catalog
 from collie.errors import InputError
 from collie.events import (
     AnomalyFound,
@@ -32,7 +32,7 @@ from collie.events import (
 )
 from collie.mfs import MFS
 from collie.minimize import Minimizer
-from collie.oracle import Ceilings, Oracle, Verdict, loss_rates
+from collie.oracle import Oracle, Verdict
 from collie.preset import Preset
 from collie.space import SearchSpace
 from collie.store import CampaignStore
@@ -185,30 +185,20 @@ class Campaign:
 
     def _calibrate(self) -> None:
         self._emit(PhaseStarted("calibrate", "ceilings per direction kind"))
-        wire: dict[str, float] = {}
-        pps: dict[str, float] = {}
-        baseline: dict[str, float] = {}
         assert self.catalog is not None and self.info is not None
-        for kind, measure, workload in calibrate.calibration_workloads():
+
+        def run(workload: Workload) -> RunResult:
             trial = self._experiment("calibrate", workload, None)
             self.summary.calibration += 1
             if trial.result is None:
                 raise InputError(f"calibration run {workload.name} failed on this target ({trial.reason}); "
                                  "collie cannot judge throughput without ceilings")
-            receivers = {f.server.host for f in workload.flows}
-            into = {h.host: h for h in trial.result.hosts if h.host in receivers}
-            if measure == "bps":
-                best = max(sum(fr.bps for fr in trial.result.flows if fr.server == h) for h in into)
-                wire[kind] = calibrate.wire_bps_from_payload(best)
-            else:
-                pps[kind] = max(sum(fr.pps for fr in trial.result.flows if fr.server == h) for h in into)
-            for name, rate in loss_rates(trial.result, self.catalog).items():
-                baseline[name] = max(baseline.get(name, 0.0), rate)
-        ceilings = Ceilings(wire, pps, self.info.line_rate_bps)
-        self.oracle = Oracle(self.catalog, ceilings, self.preset.thresholds, baseline)
+            return trial.result
+
+        self.oracle = calibrate.calibrated_oracle(run, self.catalog, self.info, self.preset.thresholds)
         config = self.store.config()
-        config["ceilings"] = ceilings.to_dict()
-        config["baseline"] = baseline
+        config["ceilings"] = self.oracle.ceilings.to_dict()
+        config["baseline"] = self.oracle.baseline
         self.store.update_config(config)
 
     def _replay_corpus(self) -> None:
@@ -318,10 +308,7 @@ class Campaign:
         """
         with self.target:
             self.info = self.target.describe()
-            dialects = [self.info.counter_dialect]
-            if self.info.kind == "sim" and "sim" in available_dialects():
-                dialects.append("sim")
-            self.catalog = load_catalogs(*dialects)
+            self.catalog = calibrate.catalog_of(self.info)
             config = self.store.config()
             if "target_info" not in config:
                 config["target_info"] = self.info.to_dict()

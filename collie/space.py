@@ -14,7 +14,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -129,6 +129,30 @@ class SearchSpace:
             "incast": (("a", "b"), ("b", "b")),
         }[p["direction"]]
         return Workload(flows=tuple(flow(c, s) for c, s in pairs))
+
+    def point_of(self, workload: Workload) -> dict[str, Any]:
+        """The point of this space that builds ``workload`` (the inverse of :meth:`build`).
+
+        Raises:
+            InputError: the workload is not one this space can express (flows that differ in anything but
+                their hosts, host pairs that are no direction, mixed memory placement).
+        """
+        pairs = tuple((f.client.host, f.server.host) for f in workload.flows)
+        directions = {(("a", "b"),): "oneway", (("a", "b"), ("b", "a")): "bidirectional",
+                      (("a", "a"),): "loopback", (("a", "b"), ("b", "b")): "incast"}
+        direction = directions.get(pairs)
+        f = workload.flows[0]
+        memories = {e.memory for fl in workload.flows for e in (fl.client, fl.server)}
+        same = all(replace(x, client=f.client, server=f.server) == f for x in workload.flows)
+        if direction is None or not same or len(memories) != 1 or f.sq_depth != f.rq_depth:
+            raise InputError("this workload is not a point of the search space (its flows must be alike, on "
+                             "hosts a and b, one-way, bidirectional, loopback or incast, with one memory "
+                             "placement and equal queue depths)")
+        point = {"op": f"{f.transport}_{f.opcode}", "direction": direction, "qps": f.qps, "mrs": f.mrs,
+                 "mr_size": f.mr_size, "batch": f.batch, "sges": f.sges, "wq_depth": f.sq_depth, "mtu": f.mtu,
+                 "sizes": list(f.sizes), "memory": memories.pop(), "processes": f.processes, "inline": f.inline,
+                 "signal_every": f.signal_every, "burst": f.burst}
+        return {k: v for k, v in point.items() if k in self.names}
 
     def problems(self, point: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Every reason ``point`` is not a legal experiment, as ``(constraint or dimension, sentence)``."""

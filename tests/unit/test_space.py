@@ -151,3 +151,19 @@ def test_fixed_values_pin_parameters(tmp_path: Path) -> None:
                                '[fixed]\nop = "RC_READ"\nmtu = 1024\n'))
     w = s.build(s.sample(np.random.default_rng(0)))
     assert w.flows[0].opcode == "READ" and w.flows[0].mtu == 1024
+
+
+def test_point_of_inverts_build(space) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(21)
+    for _ in range(50):
+        p = space.sample(rng)
+        w = space.build(p)
+        assert space.build(space.point_of(w)) == w
+
+
+def test_point_of_rejects_workloads_outside_the_space(space) -> None:  # type: ignore[no-untyped-def]
+    from collie.workload import Endpoint, Flow, Workload
+
+    odd = Workload((Flow(Endpoint("a"), Endpoint("b"), qps=2), Flow(Endpoint("b"), Endpoint("a"), qps=3)))
+    with pytest.raises(InputError, match="not a point of the search space"):
+        space.point_of(odd)
