@@ -137,7 +137,8 @@ def replay(case: Path, target_spec: str, runs: int, duration: float, seed: int, 
 
     c = load_case(case)
     target = open_target(target_spec, seed=seed)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    hits = 0
     with target:
         oracle, _ = oracle_for(c, target, target_spec, load_preset(DEFAULT_PRESET).thresholds)
         for i in range(runs):
@@ -146,9 +147,9 @@ def replay(case: Path, target_spec: str, runs: int, duration: float, seed: int, 
             except Unsupported as exc:
                 raise InputError(f"{target_spec} cannot run this case: {exc}") from None
             v = oracle.judge(result, c.workload)
+            hits += v.anomalous
             rows.append({"run": i + 1, "anomalous": v.anomalous, "signature": v.signature,
                          "throughput": round(v.metrics.get("throughput", 0.0), 3), "score": round(v.score, 2)})
-    hits = sum(r["anomalous"] for r in rows)
     emit(render(rows, fmt, title=f"replay of {case} on {target_spec}: {hits} of {runs} anomalous"))
     reproduced = hits * 2 > runs
     click.echo(f"{'reproduces' if reproduced else 'does not reproduce'} ({hits} of {runs} runs anomalous)",
@@ -167,7 +168,7 @@ def replay(case: Path, target_spec: str, runs: int, duration: float, seed: int, 
 def minimize(case: Path, target_spec: str, space_file: Path | None, preset: str, seed: int, fmt: str) -> None:
     """Find the minimal feature set and the simplest case of a saved anomaly."""
     from collie.cases import load_case, oracle_for
-    from collie.minimize import MinimizeSettings, Minimizer
+    from collie.minimize import Minimizer, MinimizeSettings
     from collie.targets.base import Unsupported
 
     c = load_case(case)
