@@ -50,6 +50,8 @@ class Anneal:
         max_diagnostic: int = 4,
         patience: int = 0,
         adaptive: bool = True,
+        elite: float = 0.5,
+        explore: float = 0.0,
     ) -> None:
         self.space = space
         self.rng = np.random.default_rng(seed)
@@ -60,6 +62,12 @@ class Anneal:
         self.max_diagnostic = max_diagnostic
         self.patience = patience
         self.adaptive = adaptive
+        self.elite = elite
+        self.explore = explore
+        self._probe_key: str | None = None
+        # every clean point told so far, to restart chains from the best one for their objective
+        self._archive: list[tuple[Point, Mapping[str, float]]] = []
+        self._starts: set[str] = set()
         # per objective, how often mutating each dimension lowered the energy (adaptive operator selection)
         self._credit: dict[str, dict[str, float]] = {}
         self._last_dim: str | None = None
@@ -95,14 +103,38 @@ class Anneal:
         return point
 
     def ask(self) -> Point:
-        if len(self._warm) < self.warmup or self.current is None:
+        if len(self._warm) < self.warmup:
             return self._fresh()
+        if self.current is not None and self.explore and self.rng.random() < self.explore:
+            # an independent sample between chain steps: it feeds the archive, not the chain
+            point = self._fresh()
+            self._probe_key = repr(sorted(point.items()))
+            return point
+        if self.current is None:
+            start = self._elite_start() if self.rng.random() < self.elite else None
+            if start is None:
+                return self._fresh()
+            self._adopt(*start)
         for _ in range(100):
             candidate, self._last_dim = self.space.mutate(self.current, self.rng, self._pick_dimension())
             if not self._excluded(candidate):
                 return candidate
         self.restart()
         return self._fresh()
+
+    def _elite_start(self) -> tuple[Point, Mapping[str, float]] | None:
+        """The best archived point for the current objective not yet used as a start nor excluded."""
+        name = self.objective
+        sign = 1.0 if name == THROUGHPUT else -1.0
+        ranked = sorted((sign * m[name], i) for i, (_, m) in enumerate(self._archive) if name in m)
+        for _, i in ranked[:50]:
+            point, metrics = self._archive[i]
+            key = repr(sorted(point.items()))
+            if key in self._starts or self._excluded(point):
+                continue
+            self._starts.add(key)
+            return point, metrics
+        return None
 
     def _pick_dimension(self) -> str | None:
         """A dimension to mutate: uniform, or in proportion to its credit under the current objective."""
@@ -136,6 +168,11 @@ class Anneal:
 
     def tell(self, point: Point, outcome: Outcome | None) -> None:
         if outcome is None:
+            return
+        if not outcome.anomalous:
+            self._archive.append((dict(point), dict(outcome.metrics)))
+        if self._probe_key is not None and self._probe_key == repr(sorted(point.items())):
+            self._probe_key = None
             return
         if len(self._warm) < self.warmup:
             self._warm.append(dict(outcome.metrics))
