@@ -148,7 +148,12 @@ class Minimizer:
         value = current[d.name]
         simplest = d.simplest()
         if value == simplest:
-            return []
+            if d.name != "op":
+                return []
+            # the verb is the one categorical every anomaly may hinge on: at the simplest value, try the next
+            other = d.values[(d.values.index(value) + 1) % len(d.values)]
+            gone = self._gone({**current, d.name: other}, signature, f"{d.name} -> {other} (other verb)")
+            return _categorical_conditions(self.space, d.name, value) if gone else []
         kept = self._test({**current, d.name: simplest}, signature, f"{d.name} -> {simplest}")
         if kept is None:
             return None

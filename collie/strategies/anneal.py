@@ -110,13 +110,15 @@ class Anneal:
             point = self._fresh()
             self._probe_key = repr(sorted(point.items()))
             return point
-        if self.current is None:
+        current = self.current
+        if current is None:
             start = self._elite_start() if self.rng.random() < self.elite else None
             if start is None:
                 return self._fresh()
             self._adopt(*start)
+            current = start[0]
         for _ in range(100):
-            candidate, self._last_dim = self.space.mutate(self.current, self.rng, self._pick_dimension())
+            candidate, self._last_dim = self.space.mutate(current, self.rng, self._pick_dimension())
             if not self._excluded(candidate):
                 return candidate
         self.restart()
