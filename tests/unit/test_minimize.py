@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from collie.features import features
-from collie.minimize import MinimizeSettings, Minimizer
+from collie.minimize import Minimizer, MinimizeSettings
 from collie.oracle import Verdict
 from collie.space import load_space
 
