@@ -138,6 +138,7 @@ class Campaign:
             trial = _Trial(cached["status"], reason=cached.get("reason", ""))
             if cached.get("result") is not None:
                 trial.result = RunResult.from_dict(cached["result"])
+                trial.verdict = self._judge(phase, trial.result, workload)
         else:
             base = {"trial": n, "phase": phase, "key": key, "point": pt}
             self.store.append({**base, "status": "RUNNING", "time": time.time()})
@@ -147,13 +148,12 @@ class Campaign:
                 record["reason"] = trial.reason
             if trial.result is not None:
                 record["result"] = trial.result.to_dict()
-            if phase != "calibrate" and trial.result is not None and self.oracle is not None:
-                verdict = self.oracle.judge(trial.result, workload)
-                record["verdict"] = {"anomalous": verdict.anomalous, "signature": verdict.signature,
-                                     "score": verdict.score, "metrics": dict(verdict.metrics)}
+                trial.verdict = self._judge(phase, trial.result, workload)
+            if trial.verdict is not None:
+                v = trial.verdict
+                record["verdict"] = {"anomalous": v.anomalous, "signature": v.signature, "score": v.score,
+                                     "metrics": dict(v.metrics)}
             self.store.append(record)
-        if phase != "calibrate" and trial.result is not None and self.oracle is not None:
-            trial.verdict = self.oracle.judge(trial.result, workload)
         if phase in ("explore", "confirm", "minimize"):
             self.summary.experiments += trial.status != "PRUNED"
         self.summary.pruned += trial.status == "PRUNED"
@@ -161,6 +161,11 @@ class Campaign:
         self._emit(TrialFinished(n, phase, trial.status, self.summary.experiments, pt, trial.verdict,
                                  trial.result, trial.reason))
         return trial
+
+    def _judge(self, phase: str, result: RunResult, workload: Workload) -> Verdict | None:
+        if phase == "calibrate" or self.oracle is None:
+            return None
+        return self.oracle.judge(result, workload)
 
     def _run_live(self, workload: Workload) -> _Trial:
         try:
