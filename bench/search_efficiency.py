@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from collie.campaign import Campaign
-from collie.events import Event, TrialFinished
+from collie.events import AnomalyFound, Event, TrialFinished
 from collie.features import features
 from collie.preset import Preset, load_preset
 from collie.space import load_space
@@ -43,11 +43,20 @@ def variants() -> dict[str, Preset]:
 def run_one(profile: str, preset: Preset, seed: int, budget: int) -> dict[str, Any]:
     first: dict[str, int] = {}
 
+    last_probe: list[tuple[str, ...]] = [()]
+
     def listen(e: Event) -> None:
+        # A planted anomaly counts as found when a run the oracle called anomalous fired it alone (when two
+        # fire at once, one hides the other): a search trial, or the final confirmation of a minimized case,
+        # credited when the campaign records that anomaly. Other minimizer probes do not count.
         if isinstance(e, TrialFinished) and e.result is not None and e.verdict is not None \
-                and e.verdict.anomalous and e.phase in ("explore", "confirm", "minimize"):
-            for q in e.result.truth:
-                first.setdefault(q, e.experiments)
+                and e.verdict.anomalous:
+            if e.phase in ("explore", "confirm") and len(e.result.truth) == 1:
+                first.setdefault(e.result.truth[0], e.experiments)
+            if e.phase == "minimize":
+                last_probe[0] = e.result.truth
+        if isinstance(e, AnomalyFound) and len(last_probe[0]) == 1:
+            first.setdefault(last_probe[0][0], e.experiments)
 
     with tempfile.TemporaryDirectory() as d:
         store = CampaignStore.create(Path(d) / "c", {"bench": True})

@@ -7,15 +7,20 @@ counters are the baseline the oracle compares against.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from collie import rocev2
+from collie.collectors.catalog import Catalog, available_dialects, load_catalogs
+from collie.oracle import Ceilings, Oracle, Thresholds, loss_rates
+from collie.targets.base import RunResult, TargetInfo
 from collie.workload import Endpoint, Flow, Workload
 
 _PAIRS: Final = {"oneway": (("a", "b"),), "bidirectional": (("a", "b"), ("b", "a")), "loopback": (("a", "a"),)}
 BANDWIDTH_SIZE: Final = 1 << 20
 RATE_SIZE: Final = 64
 MTU: Final = 4096
+CALIBRATION_SECONDS: Final = 5.0
 
 
 def calibration_workloads() -> list[tuple[str, str, Workload]]:
@@ -36,3 +41,34 @@ def calibration_workloads() -> list[tuple[str, str, Workload]]:
 def wire_bps_from_payload(payload_bps: float) -> float:
     """Wire bits/s (payload + headers) of a calibration bandwidth run."""
     return payload_bps / rocev2.efficiency([BANDWIDTH_SIZE], MTU)
+
+
+def catalog_of(info: TargetInfo) -> Catalog:
+    """The counter catalog a target's results are read with (its dialect, plus ``sim`` on the simulator)."""
+    dialects = [info.counter_dialect]
+    if info.kind == "sim" and "sim" in available_dialects():
+        dialects.append("sim")
+    return load_catalogs(*dialects)
+
+
+def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, info: TargetInfo,
+                      thresholds: Thresholds) -> Oracle:
+    """Run every calibration workload through ``run`` and build the oracle from what they measured.
+
+    Ceilings are the best receiving host's rates per direction kind; the baseline is the highest loss and
+    retransmission rate any clean calibration run showed.
+    """
+    wire: dict[str, float] = {}
+    pps: dict[str, float] = {}
+    baseline: dict[str, float] = {}
+    for kind, measure, workload in calibration_workloads():
+        result = run(workload)
+        receivers = {f.server.host for f in workload.flows}
+        if measure == "bps":
+            best = max(sum(fr.bps for fr in result.flows if fr.server == h) for h in receivers)
+            wire[kind] = wire_bps_from_payload(best)
+        else:
+            pps[kind] = max(sum(fr.pps for fr in result.flows if fr.server == h) for h in receivers)
+        for name, rate in loss_rates(result, catalog).items():
+            baseline[name] = max(baseline.get(name, 0.0), rate)
+    return Oracle(catalog, Ceilings(wire, pps, info.line_rate_bps), thresholds, baseline)

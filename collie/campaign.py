@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from collie import calibrate
-from collie.collectors.catalog import Catalog, available_dialects, load_catalogs
+from collie.collectors.catalog import Catalog
 from collie.errors import InputError
 from collie.events import (
     AnomalyFound,
@@ -32,13 +32,17 @@ from collie.events import (
 )
 from collie.mfs import MFS
 from collie.minimize import Minimizer
-from collie.oracle import Ceilings, Oracle, Verdict, loss_rates
+from collie.oracle import Oracle, Verdict
 from collie.preset import Preset
 from collie.space import SearchSpace
 from collie.store import CampaignStore
 from collie.strategies import Outcome, make_strategy
 from collie.targets.base import RunResult, Target, TargetInfo, Unsupported
 from collie.workload import Workload
+
+
+class _BudgetSpent(Exception):
+    """The budget ran out in the middle of confirming or minimizing."""
 
 
 class CampaignInterrupted(Exception):
@@ -134,6 +138,7 @@ class Campaign:
             trial = _Trial(cached["status"], reason=cached.get("reason", ""))
             if cached.get("result") is not None:
                 trial.result = RunResult.from_dict(cached["result"])
+                trial.verdict = self._judge(phase, trial.result, workload)
         else:
             base = {"trial": n, "phase": phase, "key": key, "point": pt}
             self.store.append({**base, "status": "RUNNING", "time": time.time()})
@@ -143,13 +148,12 @@ class Campaign:
                 record["reason"] = trial.reason
             if trial.result is not None:
                 record["result"] = trial.result.to_dict()
-            if phase != "calibrate" and trial.result is not None and self.oracle is not None:
-                verdict = self.oracle.judge(trial.result, workload)
-                record["verdict"] = {"anomalous": verdict.anomalous, "signature": verdict.signature,
-                                     "score": verdict.score, "metrics": dict(verdict.metrics)}
+                trial.verdict = self._judge(phase, trial.result, workload)
+            if trial.verdict is not None:
+                v = trial.verdict
+                record["verdict"] = {"anomalous": v.anomalous, "signature": v.signature, "score": v.score,
+                                     "metrics": dict(v.metrics)}
             self.store.append(record)
-        if phase != "calibrate" and trial.result is not None and self.oracle is not None:
-            trial.verdict = self.oracle.judge(trial.result, workload)
         if phase in ("explore", "confirm", "minimize"):
             self.summary.experiments += trial.status != "PRUNED"
         self.summary.pruned += trial.status == "PRUNED"
@@ -157,6 +161,11 @@ class Campaign:
         self._emit(TrialFinished(n, phase, trial.status, self.summary.experiments, pt, trial.verdict,
                                  trial.result, trial.reason))
         return trial
+
+    def _judge(self, phase: str, result: RunResult, workload: Workload) -> Verdict | None:
+        if phase == "calibrate" or self.oracle is None:
+            return None
+        return self.oracle.judge(result, workload)
 
     def _run_live(self, workload: Workload) -> _Trial:
         try:
@@ -172,6 +181,8 @@ class Campaign:
     def _probe(self, phase: str, point: Mapping[str, Any]) -> Verdict | None:
         if not self.space.is_valid(point):
             return None
+        if self.summary.experiments >= self.budget:
+            raise _BudgetSpent()
         trial = self._experiment(phase, self.space.build(point), point)
         return trial.verdict
 
@@ -179,30 +190,20 @@ class Campaign:
 
     def _calibrate(self) -> None:
         self._emit(PhaseStarted("calibrate", "ceilings per direction kind"))
-        wire: dict[str, float] = {}
-        pps: dict[str, float] = {}
-        baseline: dict[str, float] = {}
         assert self.catalog is not None and self.info is not None
-        for kind, measure, workload in calibrate.calibration_workloads():
+
+        def run(workload: Workload) -> RunResult:
             trial = self._experiment("calibrate", workload, None)
             self.summary.calibration += 1
             if trial.result is None:
                 raise InputError(f"calibration run {workload.name} failed on this target ({trial.reason}); "
                                  "collie cannot judge throughput without ceilings")
-            receivers = {f.server.host for f in workload.flows}
-            into = {h.host: h for h in trial.result.hosts if h.host in receivers}
-            if measure == "bps":
-                best = max(sum(fr.bps for fr in trial.result.flows if fr.server == h) for h in into)
-                wire[kind] = calibrate.wire_bps_from_payload(best)
-            else:
-                pps[kind] = max(sum(fr.pps for fr in trial.result.flows if fr.server == h) for h in into)
-            for name, rate in loss_rates(trial.result, self.catalog).items():
-                baseline[name] = max(baseline.get(name, 0.0), rate)
-        ceilings = Ceilings(wire, pps, self.info.line_rate_bps)
-        self.oracle = Oracle(self.catalog, ceilings, self.preset.thresholds, baseline)
+            return trial.result
+
+        self.oracle = calibrate.calibrated_oracle(run, self.catalog, self.info, self.preset.thresholds)
         config = self.store.config()
-        config["ceilings"] = ceilings.to_dict()
-        config["baseline"] = baseline
+        config["ceilings"] = self.oracle.ceilings.to_dict()
+        config["baseline"] = self.oracle.baseline
         self.store.update_config(config)
 
     def _replay_corpus(self) -> None:
@@ -259,19 +260,27 @@ class Campaign:
             record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False)
             self._save(record, workload, verdict, None, 0)
             return
-        # confirm: the original run counts as one of `runs`
-        hits, runs = 1, 1
-        while runs < settings.runs and hits < settings.required:
-            again = self._probe("confirm", point)
-            runs += 1
-            hits += bool(again is not None and again.anomalous and again.primary == verdict.primary)
-        if hits < settings.required:
-            self._emit(Warning(f"trial {self._trial}: anomaly did not reproduce ({hits} of {runs} runs); "
-                               "not recorded"))
-            return
         before = self.summary.experiments
-        minimizer = Minimizer(self.space, lambda p: self._probe("minimize", p), settings)
-        result = minimizer.run(point, verdict)
+        try:
+            # confirm: the original run counts as one of `runs`
+            hits, runs = 1, 1
+            while runs < settings.runs and hits < settings.required:
+                again = self._probe("confirm", point)
+                runs += 1
+                hits += bool(again is not None and again.anomalous and again.leading == verdict.leading)
+            if hits < settings.required:
+                self._emit(Warning(f"trial {self._trial}: anomaly did not reproduce ({hits} of {runs} runs); "
+                                   "not recorded"))
+                return
+            minimizer = Minimizer(self.space, lambda p: self._probe("minimize", p), settings)
+            result = minimizer.run(point, verdict)
+        except _BudgetSpent:
+            self._emit(Warning(f"the budget ran out while confirming or minimizing {anomaly_id}; it is saved "
+                               "as found, not minimized"))
+            self.summary.minimize_experiments += self.summary.experiments - before
+            record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False)
+            self._save(record, workload, verdict, None, self.summary.experiments - before)
+            return
         cost = self.summary.experiments - before
         self.summary.minimize_experiments += cost
         record = AnomalyRecord(anomaly_id, verdict.signature, result.mfs, result.point, found_at,
@@ -304,10 +313,7 @@ class Campaign:
         """
         with self.target:
             self.info = self.target.describe()
-            dialects = [self.info.counter_dialect]
-            if self.info.kind == "sim" and "sim" in available_dialects():
-                dialects.append("sim")
-            self.catalog = load_catalogs(*dialects)
+            self.catalog = calibrate.catalog_of(self.info)
             config = self.store.config()
             if "target_info" not in config:
                 config["target_info"] = self.info.to_dict()

@@ -2,7 +2,7 @@
 
 The minimizer only sees verdicts: it calls ``probe(point) -> Verdict | None`` (``None`` = the point could not
 run) and never looks inside the target. It works dimension by dimension, in the way of Hypothesis's shrinker:
-a change is kept only if the anomaly (same primary symptom) survives it, so the current point is anomalous at
+a change is kept only if the anomaly (same signature) survives it, so the current point is anomalous at
 every step (the invariant), and it only ever becomes simpler.
 
 Per dimension:
@@ -37,6 +37,7 @@ PARAM_FEATURE: Final[Mapping[str, str]] = {
     "signal_every": "signal_every",
 }
 _DIRECTION_FLAGS: Final = ("bidirectional", "loopback", "incast")
+_TOPOLOGY: Final = ("direction", "memory")
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,9 @@ class MinimizeSettings:
 
     runs: int = 3
     required: int = 2
-    bisect_steps: int = 3
+    bisect_steps: int = 5
     far_side: bool = True
+    recheck: bool = True
 
 
 @dataclass
@@ -70,70 +72,89 @@ class Minimizer:
         self.experiments = 0
         self.steps: list[dict[str, Any]] = []
 
-    def _test(self, point: Mapping[str, Any], primary: str, why: str) -> bool | None:
+    def _test(self, point: Mapping[str, Any], signature: str, why: str) -> bool | None:
         """True: the anomaly survives at ``point``; False: it vanished; None: ``point`` cannot be tested
         (illegal in the space, or the target could not run it)."""
         if not self.space.is_valid(point):
             return None
         self.experiments += 1
         verdict = self._probe(point)
-        kept = None if verdict is None else verdict.anomalous and verdict.primary == primary
+        kept = None if verdict is None else verdict.anomalous and verdict.leading == signature
+        if kept is False and self.settings.recheck:
+            # "vanished" makes a feature necessary: a second run guards against noise near a threshold
+            self.experiments += 1
+            again = self._probe(point)
+            kept = None if again is None else again.anomalous and again.leading == signature
         self.steps.append({"why": why, "kept": kept, "point": dict(point)})
         return kept
 
-    def _still(self, point: Mapping[str, Any], primary: str, why: str) -> bool:
-        return self._test(point, primary, why) is True
+    def _still(self, point: Mapping[str, Any], signature: str, why: str) -> bool:
+        return self._test(point, signature, why) is True
 
-    def _gone(self, point: Mapping[str, Any], primary: str, why: str) -> bool:
-        return self._test(point, primary, why) is False
+    def _gone(self, point: Mapping[str, Any], signature: str, why: str) -> bool:
+        return self._test(point, signature, why) is False
 
     def run(self, point: Mapping[str, Any], verdict: Verdict) -> MinimizeResult:
-        primary = verdict.primary
+        # a change is kept only if the run shows the same leading symptom (kind and end)
+        signature = verdict.leading
         current = dict(point)
         conditions: list[Condition] = []
         # sizes last (they interact with MTU and MR size); a dimension whose probe could not run is tried
         # once more at the end, when the others are simpler
-        order: list[Dimension] = [d for d in self.space.dimensions if not isinstance(d, SizeVector)]
+        # topology first (fewer flows, plainer memory), as a shrinker deletes structure before it edits
+        # values: a verb change tried early can slip onto a different anomaly with the same symptom (a READ
+        # incast turned WRITE pauses for another reason)
+        first = [d for d in self.space.dimensions if d.name in _TOPOLOGY]
+        order: list[Dimension] = first + [d for d in self.space.dimensions
+                                          if d.name not in _TOPOLOGY and not isinstance(d, SizeVector)]
         order += [d for d in self.space.dimensions if isinstance(d, SizeVector)]
         retry = []
         for d in order:
-            found = self._dimension(d, current, primary)
+            found = self._dimension(d, current, signature)
             if found is None:
                 retry.append(d)
             else:
                 conditions += found
         for d in retry:
-            conditions += self._dimension(d, current, primary) or []
-        confirmed = self._confirm(current, primary)
+            conditions += self._dimension(d, current, signature) or []
+        confirmed = self._confirm(current, signature)
+        if not confirmed:
+            # the simplified case does not hold up: keep the original (confirmed) point as the case
+            current = dict(point)
         return MinimizeResult(MFS(verdict.signature, tuple(conditions)), current, confirmed,
                               self.experiments, self.steps)
 
-    def _dimension(self, d: Dimension, current: dict[str, Any], primary: str) -> list[Condition] | None:
+    def _dimension(self, d: Dimension, current: dict[str, Any], signature: str) -> list[Condition] | None:
         """Conditions dimension ``d`` contributes (None: its key probe could not run)."""
         if isinstance(d, SizeVector):
-            return self._sizes(d, current, primary)
+            return self._sizes(d, current, signature)
         if isinstance(d, Choice) and not d.ordered and not isinstance(d.values[0], int):
-            return self._categorical(d, current, primary)
+            return self._categorical(d, current, signature)
         if isinstance(d, Flag):
-            return self._flag(d, current, primary)
-        return self._numeric(d, current, primary)
+            return self._flag(d, current, signature)
+        return self._numeric(d, current, signature)
 
-    def _confirm(self, point: Mapping[str, Any], primary: str) -> bool:
+    def _confirm(self, point: Mapping[str, Any], signature: str) -> bool:
         hits = 0
         for i in range(self.settings.runs):
-            hits += self._still(point, primary, f"confirm {i + 1}/{self.settings.runs}")
+            hits += self._still(point, signature, f"confirm {i + 1}/{self.settings.runs}")
             if hits >= self.settings.required:
                 return True
             if hits + self.settings.runs - i - 1 < self.settings.required:
                 return False
         return hits >= self.settings.required
 
-    def _categorical(self, d: Choice, current: dict[str, Any], primary: str) -> list[Condition] | None:
+    def _categorical(self, d: Choice, current: dict[str, Any], signature: str) -> list[Condition] | None:
         value = current[d.name]
         simplest = d.simplest()
         if value == simplest:
-            return []
-        kept = self._test({**current, d.name: simplest}, primary, f"{d.name} -> {simplest}")
+            if d.name != "op":
+                return []
+            # the verb is the one categorical every anomaly may hinge on: at the simplest value, try the next
+            other = d.values[(d.values.index(value) + 1) % len(d.values)]
+            gone = self._gone({**current, d.name: other}, signature, f"{d.name} -> {other} (other verb)")
+            return _categorical_conditions(self.space, d.name, value) if gone else []
+        kept = self._test({**current, d.name: simplest}, signature, f"{d.name} -> {simplest}")
         if kept is None:
             return None
         if kept:
@@ -141,11 +162,11 @@ class Minimizer:
             return []
         return _categorical_conditions(self.space, d.name, value)
 
-    def _flag(self, d: Flag, current: dict[str, Any], primary: str) -> list[Condition] | None:
+    def _flag(self, d: Flag, current: dict[str, Any], signature: str) -> list[Condition] | None:
         value = current[d.name]
         if value == d.simplest():
             return []
-        kept = self._test({**current, d.name: d.simplest()}, primary, f"{d.name} -> {d.simplest()}")
+        kept = self._test({**current, d.name: d.simplest()}, signature, f"{d.name} -> {d.simplest()}")
         if kept is None:
             return None
         if kept:
@@ -153,19 +174,20 @@ class Minimizer:
             return []
         return [Condition(d.name, "==", value)]
 
-    def _numeric(self, d: IntRange | Choice, current: dict[str, Any], primary: str) -> list[Condition] | None:
-        values = _ladder(d)
+    def _numeric(self, d: IntRange | Choice, current: dict[str, Any], signature: str) -> list[Condition] | None:
         value, simplest = current[d.name], d.simplest()
+        # the current value is on the ladder, so bisection only ever adopts values it has seen anomalous
+        values = sorted(set(_ladder(d)) | {value})
         feature = PARAM_FEATURE.get(d.name)
         out: list[Condition] = []
         if value != simplest:
-            kept = self._test({**current, d.name: simplest}, primary, f"{d.name} -> {simplest}")
+            kept = self._test({**current, d.name: simplest}, signature, f"{d.name} -> {simplest}")
             if kept is None:
                 return None
             if kept:
                 current[d.name] = simplest
             else:
-                edge = self._bisect(d.name, values, simplest, value, current, primary)
+                edge = self._bisect(d.name, values, simplest, value, current, signature)
                 current[d.name] = edge
                 if feature:
                     op = ">=" if _index(values, edge) > _index(values, simplest) else "<="
@@ -177,22 +199,22 @@ class Minimizer:
         far = values[-1] if _index(values, here) <= len(values) // 2 else values[0]
         if far == here:
             return out
-        if self._gone({**current, d.name: far}, primary, f"{d.name} -> {far} (far side)"):
-            edge_bad = self._bisect(d.name, values, far, here, current, primary)
+        if self._gone({**current, d.name: far}, signature, f"{d.name} -> {far} (far side)"):
+            edge_bad = self._bisect(d.name, values, far, here, current, signature)
             if feature:
                 op = "<=" if _index(values, far) > _index(values, here) else ">="
                 out.append(Condition(feature, op, self._feature_at({**current, d.name: edge_bad}, feature)))
         return out
 
     def _bisect(self, name: str, values: list[Any], bad: Any, good: Any, current: dict[str, Any],
-                primary: str) -> Any:
+                signature: str) -> Any:
         """The value nearest ``bad`` on ``values`` that still shows the anomaly (``good`` does, ``bad`` not)."""
         lo, hi = _index(values, bad), _index(values, good)
         for _ in range(self.settings.bisect_steps):
             if abs(hi - lo) <= 1:
                 break
             mid = (lo + hi) // 2
-            if self._still({**current, name: values[mid]}, primary, f"{name} -> {values[mid]} (bisect)"):
+            if self._still({**current, name: values[mid]}, signature, f"{name} -> {values[mid]} (bisect)"):
                 hi = mid
             else:
                 lo = mid
@@ -201,19 +223,19 @@ class Minimizer:
     def _feature_at(self, point: Mapping[str, Any], feature: str) -> Any:
         return getattr(features(self.space.build(point)), feature)
 
-    def _sizes(self, d: SizeVector, current: dict[str, Any], primary: str) -> list[Condition]:
+    def _sizes(self, d: SizeVector, current: dict[str, Any], signature: str) -> list[Condition]:
         sizes = list(current[d.name])
         small, large = [min(sizes)], [max(sizes)]
         single: list[int] | None = None
         if len(set(sizes)) == 1:
             single = sizes[:1]
-        elif self._still({**current, d.name: small}, primary, f"sizes -> {small}"):
+        elif self._still({**current, d.name: small}, signature, f"sizes -> {small}"):
             single = small
-        elif self._still({**current, d.name: large}, primary, f"sizes -> {large}"):
+        elif self._still({**current, d.name: large}, signature, f"sizes -> {large}"):
             single = large
         if single is None:
             mix = [min(sizes), max(sizes)]
-            if self._still({**current, d.name: mix}, primary, f"sizes -> {mix}"):
+            if self._still({**current, d.name: mix}, signature, f"sizes -> {mix}"):
                 current[d.name] = mix
             return [Condition("size_mix", "==", True)]
         current[d.name] = single
@@ -221,29 +243,34 @@ class Minimizer:
         out: list[Condition] = []
         v = single[0]
         for end in (exps[0], exps[-1]):
-            # a smaller size that loses the anomaly bounds min_msg from below; a larger one bounds max_msg
-            if end == v or not self._gone({**current, d.name: [end]}, primary, f"sizes -> [{end}]"):
+            if end == v or not self._gone({**current, d.name: [end]}, signature, f"sizes -> [{end}]"):
                 continue
-            edge = self._bisect_sizes(exps, end, v, current, primary, d.name)
-            out.append(Condition("min_msg", ">=", edge) if end < v else Condition("max_msg", "<=", edge))
+            edge = self._bisect_sizes(exps, end, v, current, signature, d.name)
+            # the original pattern was anomalous: if it held sizes beyond the edge, only its largest (for a
+            # lower edge) or smallest (for an upper edge) message can be what the anomaly needs
+            if end < v:
+                out.append(Condition("max_msg" if min(sizes) < edge else "min_msg", ">=", edge))
+            else:
+                out.append(Condition("min_msg" if max(sizes) > edge else "max_msg", "<=", edge))
         return out
 
-    def _bisect_sizes(self, exps: list[int], bad: int, good: int, current: dict[str, Any], primary: str,
+    def _bisect_sizes(self, exps: list[int], bad: int, good: int, current: dict[str, Any], signature: str,
                       name: str) -> int:
-        edge = self._bisect(name, [[e] for e in exps], [bad], [good], current, primary)
+        edge = self._bisect(name, [[e] for e in exps], [bad], [good], current, signature)
         return int(edge[0])
 
 
 def _ladder(d: IntRange | Choice) -> list[Any]:
-    """The values a numeric dimension can take, in order (powers of two between the bounds, plus the bounds)."""
+    """The values bisection walks, in order: an ordered choice's values; for integers, powers of sqrt(2)
+    (1, 2, 3, 4, 6, 8, 11, 16, ...) between the bounds, plus the bounds, so an edge is found to ~40 %."""
     if isinstance(d, Choice):
         return sorted(d.values)
     values = {d.lo, d.hi}
-    p = 1
-    while p <= d.hi:
+    k = 0
+    while (p := round(2 ** (k / 2))) <= d.hi:
         if p >= d.lo:
             values.add(p)
-        p *= 2
+        k += 1
     if d.simplest() is not None:
         values.add(d.simplest())
     return sorted(values)

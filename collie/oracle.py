@@ -94,7 +94,8 @@ class Verdict:
         score: how far past its threshold the strongest symptom is (1.0 = at the threshold; 0 = clean).
         signature: ``kind@end`` of each symptom kind, sorted by :data:`SYMPTOM_ORDER` (``""`` when clean).
         metrics: what search strategies see: ``throughput`` (fraction of ceiling, lowest receiver) and
-            ``diag:<counter>`` rates.
+            ``diag:<counter>``: a diagnostic counter's events per packet handled (its level, for gauges),
+            the highest over hosts.
         evidence: per-host pause ratios, rates and counters that moved, for reports.
     """
 
@@ -109,6 +110,12 @@ class Verdict:
     def primary(self) -> str:
         """The strongest symptom kind by :data:`SYMPTOM_ORDER` (``""`` when clean)."""
         return self.signature.split("+")[0].split("@")[0] if self.signature else ""
+
+    @property
+    def leading(self) -> str:
+        """``kind@end`` of the strongest symptom: what re-runs of one anomaly share even near a threshold,
+        where weaker symptoms (a throughput dip at 0.79 or 0.81 of the ceiling) come and go with noise."""
+        return self.signature.split("+")[0] if self.signature else ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"anomalous": self.anomalous, "symptoms": [asdict(s) for s in self.symptoms],
@@ -166,6 +173,7 @@ class Oracle:
             pause: dict[str, dict[int, float]] = {"rx": defaultdict(float), "tx": defaultdict(float)}
             frames: dict[str, dict[int, float]] = {"rx": defaultdict(float), "tx": defaultdict(float)}
             loss: dict[str, float] = {}
+            packets = h.tx_pps + h.rx_pps
             for name, value in h.counters.items():
                 spec = self._spec(name)
                 if spec is None:
@@ -177,8 +185,12 @@ class Oracle:
                     frames[spec.role[-2:]][prio] += value
                 elif spec.role in ("loss", "retransmission"):
                     loss[spec.name] = value / seconds
-                if spec.diagnostic:
-                    diag[spec.name] = max(diag[spec.name], value / seconds)
+                if spec.diagnostic and spec.kind == "gauge":
+                    diag[spec.name] = max(diag[spec.name], value)
+                elif spec.diagnostic and packets > 0:
+                    # events per packet the host handled: a miss *ratio*, which rises with a resource's
+                    # working set rather than with the traffic rate alone
+                    diag[spec.name] = max(diag[spec.name], value / seconds / packets)
             estimated = {d: not pause[d] and bool(frames[d]) for d in ("rx", "tx")}
             for d in ("rx", "tx"):
                 if estimated[d] and self.ceilings.line_rate_bps > 0:

@@ -14,7 +14,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -93,18 +93,33 @@ class SearchSpace:
         return {**PARAMETERS, **self.fixed, **point}
 
     def build(self, point: Mapping[str, Any]) -> Workload:
-        """The workload a point describes (not validated: see :meth:`validate`)."""
+        """The workload a point describes, projected onto the nearest legal one.
+
+        Parameters that cannot apply are clamped instead of rejected, so that one-dimension moves of a
+        search never hit a wall: UD sizes are cut to the MTU, inline is 0 for READ, queue depth is at least
+        the batch, signalling happens at least once per queue, SGEs are at most the smallest message and
+        MRs are at least one SGE. The features of the built workload (not the raw point) are what quirks,
+        minimal feature sets and reports speak of. Only ``pinned_memory`` can still fail (see
+        :meth:`validate`).
+        """
         p = self.complete(point)
         transport, opcode = str(p["op"]).split("_", 1)
         memory = str(p["memory"])
+        sizes = tuple(p["sizes"])
+        if transport == "UD":
+            sizes = tuple(min(s, p["mtu"]) for s in sizes)
+        sges = max(1, min(p["sges"], min(sizes)))
+        depth = max(p["wq_depth"], p["batch"])
+        inline = p["inline"] if opcode in ("WRITE", "WRITE_IMM", "SEND", "SEND_IMM") else 0
+        mr_size = max(p["mr_size"], -(-max(sizes) // sges))
 
         def flow(client: str, server: str) -> Flow:
             return Flow(
                 client=Endpoint(client, memory), server=Endpoint(server, memory),
-                transport=transport, opcode=opcode, sizes=tuple(p["sizes"]), qps=p["qps"],
-                batch=p["batch"], sges=p["sges"], sq_depth=p["wq_depth"], rq_depth=p["wq_depth"],
-                mtu=p["mtu"], mrs=p["mrs"], mr_size=p["mr_size"], inline=p["inline"],
-                signal_every=p["signal_every"], burst=p["burst"], processes=p["processes"],
+                transport=transport, opcode=opcode, sizes=sizes, qps=p["qps"],
+                batch=p["batch"], sges=sges, sq_depth=depth, rq_depth=depth,
+                mtu=p["mtu"], mrs=p["mrs"], mr_size=mr_size, inline=inline,
+                signal_every=min(p["signal_every"], depth), burst=p["burst"], processes=p["processes"],
             )
 
         pairs = {
@@ -114,6 +129,30 @@ class SearchSpace:
             "incast": (("a", "b"), ("b", "b")),
         }[p["direction"]]
         return Workload(flows=tuple(flow(c, s) for c, s in pairs))
+
+    def point_of(self, workload: Workload) -> dict[str, Any]:
+        """The point of this space that builds ``workload`` (the inverse of :meth:`build`).
+
+        Raises:
+            InputError: the workload is not one this space can express (flows that differ in anything but
+                their hosts, host pairs that are no direction, mixed memory placement).
+        """
+        pairs = tuple((f.client.host, f.server.host) for f in workload.flows)
+        directions = {(("a", "b"),): "oneway", (("a", "b"), ("b", "a")): "bidirectional",
+                      (("a", "a"),): "loopback", (("a", "b"), ("b", "b")): "incast"}
+        direction = directions.get(pairs)
+        f = workload.flows[0]
+        memories = {e.memory for fl in workload.flows for e in (fl.client, fl.server)}
+        same = all(replace(x, client=f.client, server=f.server) == f for x in workload.flows)
+        if direction is None or not same or len(memories) != 1 or f.sq_depth != f.rq_depth:
+            raise InputError("this workload is not a point of the search space (its flows must be alike, on "
+                             "hosts a and b, one-way, bidirectional, loopback or incast, with one memory "
+                             "placement and equal queue depths)")
+        point = {"op": f"{f.transport}_{f.opcode}", "direction": direction, "qps": f.qps, "mrs": f.mrs,
+                 "mr_size": f.mr_size, "batch": f.batch, "sges": f.sges, "wq_depth": f.sq_depth, "mtu": f.mtu,
+                 "sizes": list(f.sizes), "memory": memories.pop(), "processes": f.processes, "inline": f.inline,
+                 "signal_every": f.signal_every, "burst": f.burst}
+        return {k: v for k, v in point.items() if k in self.names}
 
     def problems(self, point: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Every reason ``point`` is not a legal experiment, as ``(constraint or dimension, sentence)``."""

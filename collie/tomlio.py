@@ -14,24 +14,36 @@ from typing import Any
 from collie.errors import InputError
 
 
+def read_text(path: str | Path, expected: str = "a text file") -> str:
+    """Read a file a user named, as UTF-8 text.
+
+    Args:
+        path: the file.
+        expected: what it should be, for the message when it is a folder (e.g. ``a TOML file``).
+
+    Raises:
+        InputError: missing, a folder, unreadable or not UTF-8 (one sentence naming the file).
+    """
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{p}: is a folder, expected {expected}") from None
+    except PermissionError:
+        raise InputError(f"{p}: permission denied") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{p}: not a UTF-8 text file, expected {expected}") from None
+
+
 def read_toml(path: str | Path) -> dict[str, Any]:
     """Parse a TOML file.
 
     Raises:
         InputError: the file is missing, unreadable, not UTF-8, or not valid TOML (the message has the line).
     """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a folder, expected a TOML file") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{p}: not a UTF-8 text file") from None
-    return parse_toml(text, str(p))
+    return parse_toml(read_text(path, "a TOML file"), str(path))
 
 
 def parse_toml(text: str, source: str = "<string>") -> dict[str, Any]:

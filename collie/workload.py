@@ -25,7 +25,7 @@ from typing import Any, Final
 import tomli_w
 
 from collie.errors import InputError
-from collie.tomlio import check_fields, expect_type, parse_toml, read_toml
+from collie.tomlio import check_fields, expect_type, parse_toml, read_text, read_toml
 from collie.units import parse_size
 
 TRANSPORTS: Final = ("RC", "UC", "UD")
@@ -194,13 +194,7 @@ class Workload:
         """Read a workload file; ``.json`` files are JSON, everything else TOML."""
         p = Path(path)
         if p.suffix.lower() == ".json":
-            try:
-                text = p.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                raise InputError(f"{p}: no such file") from None
-            except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-                raise InputError(f"{p}: cannot read: {exc.__class__.__name__}") from None
-            return cls.from_json(text, str(p))
+            return cls.from_json(read_text(p, "a JSON workload file"), str(p))
         return cls.from_dict(read_toml(p), str(p))
 
     def with_flows(self, flows: tuple[Flow, ...]) -> Workload:

@@ -42,7 +42,7 @@ def main() -> None:
 
 def _register() -> None:
     """Attach the subcommands (each lives in its own ``collie/cli/*_cmd.py`` module)."""
-    from collie.cli.campaign_cmd import campaign
+    from collie.cli.campaign_cmd import campaign, minimize, replay
     from collie.cli.counters_cmd import counters
     from collie.cli.run_cmd import run
     from collie.cli.sim_cmd import sim
@@ -51,6 +51,8 @@ def _register() -> None:
     main.add_command(space)
     main.add_command(run)
     main.add_command(campaign)
+    main.add_command(minimize)
+    main.add_command(replay)
     main.add_command(sim)
     main.add_command(counters)
 

@@ -23,6 +23,7 @@ from collie.collectors.rdma_stat import parse_rdma_stat, read_rdma_stat
 from collie.collectors.snapshot import Delta, Snapshot, combine, delta, read_snapshot_file
 from collie.collectors.sysfs import device_driver, list_ports, read_port, read_sysfs_path
 from collie.errors import InputError
+from collie.tomlio import read_text
 
 PARSE_KINDS = ("ethtool", "sysfs", "rdma-stat")
 TABLE_COLUMNS = ("device", "name", "value", "kind", "unit", "role")
@@ -331,17 +332,7 @@ def diff(before: str, after: str, seconds: float | None, driver: str | None, rol
 def _read_input(file: str) -> str:
     if file == "-":
         return sys.stdin.read()
-    p = Path(file)
-    try:
-        return p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a folder; only --kind sysfs reads folders") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{p}: not a text file") from None
+    return read_text(file, "a counter dump (only --kind sysfs reads folders)")
 
 
 @counters.command("parse")

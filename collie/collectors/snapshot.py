@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from collie.collectors.catalog import Catalog
 from collie.errors import InputError
+from collie.tomlio import read_text
 
 WRAP32: Final = 1 << 32
 SOURCE_ORDER: Final = ("port", "hw", "dev", "ethtool", "rdma-stat", "sim")
@@ -224,15 +225,7 @@ def read_snapshot_file(path: str | Path) -> list[Snapshot]:
     """
     p = Path(path)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a folder, expected a JSON file of counter snapshots") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{p}: not a UTF-8 text file") from None
+        doc = json.loads(read_text(p, "a JSON file of counter snapshots"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{p}: not JSON ({exc.msg} at line {exc.lineno}); expected counter snapshots saved "
                          f"by 'collie counters show --save'") from None

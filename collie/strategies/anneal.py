@@ -48,6 +48,10 @@ class Anneal:
         t_min: float = 0.01,
         steps_per_objective: int = 40,
         max_diagnostic: int = 4,
+        patience: int = 0,
+        adaptive: bool = True,
+        elite: float = 0.5,
+        explore: float = 0.0,
     ) -> None:
         self.space = space
         self.rng = np.random.default_rng(seed)
@@ -56,6 +60,19 @@ class Anneal:
         self.t0, self.cooling, self.t_min = t0, cooling, t_min
         self.steps_per_objective = steps_per_objective
         self.max_diagnostic = max_diagnostic
+        self.patience = patience
+        self.adaptive = adaptive
+        self.elite = elite
+        self.explore = explore
+        self._probe_key: str | None = None
+        # every clean point told so far, to restart chains from the best one for their objective
+        self._archive: list[tuple[Point, Mapping[str, float]]] = []
+        self._starts: set[str] = set()
+        # per objective, how often mutating each dimension lowered the energy (adaptive operator selection)
+        self._credit: dict[str, dict[str, float]] = {}
+        self._last_dim: str | None = None
+        self._best: float | None = None
+        self._since_best = 0
         self._exclude: Exclusion | None = None
         self._warm: list[Mapping[str, float]] = []
         self.objectives: list[str] = [THROUGHPUT]
@@ -86,14 +103,60 @@ class Anneal:
         return point
 
     def ask(self) -> Point:
-        if len(self._warm) < self.warmup or self.current is None:
+        if len(self._warm) < self.warmup:
             return self._fresh()
+        if self.current is not None and self.explore and self.rng.random() < self.explore:
+            # an independent sample between chain steps: it feeds the archive, not the chain
+            point = self._fresh()
+            self._probe_key = repr(sorted(point.items()))
+            return point
+        current = self.current
+        if current is None:
+            start = self._elite_start() if self.rng.random() < self.elite else None
+            if start is None:
+                return self._fresh()
+            self._adopt(*start)
+            current = start[0]
         for _ in range(100):
-            candidate, _ = self.space.mutate(self.current, self.rng)
+            candidate, self._last_dim = self.space.mutate(current, self.rng, self._pick_dimension())
             if not self._excluded(candidate):
                 return candidate
         self.restart()
         return self._fresh()
+
+    def _elite_start(self) -> tuple[Point, Mapping[str, float]] | None:
+        """The best archived point for the current objective not yet used as a start nor excluded."""
+        name = self.objective
+        sign = 1.0 if name == THROUGHPUT else -1.0
+        ranked = sorted((sign * m[name], i) for i, (_, m) in enumerate(self._archive) if name in m)
+        for _, i in ranked[:50]:
+            point, metrics = self._archive[i]
+            key = repr(sorted(point.items()))
+            if key in self._starts or self._excluded(point):
+                continue
+            self._starts.add(key)
+            return point, metrics
+        return None
+
+    def _pick_dimension(self) -> str | None:
+        """A dimension to mutate: uniform, or in proportion to its credit under the current objective."""
+        if not self.adaptive:
+            return None
+        credit = self._credit.get(self.objective)
+        if not credit:
+            return None
+        names = self.space.names
+        weights = np.array([1.0 + credit.get(n, 0.0) for n in names])
+        return names[int(self.rng.choice(len(names), p=weights / weights.sum()))]
+
+    def _reward(self, delta: float | None) -> None:
+        if not self.adaptive or self._last_dim is None or delta is None:
+            return
+        credit = self._credit.setdefault(self.objective, {})
+        if delta < 0:
+            credit[self._last_dim] = min(credit.get(self._last_dim, 0.0) + 1.0, 8.0)
+        else:
+            credit[self._last_dim] = credit.get(self._last_dim, 0.0) * 0.9
 
     def energy_delta(self, old: Mapping[str, float], new: Mapping[str, float]) -> float | None:
         """``dE`` of moving from metrics ``old`` to ``new`` under the current objective (None: not measurable)."""
@@ -108,6 +171,11 @@ class Anneal:
     def tell(self, point: Point, outcome: Outcome | None) -> None:
         if outcome is None:
             return
+        if not outcome.anomalous:
+            self._archive.append((dict(point), dict(outcome.metrics)))
+        if self._probe_key is not None and self._probe_key == repr(sorted(point.items())):
+            self._probe_key = None
+            return
         if len(self._warm) < self.warmup:
             self._warm.append(dict(outcome.metrics))
             if len(self._warm) == self.warmup:
@@ -118,6 +186,7 @@ class Anneal:
             self._adopt(point, outcome.metrics)
             return
         delta = self.energy_delta(self.current_metrics, outcome.metrics)
+        self._reward(delta)
         if delta is None:
             accept = False
         elif delta <= 0:
@@ -129,7 +198,23 @@ class Anneal:
             self.accepted += 1
         else:
             self.rejected += 1
+        self._track_best(outcome.metrics)
         self._cool()
+
+    def _track_best(self, metrics: Mapping[str, float]) -> None:
+        """Restart a chain that has not improved its best energy by 1 % in ``patience`` steps."""
+        if not self.patience or self.objective not in metrics:
+            return
+        value = metrics[self.objective]
+        # energy: throughput is minimised, diagnostic counters are maximised
+        energy = value if self.objective == THROUGHPUT else -value
+        if self._best is None or energy < self._best - 0.01 * abs(self._best):
+            self._best = energy
+            self._since_best = 0
+            return
+        self._since_best += 1
+        if self._since_best >= self.patience:
+            self.restart()
 
     def _adopt(self, point: Point, metrics: Mapping[str, float]) -> None:
         self.current = dict(point)
@@ -147,6 +232,8 @@ class Anneal:
         self._objective_index = (self._objective_index + 1) % len(self.objectives)
         self._steps_on_objective = 0
         self.temperature = self.t0
+        self._best = None
+        self._since_best = 0
 
     def _rank_diagnostics(self) -> None:
         """Order diagnostic metrics by coefficient of variation over the warm-up points, highest first."""
@@ -166,5 +253,7 @@ class Anneal:
         self.current = None
         self.current_metrics = None
         self.temperature = self.t0
+        self._best = None
+        self._since_best = 0
         if len(self.objectives) > 1:
             self._next_objective()

@@ -62,9 +62,11 @@ def test_campaign_finds_minimizes_and_saves_replayable_cases(tmp_path: Path) -> 
     for a in summary.anomalies:
         folder = tmp_path / "anomalies" / a.anomaly_id
         case = Workload.load(folder / "case.toml")
-        assert a.mfs is not None and a.mfs.matches(case)
+        # the last one may have been cut short by the budget: then it is saved unminimized
+        assert (a.mfs is not None and a.mfs.matches(case)) or (a is summary.anomalies[-1] and not a.confirmed)
         evidence = json.loads((folder / "evidence.json").read_text())
-        assert set(evidence["verdict"]["evidence"]["hosts"]) == {"a", "b"}  # both ends measured
+        hosts = set(load_space().build(evidence["original_point"]).hosts)
+        assert set(evidence["verdict"]["evidence"]["hosts"]) == hosts  # every end measured
     records = _journal(tmp_path)
     assert [r["trial"] for r in records if r["status"] != "RUNNING"] == list(range(1, len(records) // 2 + 1))
 

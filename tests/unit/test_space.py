@@ -78,6 +78,25 @@ def test_simplest_is_legal_and_builds_perftest_like_write(space) -> None:  # typ
     assert (f.transport, f.opcode, f.qps, f.batch, f.sges, f.sizes) == ("RC", "WRITE", 1, 1, 1, (65536,))
 
 
+def test_build_projects_inapplicable_parameters(space) -> None:  # type: ignore[no-untyped-def]
+    p = {**space.simplest(), "op": "UD_SEND", "sizes": [8192, 256], "mtu": 2048, "batch": 64, "wq_depth": 16,
+         "signal_every": 128, "sges": 16, "inline": 64}
+    f = space.build(p).flows[0]
+    assert f.sizes == (2048, 256) and f.sq_depth == f.rq_depth == 64 and f.signal_every == 64
+    assert f.sges == 16 and f.inline == 64 and violations(space.build(p)) == []
+    read = space.build({**p, "op": "RC_READ", "sizes": [64], "sges": 16, "mr_size": 4096}).flows[0]
+    assert read.inline == 0 and read.sges == 16 and read.sizes == (64,)
+    big = space.build({**p, "op": "RC_WRITE", "sizes": [1 << 23], "sges": 2, "mr_size": 4096}).flows[0]
+    assert big.mr_size == 1 << 22
+
+
+def test_sampled_ops_are_uniform(space) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(9)
+    ops = [space.sample(rng)["op"] for _ in range(1200)]
+    for op in space.dimension("op").values:
+        assert 0.1 < ops.count(op) / len(ops) < 0.24
+
+
 def test_directions_build_the_right_flows(space) -> None:  # type: ignore[no-untyped-def]
     def pairs(d: str) -> list[tuple[str, str]]:
         return [(f.client.host, f.server.host) for f in space.build({"direction": d}).flows]
@@ -91,11 +110,8 @@ def test_directions_build_the_right_flows(space) -> None:  # type: ignore[no-unt
 def test_validate_messages_are_actionable(space) -> None:  # type: ignore[no-untyped-def]
     p = space.simplest()
     with pytest.raises(ConstraintError) as err:
-        space.validate({**p, "op": "UD_SEND", "sizes": [8192], "mtu": 4096})
-    assert err.value.constraint == "ud_msg_le_mtu" and "use sizes <= 4096" in str(err.value)
-    with pytest.raises(ConstraintError) as err:
-        space.validate({**p, "batch": 64, "wq_depth": 16})
-    assert err.value.constraint == "depth_ge_batch"
+        space.validate({**p, "mrs": 200000, "mr_size": 1 << 20})
+    assert err.value.constraint == "pinned_memory" and "at most 64G" in str(err.value)
     with pytest.raises(ConstraintError) as err:
         space.validate({**p, "qps": 0})
     assert err.value.constraint == "qps" and "from 1 to 20000" in str(err.value)
@@ -119,7 +135,7 @@ def _space_file(tmp_path: Path, body: str) -> Path:
         ('[[dimension]]\nname = "mtu"\nkind = "choice"\nvalues = [1500]\n', "1500 is not a legal mtu"),
         ('[[dimension]]\nname = "qps"\nkind = "int"\nmin = 1\nmax = 2\nstep = 1\n', "unknown field 'step'"),
         ('[[dimension]]\nname = "qps"\nkind = "int"\nmin = 1\nmax = 4\n[fixed]\nqps = 2\n', "also a searched"),
-        ('[[dimension]]\nname = "batch"\nkind = "int"\nmin = 64\nmax = 128\n[fixed]\nwq_depth = 16\n',
+        ('[[dimension]]\nname = "mrs"\nkind = "int"\nmin = 100000\nmax = 200000\n[fixed]\nmr_size = 1073741824\n',
          "simplest point is illegal"),
         ('dimension = 3\n', "expected a list"),
     ],
@@ -135,3 +151,19 @@ def test_fixed_values_pin_parameters(tmp_path: Path) -> None:
                                '[fixed]\nop = "RC_READ"\nmtu = 1024\n'))
     w = s.build(s.sample(np.random.default_rng(0)))
     assert w.flows[0].opcode == "READ" and w.flows[0].mtu == 1024
+
+
+def test_point_of_inverts_build(space) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(21)
+    for _ in range(50):
+        p = space.sample(rng)
+        w = space.build(p)
+        assert space.build(space.point_of(w)) == w
+
+
+def test_point_of_rejects_workloads_outside_the_space(space) -> None:  # type: ignore[no-untyped-def]
+    from collie.workload import Endpoint, Flow, Workload
+
+    odd = Workload((Flow(Endpoint("a"), Endpoint("b"), qps=2), Flow(Endpoint("b"), Endpoint("a"), qps=3)))
+    with pytest.raises(InputError, match="not a point of the search space"):
+        space.point_of(odd)

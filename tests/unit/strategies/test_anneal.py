@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import numpy as np
+
+from collie.space import load_space
+from collie.strategies import Anneal, BayesSearch, Outcome, RandomSearch, make_strategy
+
+SPACE = load_space()
+
+
+def _energy(point: dict) -> dict[str, float]:  # type: ignore[type-arg]
+    # a smooth made-up landscape: throughput falls with QPs, a diagnostic counter rises with queue depth
+    return {"throughput": 1.0 / (1.0 + point["qps"] / 1000), "diag:x": float(point["wq_depth"]),
+            "diag:flat": 5.0}
+
+
+def test_current_point_changes_only_on_acceptance() -> None:
+    a = Anneal(SPACE, 1, warmup=0, explore=0.0, elite=0.0, patience=0)
+    p = a.ask()
+    a.tell(p, Outcome(_energy(p)))
+    for _ in range(300):
+        before = a.current
+        q = a.ask()
+        accepted = a.accepted
+        a.tell(q, Outcome(_energy(q)))
+        if a.accepted == accepted:
+            assert a.current == before  # rejected: the chain stays where it was
+        else:
+            assert a.current == q
+
+
+def test_metropolis_rule() -> None:
+    a = Anneal(SPACE, 2)
+    a.temperature = 0.1
+    assert a.energy_delta({"throughput": 0.5}, {"throughput": 0.25}) == -0.5  # (B - A) / A
+    a.objectives, a._objective_index = ["throughput", "diag:x"], 1
+    assert a.energy_delta({"diag:x": 10.0}, {"diag:x": 20.0}) == -0.5  # (A - B) / B
+    assert a.energy_delta({}, {"diag:x": 1.0}) is None
+
+
+def test_throughput_chain_descends_and_diagnostics_are_ranked_by_spread() -> None:
+    a = Anneal(SPACE, 3, warmup=10, explore=0.0, elite=0.0, steps_per_objective=10**6, patience=0)
+    for _ in range(10):
+        p = a.ask()
+        a.tell(p, Outcome(_energy(p)))
+    assert a.objectives == ["throughput", "diag:x"]  # diag:flat has no spread, so no chain
+    start = a.current_metrics["throughput"]  # type: ignore[index]
+    for _ in range(300):
+        p = a.ask()
+        a.tell(p, Outcome(_energy(p)))
+    assert a.current_metrics["throughput"] < start  # type: ignore[index]
+
+
+def test_exclusion_is_honoured_and_runs_are_deterministic() -> None:
+    def run(seed: int) -> list[dict]:  # type: ignore[type-arg]
+        a = Anneal(SPACE, seed, warmup=5)
+        a.set_exclusion(lambda p: p["direction"] == "incast")
+        out = []
+        for _ in range(200):
+            p = a.ask()
+            out.append(p)
+            a.tell(p, Outcome(_energy(p), anomalous=p["qps"] > 15000))
+            if p["qps"] > 15000:
+                a.restart()
+        return out
+
+    points = run(4)
+    assert all(p["direction"] != "incast" for p in points)
+    assert points == run(4) and points != run(5)
+
+
+def test_random_and_bayes_ask_legal_points() -> None:
+    for strategy in (RandomSearch(SPACE, 1), BayesSearch(SPACE, 1, initial=5, trees=8, points=100)):
+        for _ in range(15):
+            p = strategy.ask()
+            assert SPACE.is_valid(p)
+            strategy.tell(p, Outcome(_energy(p)))
+    assert len(BayesSearch(SPACE, 1).optimizer.space.dimensions) > len(SPACE.dimensions)
+
+
+def test_make_strategy_errors() -> None:
+    import pytest
+
+    from collie.errors import InputError
+
+    with pytest.raises(InputError, match="unknown strategy 'genetic'"):
+        make_strategy("genetic", SPACE, 0)
+    with pytest.raises(InputError, match="bad option"):
+        make_strategy("anneal", SPACE, 0, {"temperature": 3})
+    assert isinstance(make_strategy("random", SPACE, 0), RandomSearch)
+    assert np.isfinite(Anneal(SPACE, 0).t0)

@@ -1,0 +1,72 @@
+"""The minimizer against a made-up anomaly whose conditions are known (no simulator)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from collie.features import features
+from collie.minimize import Minimizer, MinimizeSettings
+from collie.oracle import Verdict
+from collie.space import load_space
+
+SPACE = load_space()
+PAUSE = Verdict(True, (), 5.0, "pause@receiver")
+CLEAN = Verdict(False, (), 0.0, "")
+
+
+def planted(point: Any) -> Verdict:
+    """Pause when UD SEND with batch >= 64 and wq_depth >= 256 (the shape of the paper's #1)."""
+    f = features(SPACE.build(point))
+    hit = f.transport == "UD" and f.opcode == "SEND" and f.batch >= 64 and f.wq_depth >= 256
+    return PAUSE if hit else CLEAN
+
+
+def test_minimal_feature_set_and_simplest_case() -> None:
+    start = {**SPACE.simplest(), "op": "UD_SEND", "batch": 100, "wq_depth": 3000, "qps": 77, "mtu": 2048,
+             "sizes": [512, 1024], "direction": "bidirectional", "mrs": 900, "signal_every": 9}
+    m = Minimizer(SPACE, planted, MinimizeSettings(runs=3, required=2))
+    result = m.run(start, PAUSE)
+    text = result.mfs.describe()
+    assert "transport == UD" in text and "opcode == SEND" in text
+    conds = {c.feature: c for c in result.mfs.conditions}
+    assert conds["batch"].op == ">=" and 45 <= conds["batch"].value <= 64
+    assert conds["wq_depth"].op == ">=" and 181 <= conds["wq_depth"].value <= 256
+    assert not {"qps_flow", "mrs_host", "bidirectional", "signal_every"} & set(conds)
+    assert result.confirmed
+    # the simplest case: everything irrelevant at its simplest, necessary values at the region's edge
+    case = result.point
+    assert case["direction"] == "oneway" and case["qps"] == 1 and case["mrs"] == 1
+    assert planted(case).anomalous
+    assert result.experiments == len(result.steps) + sum(1 for s in result.steps if s["kept"] is False)
+
+
+def test_invariant_the_case_stays_anomalous_under_noise() -> None:
+    rng = np.random.default_rng(0)
+
+    def noisy(point: Any) -> Verdict:
+        v = planted(point)
+        return CLEAN if v.anomalous and rng.random() < 0.1 else v  # 10 % of anomalous runs look clean
+
+    start = {**SPACE.simplest(), "op": "UD_SEND", "batch": 128, "wq_depth": 1024}
+    result = Minimizer(SPACE, noisy, MinimizeSettings()).run(start, PAUSE)
+    assert planted(result.point).anomalous
+
+
+def test_a_mix_of_sizes_is_found_necessary() -> None:
+    def mix(point: Any) -> Verdict:
+        return PAUSE if features(SPACE.build(point)).size_mix else CLEAN
+
+    start = {**SPACE.simplest(), "sizes": [128, 65536, 256]}
+    result = Minimizer(SPACE, mix, MinimizeSettings()).run(start, PAUSE)
+    assert [str(c) for c in result.mfs.conditions] == ["size_mix == True"]
+    assert sorted(result.point["sizes"]) == [128, 65536]
+
+
+def test_untestable_probes_add_no_conditions() -> None:
+    def unsupported_big(point: Any) -> Verdict | None:
+        return None if point["qps"] > 1000 else PAUSE
+
+    result = Minimizer(SPACE, unsupported_big, MinimizeSettings()).run({**SPACE.simplest(), "qps": 8}, PAUSE)
+    assert result.mfs.conditions == ()
