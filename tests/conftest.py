@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "workloads" / "examples"
+COUNTER_FIXTURES = ROOT / "tests" / "fixtures" / "counters"
+
+
+def _load_ttar_tree() -> ModuleType:
+    """The fixture helper that unpacks ttar archives into sysfs-like trees (it lives beside the fixtures)."""
+    spec = importlib.util.spec_from_file_location("ttar_tree", COUNTER_FIXTURES / "ttar_tree.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ttar_tree = _load_ttar_tree()
 
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:

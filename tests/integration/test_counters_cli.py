@@ -3,30 +3,19 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "counters"
+from tests.conftest import COUNTER_FIXTURES, ttar_tree
+
+FIXTURES = COUNTER_FIXTURES
 SHARED_LOG = "not ethtool output\n# nccl-tests version 2.18.2\n"
-
-
-def _helper() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ttar_tree", FIXTURES / "ttar_tree.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ttar_tree = _helper()
 Cli = Callable[..., Any]
 
 

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "counters"
+from tests.conftest import COUNTER_FIXTURES, ttar_tree
 
-
-def _helper() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ttar_tree", FIXTURES / "ttar_tree.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ttar_tree = _helper()
+FIXTURES = COUNTER_FIXTURES
 
 
 @pytest.fixture
