@@ -103,13 +103,15 @@ def _csv_cell(value: Any) -> Any:
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str | None) -> str:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title, show_lines=False, header_style="bold")
+    # data is never markup: "[Gb/s]" or "[0]: rx_bytes" must print as written
+    table = Table(title=escape(title) if title else None, show_lines=False, header_style="bold")
     for c in columns:
-        table.add_column(c, overflow="fold")
+        table.add_column(escape(c), overflow="fold")
     for r in rows:
-        table.add_row(*(_cell(r.get(c)) for c in columns))
+        table.add_row(*(escape(_cell(r.get(c))) for c in columns))
     console = Console(file=io.StringIO(), width=max(80, min(200, _terminal_width())), record=True,
                       force_terminal=False, color_system=None)
     console.print(table)

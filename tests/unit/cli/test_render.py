@@ -26,3 +26,8 @@ def test_table_and_mapping() -> None:
     assert "t" in text and "2.5" in text and "yes" in text
     assert json.loads(render({"x": 1}, "json")) == {"x": 1}
     assert "x" in render({"x": 1}, "table")
+
+
+def test_brackets_are_data_not_markup() -> None:
+    text = render([{"BW [Gb/s]": "[0]: rx_bytes"}], "table", title="a [b] c")
+    assert "[Gb/s]" in text and "[0]: rx_bytes" in text and "a [b] c" in text
