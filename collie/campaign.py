@@ -30,6 +30,7 @@ from collie.events import (
     TrialStarted,
     Warning,
 )
+from collie.features import Features, features
 from collie.mfs import MFS
 from collie.minimize import Minimizer
 from collie.oracle import Oracle, Verdict
@@ -117,8 +118,14 @@ class Campaign:
             self.listener(event)
 
     def _inside_known(self, point: Mapping[str, Any]) -> bool:
-        workload = self.space.build(point)
-        return any(a.mfs is not None and a.mfs.matches(workload) for a in self.known)
+        return self._known_match(features(self.space.build(point)), None) is not None
+
+    def _known_match(self, f: Features, signature: str | None) -> AnomalyRecord | None:
+        """The known anomaly whose MFS holds for ``f`` (or, unminimized, whose signature is ``signature``)."""
+        for a in self.known:
+            if (a.mfs is not None and a.mfs.holds(f)) or (a.mfs is None and a.signature == signature):
+                return a
+        return None
 
     # -- running one trial -------------------------------------------------------------------------------
 
@@ -247,12 +254,11 @@ class Campaign:
 
     def _handle_anomaly(self, point: dict[str, Any], verdict: Verdict) -> None:
         workload = self.space.build(point)
-        for a in self.known:
-            if (a.mfs is not None and a.mfs.matches(workload)) or (a.mfs is None and a.signature ==
-                                                                    verdict.signature):
-                self.summary.known_hits += 1
-                self._emit(KnownAnomaly(self._trial, a.anomaly_id))
-                return
+        known = self._known_match(features(workload), verdict.signature)
+        if known is not None:
+            self.summary.known_hits += 1
+            self._emit(KnownAnomaly(self._trial, known.anomaly_id))
+            return
         settings = self.preset.minimize
         found_at = self.summary.experiments
         anomaly_id = f"A{len(self.summary.anomalies) + 1:03d}-{verdict.primary.replace('_', '-')}"

@@ -63,7 +63,10 @@ class MFS:
     conditions: tuple[Condition, ...]
 
     def matches(self, workload: Workload) -> bool:
-        f = features(workload)
+        return self.holds(features(workload))
+
+    def holds(self, f: Features) -> bool:
+        """Whether every condition holds for already computed features (compute them once for many MFS)."""
         return all(c.holds(f) for c in self.conditions)
 
     def describe(self) -> str:
