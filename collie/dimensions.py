@@ -1,9 +1,9 @@
 """Typed dimensions of a search space: how each one samples, mutates, validates and simplifies its value.
 
 Values are plain JSON types (str, int, bool, list of int) so that points serialize into the trial journal as
-they are. Every mutation changes exactly the one value it is given; on log scales most steps are local (a
-factor of at most 2 up or down) and a few are jumps (a fresh sample), so an annealer can both climb a gradient
-and escape a basin.
+they are. Every mutation changes exactly the one value it is given; on log scales most steps are local (half an
+octave up to a quarter of the range) and a few are jumps (a fresh sample), so an annealer can both climb a
+gradient and cross a wide dimension in a few steps, and escape a basin.
 """
 
 from __future__ import annotations
@@ -87,7 +87,10 @@ class IntRange:
             if rng.random() < JUMP_PROBABILITY:
                 new = self.sample(rng)
             elif self.scale == "log2":
-                factor = math.exp2(float(rng.uniform(0.25, 1.0)))
+                # a local step of half an octave up to a quarter of the range (at least one octave), so a
+                # chain crosses a wide dimension in a few steps and a narrow one in one or two
+                span = math.log2(self.hi / self.lo)
+                factor = math.exp2(float(rng.uniform(0.5, max(1.0, span / 4))))
                 new = round(value * factor) if rng.random() < 0.5 else round(value / factor)
             else:
                 span = max(1, (self.hi - self.lo) // 8)
@@ -139,7 +142,8 @@ class Flag:
 class SizeVector:
     """A request-size pattern: 1..``max_len`` sizes, each a power of two in ``[lo, hi]``.
 
-    Mutations: step one size by x2 or /2, resample one size, append one, drop one, or make all sizes equal.
+    Mutations: step one size by x2 or /2, scale all by 2..8 either way, resample one size, append one, drop one,
+    or make all sizes equal.
     """
 
     name: str
@@ -167,8 +171,12 @@ class SizeVector:
             new = list(sizes)
             move = float(rng.random())
             i = int(rng.integers(len(new)))
-            if move < 0.45:
+            if move < 0.35:
                 new[i] = min(self.hi, max(self.lo, new[i] * 2 if rng.random() < 0.5 else new[i] // 2))
+            elif move < 0.5:
+                # scale the whole pattern (every size x or / 2..8): moves the smallest and largest at once
+                k = 1 << int(rng.integers(1, 4))
+                new = [min(self.hi, max(self.lo, v * k if move < 0.425 else v // k)) for v in new]
             elif move < 0.6:
                 new[i] = self._one(rng)
             elif move < 0.75 and len(new) < self.max_len:

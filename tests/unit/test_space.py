@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -53,16 +54,30 @@ def test_mutate_changes_exactly_one_dimension_and_stays_legal(space) -> None:  #
 
 
 def test_mutate_a_named_dimension_steps_locally_on_log_scale(space) -> None:  # type: ignore[no-untyped-def]
+    # qps spans log2(20000) ~ 14.3 octaves: a local step moves half an octave to a quarter of that (~3.6)
     rng = np.random.default_rng(5)
     p = {**space.simplest(), "qps": 256}
-    ratios = []
+    octaves = []
     for _ in range(300):
         q, name = space.mutate(p, rng, "qps")
         assert name == "qps"
-        ratios.append(q["qps"] / 256)
-    local = [r for r in ratios if 0.5 <= r <= 2.0]
-    assert len(local) > 0.7 * len(ratios)  # mostly local steps
-    assert any(r > 4 or r < 0.25 for r in ratios)  # with occasional jumps
+        octaves.append(abs(math.log2(q["qps"] / 256)))
+    local = [o for o in octaves if 0.45 <= o <= 3.6]
+    assert len(local) > 0.7 * len(octaves)  # mostly local steps, none below half an octave
+    assert any(o > 1.5 for o in local)  # local steps scale with the range, not a fixed factor of 2
+    assert any(o > 4 for o in octaves)  # with occasional jumps
+
+
+def test_size_pattern_mutation_can_scale_every_size_at_once(space) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(3)
+    p = {**space.simplest(), "sizes": [1024, 65536, 4096]}
+    scaled = set()
+    for _ in range(400):
+        q, _ = space.mutate(p, rng, "sizes")
+        ratios = {b / a for a, b in zip(p["sizes"], q["sizes"], strict=True)} if len(q["sizes"]) == 3 else set()
+        if len(ratios) == 1 and ratios != {1.0}:
+            scaled |= ratios
+    assert scaled & {2.0, 4.0, 8.0} and scaled & {0.5, 0.25, 0.125}
 
 
 def test_same_seed_same_stream(space) -> None:  # type: ignore[no-untyped-def]
