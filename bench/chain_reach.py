@@ -5,7 +5,7 @@ diagnostic counter, with every *other* planted anomaly excluded (as if its minim
 and the bench records the experiment at which the target anomaly first fires. Ground truth is read here only
 to score and to exclude, never by the strategy's decisions beyond the exclusion predicate. Asserts nothing.
 
-    python bench/chain_reach.py [--profile cx6-200g-amd] [--seeds 8] [--cap 600]
+    python bench/chain_reach.py [--profile cx6-200g-amd] [--seeds 8] [--cap 600] [--screen 24]
 """
 
 from __future__ import annotations
@@ -66,21 +66,26 @@ def main() -> None:
     ap.add_argument("--profile", default="cx6-200g-amd")
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--cap", type=int, default=600)
+    ap.add_argument("--screen", type=int, default=24, help="candidates the screened chain ranks per step")
+    ap.add_argument("--repair", type=float, default=0.3, help="chance an illegal mutation is repaired")
     args = ap.parse_args()
-    options = {"patience": 40}
+    variants = {"plain": {"patience": 40}, f"screened {args.screen}": {"patience": 40, "screen": args.screen},
+                f"screened {args.screen} + repair {args.repair}": {"patience": 40, "screen": args.screen,
+                                                                    "repair": args.repair}}
     active = {q.id for q in SimTarget(args.profile).profile.active_quirks}
     if not active & TARGETS.keys():
         raise SystemExit(f"sim:{args.profile} has none of the rare anomalies this bench chases ({', '.join(TARGETS)})")
-    print(f"## one chain per anomaly on sim:{args.profile}, others excluded, cap {args.cap}, {options}")
-    print("| anomaly | objective | reached (seeds) | median experiments (of those reached) |")
-    print("|---|---|---|---|")
+    print(f"## one chain per anomaly on sim:{args.profile}, others excluded, cap {args.cap}, {args.seeds} seeds")
+    print("| anomaly | objective | " + " | ".join(f"{v}: reached, median experiments" for v in variants) + " |")
+    print("|---|---|" + "---|" * len(variants))
     for quirk, objective in TARGETS.items():
         if quirk not in active:
             continue
-        hits = [r for s in range(args.seeds) if (r := reach(args.profile, quirk, objective, s, args.cap, options))]
-        median = int(statistics.median(hits)) if hits else "-"
-        print(f"| {quirk} | {objective} | {len(hits)}/{args.seeds} | {median} |")
-
+        cells = []
+        for options in variants.values():
+            hits = [r for s in range(args.seeds) if (r := reach(args.profile, quirk, objective, s, args.cap, options))]
+            cells.append(f"{len(hits)}/{args.seeds}, {int(statistics.median(hits)) if hits else '-'}")
+        print(f"| {quirk} | {objective} | " + " | ".join(cells) + " |", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -49,6 +49,10 @@ class Choice:
     def simplest(self) -> Any:
         return self.simplest_value
 
+    def repairs(self, value: Any) -> list[Any]:
+        """Values to try, in order, when ``value`` must change to make a point legal."""
+        return [self.simplest_value]
+
     def domain(self) -> str:
         return " | ".join(map(str, self.values))
 
@@ -108,6 +112,10 @@ class IntRange:
     def simplest(self) -> int:
         return self.lo if self.simplest_value is None else self.simplest_value
 
+    def repairs(self, value: int) -> list[int]:
+        """Halve, double, the simplest value, the lower bound: what resource and ordering constraints need."""
+        return [max(self.lo, value // 2), min(self.hi, value * 2), self.simplest(), self.lo]
+
     def domain(self) -> str:
         return f"{self.lo} .. {self.hi} ({self.scale})"
 
@@ -133,6 +141,9 @@ class Flag:
 
     def simplest(self) -> bool:
         return self.simplest_value
+
+    def repairs(self, value: bool) -> list[bool]:
+        return [self.simplest_value]
 
     def domain(self) -> str:
         return "true | false"
@@ -199,6 +210,10 @@ class SizeVector:
 
     def simplest(self) -> list[int]:
         return list(self.simplest_value)
+
+    def repairs(self, value: Sequence[int]) -> list[list[int]]:
+        """Only the smallest size, only the largest, the simplest pattern."""
+        return [[min(value)], [max(value)], list(self.simplest_value)]
 
     def domain(self) -> str:
         return f"1..{self.max_len} sizes of {self.lo} .. {self.hi} B (powers of two)"

@@ -7,7 +7,9 @@ fixed; a space file (``workloads/default.toml`` is the paper's space) declares w
 Invariants:
     * :meth:`SearchSpace.sample` and :meth:`SearchSpace.mutate` only return points that
       :meth:`SearchSpace.validate` accepts (they resample, bounded, and raise if the space is unsatisfiable);
-    * :meth:`SearchSpace.mutate` changes exactly one searched dimension;
+    * :meth:`SearchSpace.mutate` changes exactly one searched dimension, except a *repaired* move, which
+      changes one dimension and at most :data:`MAX_REPAIRS` others (to their repair values) to make the
+      move legal;
     * :meth:`SearchSpace.simplest` is valid, and :meth:`SearchSpace.build` is a pure function of the point.
 """
 
@@ -67,6 +69,8 @@ PARAMETER_HELP: Final[Mapping[str, str]] = {
 }
 DEFAULT_SPACE: Final = "default.toml"
 _MAX_TRIES: Final = 2000
+#: Other dimensions a repaired mutation may change to make it legal.
+MAX_REPAIRS: Final = 2
 
 
 @dataclass(frozen=True)
@@ -188,14 +192,17 @@ class SearchSpace:
         raise InputError(f"space {self.name!r}: no legal point found in {_MAX_TRIES} samples; "
                          "its fixed values and ranges contradict the constraints")
 
-    def mutate(self, point: Mapping[str, Any], rng: np.random.Generator, name: str | None = None
-               ) -> tuple[dict[str, Any], str]:
+    def mutate(self, point: Mapping[str, Any], rng: np.random.Generator, name: str | None = None,
+               repair: float = 0.0) -> tuple[dict[str, Any], str]:
         """A legal neighbour of ``point`` differing in one dimension; returns it and that dimension's name.
 
         Args:
             point: a legal point of this space.
             rng: the random stream.
             name: mutate this dimension only (default: one chosen uniformly per try).
+            repair: chance that a mutation which breaks a constraint is repaired (see :meth:`repair`) rather
+                than redrawn. Without repair a chain cannot cross a constraint that couples dimensions (UD
+                carries 200 000 MRs that RC would have to pin: moving to RC needs smaller MRs at once).
         """
         searched = [d for d in self.dimensions if name is None or d.name == name]
         if not searched:
@@ -204,9 +211,45 @@ class SearchSpace:
             d = searched[int(rng.integers(len(searched)))]
             new = dict(point)
             new[d.name] = d.mutate(point[d.name], rng)
-            if new[d.name] != point[d.name] and self.is_valid(new):
+            if new[d.name] == point[d.name]:
+                continue
+            if self.is_valid(new):
                 return new, d.name
+            if repair and rng.random() < repair:
+                fixed = self.repair(new, d.name, rng)
+                if fixed is not None:
+                    return fixed, d.name
         return dict(point), searched[0].name
+
+    def repair(self, point: Mapping[str, Any], keep: str, rng: np.random.Generator) -> dict[str, Any] | None:
+        """Make ``point`` legal by changing up to :data:`MAX_REPAIRS` dimensions other than ``keep``.
+
+        Each round changes one dimension to one of its repair values (halved, doubled, simplest, ...), drawn
+        among the changes that leave fewer broken constraints; None when no such sequence reaches a legal point.
+        """
+        current = dict(point)
+        broken = len(self.problems(current))
+        for _ in range(MAX_REPAIRS):
+            legal: list[dict[str, Any]] = []
+            better: list[tuple[dict[str, Any], int]] = []
+            for d in self.dimensions:
+                if d.name == keep:
+                    continue
+                for value in d.repairs(current[d.name]):
+                    if value == current[d.name]:
+                        continue
+                    trial = {**current, d.name: value}
+                    n = len(self.problems(trial))
+                    if n == 0:
+                        legal.append(trial)
+                    elif n < broken:
+                        better.append((trial, n))
+            if legal:
+                return legal[int(rng.integers(len(legal)))]
+            if not better:
+                return None
+            current, broken = better[int(rng.integers(len(better)))]
+        return None
 
     def simplest(self) -> dict[str, Any]:
         """The simplest point: every dimension at its declared simplest value."""

@@ -27,8 +27,14 @@ import numpy as np
 
 from collie.space import SearchSpace
 from collie.strategies.base import DIAG_PREFIX, THROUGHPUT, Exclusion, Outcome, Point
+from collie.strategies.surrogate import Surrogate
 
 _EPS = 1e-9
+
+
+def _key(point: Point) -> str:
+    """A hashable identity of a point."""
+    return repr(sorted(point.items()))
 
 
 class Anneal:
@@ -52,6 +58,9 @@ class Anneal:
         adaptive: bool = True,
         elite: float = 0.5,
         explore: float = 0.0,
+        screen: int = 0,
+        screen_greedy: float = 0.8,
+        repair: float = 0.0,
     ) -> None:
         self.space = space
         self.rng = np.random.default_rng(seed)
@@ -64,6 +73,11 @@ class Anneal:
         self.adaptive = adaptive
         self.elite = elite
         self.explore = explore
+        self.screen = screen
+        self.screen_greedy = screen_greedy
+        self.repair = repair
+        self._surrogate = Surrogate(space) if screen > 1 else None
+        self._measured: set[str] = set()
         self._probe_key: str | None = None
         # every clean point told so far, to restart chains from the best one for their objective
         self._archive: list[tuple[Point, Mapping[str, float]]] = []
@@ -108,7 +122,7 @@ class Anneal:
         if self.current is not None and self.explore and self.rng.random() < self.explore:
             # an independent sample between chain steps: it feeds the archive, not the chain
             point = self._fresh()
-            self._probe_key = repr(sorted(point.items()))
+            self._probe_key = _key(point)
             return point
         current = self.current
         if current is None:
@@ -117,12 +131,45 @@ class Anneal:
                 return self._fresh()
             self._adopt(*start)
             current = start[0]
+        if self._surrogate is not None and self.rng.random() < self.screen_greedy:
+            screened = self._screened(current)
+            if screened is not None:
+                candidate, self._last_dim = screened
+                return candidate
         for _ in range(100):
-            candidate, self._last_dim = self.space.mutate(current, self.rng, self._pick_dimension())
+            candidate, self._last_dim = self.space.mutate(current, self.rng, self._pick_dimension(), self.repair)
             if not self._excluded(candidate):
                 return candidate
         self.restart()
         return self._fresh()
+
+    def _screened(self, current: Point) -> tuple[Point, str] | None:
+        """Of ``screen`` fresh one-dimension mutations of ``current``, the one the surrogate predicts best.
+
+        Candidates already measured or excluded are skipped; None while the surrogate cannot predict the
+        current objective (too few observations) or no candidate is left.
+        """
+        assert self._surrogate is not None
+        if self._surrogate.observations(self.objective) < self._surrogate.min_points:
+            return None
+        candidates: list[tuple[Point, str]] = []
+        keys: set[str] = set()
+        for _ in range(3 * self.screen):
+            candidate, dim = self.space.mutate(current, self.rng, self._pick_dimension(), self.repair)
+            key = _key(candidate)
+            if key in keys or key in self._measured or self._excluded(candidate):
+                continue
+            keys.add(key)
+            candidates.append((candidate, dim))
+            if len(candidates) == self.screen:
+                break
+        if not candidates:
+            return None
+        predicted = self._surrogate.predict(self.objective, [self._surrogate.row(c) for c, _ in candidates])
+        if predicted is None:
+            return None
+        best = int(np.argmin(predicted) if self.objective == THROUGHPUT else np.argmax(predicted))
+        return candidates[best]
 
     def _elite_start(self) -> tuple[Point, Mapping[str, float]] | None:
         """The best archived point for the current objective not yet used as a start nor excluded."""
@@ -131,7 +178,7 @@ class Anneal:
         ranked = sorted((sign * m[name], i) for i, (_, m) in enumerate(self._archive) if name in m)
         for _, i in ranked[:50]:
             point, metrics = self._archive[i]
-            key = repr(sorted(point.items()))
+            key = _key(point)
             if key in self._starts or self._excluded(point):
                 continue
             self._starts.add(key)
@@ -171,9 +218,12 @@ class Anneal:
     def tell(self, point: Point, outcome: Outcome | None) -> None:
         if outcome is None:
             return
+        if self._surrogate is not None:
+            self._surrogate.add(point, outcome.metrics)
+            self._measured.add(_key(point))
         if not outcome.anomalous:
             self._archive.append((dict(point), dict(outcome.metrics)))
-        if self._probe_key is not None and self._probe_key == repr(sorted(point.items())):
+        if self._probe_key is not None and self._probe_key == _key(point):
             self._probe_key = None
             return
         if len(self._warm) < self.warmup:

@@ -182,3 +182,54 @@ def test_point_of_rejects_workloads_outside_the_space(space) -> None:  # type: i
     odd = Workload((Flow(Endpoint("a"), Endpoint("b"), qps=2), Flow(Endpoint("b"), Endpoint("a"), qps=3)))
     with pytest.raises(InputError, match="not a point of the search space"):
         space.point_of(odd)
+
+
+def test_repair_crosses_a_constraint_that_couples_dimensions(space) -> None:  # type: ignore[no-untyped-def]
+    # UD clamps its messages to the MTU and pins 200 000 MRs of 128 KiB; as RC the same sizes would need MRs of
+    # 512 KiB, past the pinning limit, so no single-dimension move reaches RC from here
+    p = {**space.simplest(), "op": "UD_SEND", "direction": "loopback", "mrs": 200000, "mr_size": 131072,
+         "mtu": 512, "sizes": [131072, 512, 524288]}
+    assert space.problems(p) == []
+    rc = {**p, "op": "RC_WRITE"}
+    assert [name for name, _ in space.problems(rc)] == ["pinned_memory"]
+    rng = np.random.default_rng(0)
+    repaired = [space.repair(rc, "op", rng) for _ in range(30)]
+    assert all(r is not None and space.problems(r) == [] and r["op"] == "RC_WRITE" for r in repaired)
+    for r in repaired:
+        assert r is not None
+        assert 1 <= sum(r[k] != rc[k] for k in rc) <= 2  # the kept move plus at most two repairs
+    # one repair keeps the MRs and shrinks the messages to the smallest of the pattern
+    assert any(r is not None and r["mrs"] == 200000 and r["sizes"] == [512] for r in repaired)
+
+
+def test_mutate_with_repair_reaches_points_plain_mutation_cannot(space) -> None:  # type: ignore[no-untyped-def]
+    p = {**space.simplest(), "op": "UD_SEND", "direction": "loopback", "mrs": 200000, "mr_size": 131072,
+         "mtu": 512, "sizes": [131072, 512, 524288]}
+    rng = np.random.default_rng(1)
+    plain = {space.mutate(p, rng, "op")[0]["op"] for _ in range(100)}
+    assert plain == {"UD_SEND"}  # every other op breaks the pinning limit: the move falls back to no change
+    repaired = [space.mutate(p, rng, "op", repair=1.0)[0] for _ in range(100)]
+    assert {q["op"] for q in repaired} > {"RC_WRITE"}
+    assert all(space.problems(q) == [] for q in repaired)
+
+
+def test_repair_gives_up_when_no_change_helps(tmp_path: Path) -> None:
+    # MRs of 64 MiB are pinned, so only the MR count (the kept dimension) could bring a point under the limit
+    small = load_space(_space_file(tmp_path, """
+name = "mrs-only"
+[[dimension]]
+name = "mrs"
+kind = "int"
+min = 1
+max = 200000
+[[dimension]]
+name = "mtu"
+kind = "choice"
+values = [1024, 4096]
+simplest = 4096
+[fixed]
+mr_size = 67108864
+"""))
+    point = {"mrs": 4096, "mtu": 1024}
+    assert {name for name, _ in small.problems(point)} == {"pinned_memory"}  # on both hosts
+    assert small.repair(point, "mrs", np.random.default_rng(0)) is None

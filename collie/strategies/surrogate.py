@@ -1,0 +1,100 @@
+"""A cheap surrogate of each search objective, to screen an annealer's proposals before they cost an experiment.
+
+The model is ridge regression of ``log(metric)`` on an encoding of the point's workload features: numeric
+features as ``log2(1 + x)``, flags as 0/1, categorical features one-hot. Counters of NIC-internal events and
+rates tend to move multiplicatively with sizes, counts and depths, so a log-linear model captures the direction
+in which a metric grows even where it cannot predict its value; that direction is all screening needs.
+
+Invariants:
+    * predictions use only what the strategy was told (points and their measured metrics);
+    * the model is refitted lazily, only when an objective has new data since its last fit;
+    * with fewer than ``min_points`` observations of an objective it predicts nothing (``None``), and the
+      caller falls back to its unscreened proposal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from collie.features import Features, features
+from collie.space import SearchSpace
+from collie.strategies.base import Point
+
+#: An encoded point: column name -> value (absent columns are 0).
+Row = dict[str, float]
+
+
+def encode(feats: Features) -> Row:
+    """The regression columns of one feature vector (log2 numerics, 0/1 flags, one-hot categories)."""
+    row: Row = {}
+    for name, value in feats.as_dict().items():
+        if isinstance(value, bool):
+            row[name] = float(value)
+        elif isinstance(value, int):
+            row[name] = math.log2(1.0 + max(value, 0))
+        else:
+            row[f"{name}={value}"] = 1.0
+    return row
+
+
+class Surrogate:
+    """Per-objective ridge regressions of log(metric) on encoded workload features.
+
+    Args:
+        space: the search space, to build a point's workload and compute its features.
+        ridge: the L2 penalty on standardized coefficients.
+        min_points: observations of an objective needed before it is predicted.
+    """
+
+    def __init__(self, space: SearchSpace, *, ridge: float = 1.0, min_points: int = 20) -> None:
+        self.space = space
+        self.ridge = ridge
+        self.min_points = min_points
+        self._rows: list[Row] = []
+        self._targets: dict[str, list[tuple[int, float]]] = {}
+        self._fits: dict[str, tuple[int, list[str], np.ndarray, np.ndarray, np.ndarray, float]] = {}
+
+    def row(self, point: Point) -> Row:
+        return encode(features(self.space.build(point)))
+
+    def add(self, point: Point, metrics: Mapping[str, float]) -> None:
+        """Record one measured point (every metric it reports becomes an observation of that objective)."""
+        index = len(self._rows)
+        self._rows.append(self.row(point))
+        for name, value in metrics.items():
+            if value >= 0 and math.isfinite(value):
+                self._targets.setdefault(name, []).append((index, math.log(value + 1e-9)))
+
+    def observations(self, objective: str) -> int:
+        return len(self._targets.get(objective, ()))
+
+    def _fit(self, objective: str) -> tuple[int, list[str], np.ndarray, np.ndarray, np.ndarray, float] | None:
+        data = self._targets.get(objective, [])
+        if len(data) < self.min_points:
+            return None
+        cached = self._fits.get(objective)
+        if cached is not None and cached[0] == len(data):
+            return cached
+        columns = sorted({c for i, _ in data for c in self._rows[i]})
+        x = np.array([[self._rows[i].get(c, 0.0) for c in columns] for i, _ in data])
+        y = np.array([v for _, v in data])
+        mean, scale = x.mean(axis=0), x.std(axis=0)
+        scale[scale == 0] = 1.0
+        z = (x - mean) / scale
+        y_mean = float(y.mean())
+        coef = np.linalg.solve(z.T @ z + self.ridge * np.eye(len(columns)), z.T @ (y - y_mean))
+        fit = (len(data), columns, mean, scale, coef, y_mean)
+        self._fits[objective] = fit
+        return fit
+
+    def predict(self, objective: str, rows: Sequence[Row]) -> np.ndarray | None:
+        """Predicted ``log(metric)`` of each encoded row, or None while the objective has too little data."""
+        fit = self._fit(objective)
+        if fit is None:
+            return None
+        _, columns, mean, scale, coef, y_mean = fit
+        x = np.array([[r.get(c, 0.0) for c in columns] for r in rows])
+        return ((x - mean) / scale) @ coef + y_mean
