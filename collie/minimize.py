@@ -71,21 +71,25 @@ class Minimizer:
         self.settings = settings or MinimizeSettings()
         self.experiments = 0
         self.steps: list[dict[str, Any]] = []
+        # (dimension, far bound) of every dimension whose far side is still to be probed
+        self._far: list[tuple[IntRange | Choice, Any]] = []
 
-    def _test(self, point: Mapping[str, Any], signature: str, why: str) -> bool | None:
+    def _test(self, point: Mapping[str, Any], signature: str, why: str, recheck: bool = True) -> bool | None:
         """True: the anomaly survives at ``point``; False: it vanished; None: ``point`` cannot be tested
-        (illegal in the space, or the target could not run it)."""
+        (illegal in the space, or the target could not run it). ``recheck=False`` for probes whose "vanished"
+        decides nothing on its own (a bisection step, a grouped probe that is split next)."""
         if not self.space.is_valid(point):
             return None
-        self.experiments += 1
+        runs = 1
         verdict = self._probe(point)
         kept = None if verdict is None else verdict.anomalous and verdict.leading == signature
-        if kept is False and self.settings.recheck:
+        if kept is False and recheck and self.settings.recheck:
             # "vanished" makes a feature necessary: a second run guards against noise near a threshold
-            self.experiments += 1
+            runs = 2
             again = self._probe(point)
             kept = None if again is None else again.anomalous and again.leading == signature
-        self.steps.append({"why": why, "kept": kept, "point": dict(point)})
+        self.experiments += runs
+        self.steps.append({"why": why, "kept": kept, "point": dict(point), "runs": runs})
         return kept
 
     def _still(self, point: Mapping[str, Any], signature: str, why: str) -> bool:
@@ -117,6 +121,7 @@ class Minimizer:
                 conditions += found
         for d in retry:
             conditions += self._dimension(d, current, signature) or []
+        conditions += self._far_sides(self._far, current, signature)
         confirmed = self._confirm(current, signature)
         if not confirmed:
             # the simplified case does not hold up: keep the original (confirmed) point as the case
@@ -135,8 +140,10 @@ class Minimizer:
         return self._numeric(d, current, signature)
 
     def _confirm(self, point: Mapping[str, Any], signature: str) -> bool:
-        hits = 0
-        for i in range(self.settings.runs):
+        """``required`` of ``runs`` runs of ``point`` anomalous; a probe that already kept it counts as one."""
+        seen = any(s["kept"] is True and s["point"] == point for s in self.steps)
+        hits = int(seen)
+        for i in range(int(seen), self.settings.runs):
             hits += self._still(point, signature, f"confirm {i + 1}/{self.settings.runs}")
             if hits >= self.settings.required:
                 return True
@@ -197,14 +204,38 @@ class Minimizer:
             return out
         here = current[d.name]
         far = values[-1] if _index(values, here) <= len(values) // 2 else values[0]
-        if far == here:
-            return out
-        if self._gone({**current, d.name: far}, signature, f"{d.name} -> {far} (far side)"):
-            edge_bad = self._bisect(d.name, values, far, here, current, signature)
-            if feature:
-                op = "<=" if _index(values, far) > _index(values, here) else ">="
-                out.append(Condition(feature, op, self._feature_at({**current, d.name: edge_bad}, feature)))
+        if far != here:
+            self._far.append((d, far))
         return out
+
+    def _far_sides(self, group: list[tuple[IntRange | Choice, Any]], current: dict[str, Any],
+                   signature: str) -> list[Condition]:
+        """Far-side probes, grouped: one probe moves every dimension of ``group`` to its far bound at once.
+
+        If the anomaly survives, no dimension of the group has an edge on its far side (one experiment instead
+        of one per dimension); if it vanishes or the grouped point is illegal, the group is split in halves.
+        A single dimension whose far side loses the anomaly is bisected for that edge.
+        """
+        if not group:
+            return []
+        trial = {**current, **{d.name: far for d, far in group}}
+        why = ", ".join(f"{d.name} -> {far}" for d, far in group) + " (far side)"
+        if len(group) == 1:
+            d, far = group[0]
+            if not self._gone(trial, signature, why):
+                return []
+            here = current[d.name]
+            values = sorted(set(_ladder(d)) | {here})
+            edge = self._bisect(d.name, values, far, here, current, signature)
+            feature = PARAM_FEATURE.get(d.name)
+            if not feature:
+                return []
+            op = "<=" if _index(values, far) > _index(values, here) else ">="
+            return [Condition(feature, op, self._feature_at({**current, d.name: edge}, feature))]
+        if self._test(trial, signature, why, recheck=False):
+            return []
+        mid = len(group) // 2
+        return self._far_sides(group[:mid], current, signature) + self._far_sides(group[mid:], current, signature)
 
     def _bisect(self, name: str, values: list[Any], bad: Any, good: Any, current: dict[str, Any],
                 signature: str) -> Any:
@@ -214,7 +245,9 @@ class Minimizer:
             if abs(hi - lo) <= 1:
                 break
             mid = (lo + hi) // 2
-            if self._still({**current, name: values[mid]}, signature, f"{name} -> {values[mid]} (bisect)"):
+            # no recheck: a noisy "vanished" here only moves the edge one step toward the anomalous side
+            if self._test({**current, name: values[mid]}, signature, f"{name} -> {values[mid]} (bisect)",
+                          recheck=False):
                 hi = mid
             else:
                 lo = mid

@@ -39,7 +39,27 @@ def test_minimal_feature_set_and_simplest_case() -> None:
     case = result.point
     assert case["direction"] == "oneway" and case["qps"] == 1 and case["mrs"] == 1
     assert planted(case).anomalous
-    assert result.experiments == len(result.steps) + sum(1 for s in result.steps if s["kept"] is False)
+    assert result.experiments == sum(s["runs"] for s in result.steps)
+    # far sides are probed in groups and bisection does not recheck: 26 runs here (35 probing one at a time)
+    assert result.experiments <= 26
+
+
+def upper_edge(point: Any) -> Verdict:
+    """Pause when RC READ runs on at most 64 QPs and at most 8 SGEs: edges on the far side of the simplest."""
+    f = features(SPACE.build(point))
+    return PAUSE if f.opcode == "READ" and f.qps_flow <= 64 and f.sges <= 8 else CLEAN
+
+
+def test_far_side_edges_are_found_through_grouped_probes() -> None:
+    start = {**SPACE.simplest(), "op": "RC_READ", "qps": 8, "sges": 2, "mrs": 50, "processes": 4}
+    result = Minimizer(SPACE, upper_edge, MinimizeSettings()).run(start, PAUSE)
+    conds = {c.feature: c for c in result.mfs.conditions}
+    assert conds["qps_flow"].op == "<=" and 45 <= conds["qps_flow"].value <= 64
+    assert conds["sges"].op == "<=" and 6 <= conds["sges"].value <= 8
+    assert set(conds) == {"transport", "opcode", "qps_flow", "sges"}
+    grouped = [s for s in result.steps if s["why"].endswith("(far side)") and "," in s["why"]]
+    assert grouped and all(s["kept"] is not None for s in grouped)  # an illegal group is split untested
+    assert result.confirmed and upper_edge(result.point).anomalous
 
 
 def test_invariant_the_case_stays_anomalous_under_noise() -> None:
