@@ -12,10 +12,10 @@ and corpus replay are reported apart.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from collie import calibrate
 from collie.collectors.catalog import Catalog
@@ -40,6 +40,9 @@ from collie.store import CampaignStore
 from collie.strategies import Outcome, make_strategy
 from collie.targets.base import RunResult, Target, TargetInfo, Unsupported
 from collie.workload import Workload
+
+#: Anomalies of another symptom met while minimizing one, followed up afterwards (per minimized anomaly).
+MAX_SIDE_FINDINGS: Final = 2
 
 
 class _BudgetSpent(Exception):
@@ -252,7 +255,29 @@ class Campaign:
                 self._handle_anomaly(point, v)
                 self.strategy.restart()
 
-    def _handle_anomaly(self, point: dict[str, Any], verdict: Verdict) -> None:
+    def _handle_anomaly(self, point: dict[str, Any], verdict: Verdict, side_findings: bool = True) -> None:
+        """Confirm, minimize and record one anomaly unless a known MFS explains it.
+
+        A minimization probe that shows a *different* leading symptom met another anomaly on the way; up to
+        :data:`MAX_SIDE_FINDINGS` such points are handled in turn afterwards, as if the search had asked them
+        (their own side findings are not followed).
+        """
+        side: dict[str, tuple[dict[str, Any], Verdict]] = {}
+
+        def probe(p: Mapping[str, Any]) -> Verdict | None:
+            v = self._probe("minimize", p)
+            if side_findings and v is not None and v.anomalous and v.leading != verdict.leading:
+                side.setdefault(v.leading, (dict(p), v))
+            return v
+
+        self._record_anomaly(point, verdict, probe)
+        for p, v in list(side.values())[:MAX_SIDE_FINDINGS]:
+            if self.summary.experiments >= self.budget:
+                break
+            self._handle_anomaly(p, v, side_findings=False)
+
+    def _record_anomaly(self, point: dict[str, Any], verdict: Verdict,
+                        probe: Callable[[Mapping[str, Any]], Verdict | None]) -> None:
         workload = self.space.build(point)
         known = self._known_match(features(workload), verdict.signature)
         if known is not None:
@@ -278,7 +303,7 @@ class Campaign:
                 self._emit(Warning(f"trial {self._trial}: anomaly did not reproduce ({hits} of {runs} runs); "
                                    "not recorded"))
                 return
-            minimizer = Minimizer(self.space, lambda p: self._probe("minimize", p), settings)
+            minimizer = Minimizer(self.space, probe, settings)
             result = minimizer.run(point, verdict)
         except _BudgetSpent:
             self._emit(Warning(f"the budget ran out while confirming or minimizing {anomaly_id}; it is saved "

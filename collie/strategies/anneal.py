@@ -128,7 +128,7 @@ class Anneal:
         if current is None:
             start = self._elite_start() if self.rng.random() < self.elite else None
             if start is None:
-                return self._fresh()
+                return self._screened_start()
             self._adopt(*start)
             current = start[0]
         if self._surrogate is not None and self.rng.random() < self.screen_greedy:
@@ -142,6 +142,16 @@ class Anneal:
                 return candidate
         self.restart()
         return self._fresh()
+
+    def _screened_start(self) -> Point:
+        """A fresh chain start: of ``screen`` random points, the one predicted best for the objective."""
+        if self._surrogate is None or self._surrogate.observations(self.objective) < self._surrogate.min_points:
+            return self._fresh()
+        candidates = [self._fresh() for _ in range(self.screen)]
+        predicted = self._surrogate.predict(self.objective, [self._surrogate.row(c) for c in candidates])
+        if predicted is None:
+            return candidates[0]
+        return candidates[int(np.argmin(predicted) if self.objective == THROUGHPUT else np.argmax(predicted))]
 
     def _screened(self, current: Point) -> tuple[Point, str] | None:
         """Of ``screen`` fresh one-dimension mutations of ``current``, the one the surrogate predicts best.

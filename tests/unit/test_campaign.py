@@ -103,3 +103,75 @@ def test_resume_from_a_cut_journal_reproduces_the_uncut_campaign(tmp_path: Path)
     assert [(a.anomaly_id, a.mfs, a.point) for a in resumed.anomalies] == \
            [(a.anomaly_id, a.mfs, a.point) for a in full.anomalies]
     assert resumed.experiments == full.experiments
+
+
+SIDE_PROFILE = """
+name = "side-findings"
+description = "two made-up anomalies one direction apart: a bidirectional READ pauses, a one-way READ crawls"
+dialect = "mlx5"
+hosts = ["a", "b"]
+quirks = []
+
+[nic]
+model = "test NIC"
+firmware = "1.0"
+driver = "mlx5"
+line_rate_gbps = 200
+msg_rate_mpps = 150
+
+[[quirk]]
+id = "t-bidir-read-pause"
+summary = "bidirectional READ on 64+ QPs pauses"
+cause = "made up"
+when = ["bidirectional", "opcode == READ", "qps_total >= 64"]
+symptom = { pause = 0.2 }
+diagnostics = ["sim_pkt_pipeline_stall"]
+
+[[quirk]]
+id = "t-oneway-read-slow"
+summary = "one-way READ on 64+ QPs crawls"
+cause = "made up"
+when = ["not bidirectional", "opcode == READ", "qps_total >= 64"]
+symptom = { throughput = 0.3 }
+diagnostics = ["sim_pkt_pipeline_stall"]
+"""
+
+
+class _FirstThen:
+    """Asks one given point first, then whatever the wrapped strategy asks."""
+
+    def __init__(self, first: dict[str, Any], then: Any) -> None:
+        self.first: dict[str, Any] | None = first
+        self.then = then
+
+    def ask(self) -> dict[str, Any]:
+        if self.first is not None:
+            point, self.first = self.first, None
+            return point
+        return self.then.ask()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.then, name)
+
+
+def test_an_anomaly_met_while_minimizing_another_is_followed_up(tmp_path: Path) -> None:
+    # the search first meets the pause (bidirectional READ); minimizing it tries direction -> oneway, which
+    # shows the other anomaly (low throughput): that one is confirmed and minimized straight after
+    profile = tmp_path / "side.toml"
+    profile.write_text(SIDE_PROFILE)
+    store = CampaignStore.create(tmp_path / "c", {"target": "test"})
+    campaign = Campaign(target=SimTarget(str(profile)), space=load_space(), preset=load_preset("collie"),
+                        store=store, seed=0, budget=120)
+    first = {**load_space().simplest(), "op": "RC_READ", "direction": "bidirectional", "qps": 100}
+    campaign.strategy = _FirstThen(first, campaign.strategy)
+    summary = campaign.run()
+    assert [a.signature.split("@")[0] for a in summary.anomalies[:2]] == ["pause", "low_throughput"]
+    pause, slow = summary.anomalies[:2]
+    assert pause.mfs is not None and slow.mfs is not None
+    assert "bidirectional == True" in pause.mfs.describe() and "opcode == READ" in pause.mfs.describe()
+    assert "opcode == READ" in slow.mfs.describe()
+    phases = [r["phase"] for r in _journal(tmp_path / "c") if r["status"] != "RUNNING"]
+    # explore (the pause), its confirmation and minimization, then the side finding's: no explore between
+    second_confirm = [i for i in range(1, len(phases)) if phases[i - 1] == "minimize" and phases[i] == "confirm"]
+    start = phases.index("explore")
+    assert second_confirm and "explore" not in phases[start + 1:second_confirm[0]]
