@@ -15,7 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -193,44 +193,57 @@ class SearchSpace:
                          "its fixed values and ranges contradict the constraints")
 
     def mutate(self, point: Mapping[str, Any], rng: np.random.Generator, name: str | None = None,
-               repair: float = 0.0) -> tuple[dict[str, Any], str]:
+               repair: float = 0.0, accept: Callable[[Mapping[str, Any]], bool] | None = None
+               ) -> tuple[dict[str, Any], str]:
         """A legal neighbour of ``point`` differing in one dimension; returns it and that dimension's name.
 
         Args:
             point: a legal point of this space.
             rng: the random stream.
             name: mutate this dimension only (default: one chosen uniformly per try).
-            repair: chance that a mutation which breaks a constraint is repaired (see :meth:`repair`) rather
-                than redrawn. Without repair a chain cannot cross a constraint that couples dimensions (UD
-                carries 200 000 MRs that RC would have to pin: moving to RC needs smaller MRs at once).
+            repair: chance that a mutation which breaks a constraint (or ``accept``) is repaired (see
+                :meth:`repair`) rather than redrawn. Without repair a chain cannot cross a constraint that
+                couples dimensions (UD carries 200 000 MRs that RC would have to pin: moving to RC needs
+                smaller MRs at once), nor step around a region ``accept`` rules out.
+            accept: a further test a neighbour must pass (a search's "not inside a known anomaly").
+
+        Returns ``(dict(point), name)`` unchanged when no acceptable neighbour is found.
         """
         searched = [d for d in self.dimensions if name is None or d.name == name]
         if not searched:
             raise KeyError(name)
-        for _ in range(_MAX_TRIES):
+        # one dimension has few distinct moves: fewer tries before giving up on it
+        for _ in range(_MAX_TRIES if name is None else _MAX_TRIES // 32):
             d = searched[int(rng.integers(len(searched)))]
             new = dict(point)
             new[d.name] = d.mutate(point[d.name], rng)
             if new[d.name] == point[d.name]:
                 continue
-            if self.is_valid(new):
+            if self.is_valid(new) and (accept is None or accept(new)):
                 return new, d.name
             if repair and rng.random() < repair:
-                fixed = self.repair(new, d.name, rng)
+                fixed = self.repair(new, d.name, rng, accept)
                 if fixed is not None:
                     return fixed, d.name
         return dict(point), searched[0].name
 
-    def repair(self, point: Mapping[str, Any], keep: str, rng: np.random.Generator) -> dict[str, Any] | None:
-        """Make ``point`` legal by changing up to :data:`MAX_REPAIRS` dimensions other than ``keep``.
+    def repair(self, point: Mapping[str, Any], keep: str, rng: np.random.Generator,
+               accept: Callable[[Mapping[str, Any]], bool] | None = None) -> dict[str, Any] | None:
+        """Make ``point`` legal (and ``accept``-ed) by changing up to :data:`MAX_REPAIRS` dimensions but ``keep``.
 
         Each round changes one dimension to one of its repair values (halved, doubled, simplest, ...), drawn
-        among the changes that leave fewer broken constraints; None when no such sequence reaches a legal point.
+        among the changes that leave fewer problems (broken constraints, plus one if ``accept`` refuses);
+        None when no such sequence reaches an acceptable legal point.
         """
+
+        def broken(p: Mapping[str, Any]) -> int:
+            n = len(self.problems(p))
+            return n + int(n == 0 and accept is not None and not accept(p))
+
         current = dict(point)
-        broken = len(self.problems(current))
+        worst = broken(current)
         for _ in range(MAX_REPAIRS):
-            legal: list[dict[str, Any]] = []
+            fixed: list[dict[str, Any]] = []
             better: list[tuple[dict[str, Any], int]] = []
             for d in self.dimensions:
                 if d.name == keep:
@@ -239,16 +252,16 @@ class SearchSpace:
                     if value == current[d.name]:
                         continue
                     trial = {**current, d.name: value}
-                    n = len(self.problems(trial))
+                    n = broken(trial)
                     if n == 0:
-                        legal.append(trial)
-                    elif n < broken:
+                        fixed.append(trial)
+                    elif n < worst:
                         better.append((trial, n))
-            if legal:
-                return legal[int(rng.integers(len(legal)))]
+            if fixed:
+                return fixed[int(rng.integers(len(fixed)))]
             if not better:
                 return None
-            current, broken = better[int(rng.integers(len(better)))]
+            current, worst = better[int(rng.integers(len(better)))]
         return None
 
     def simplest(self) -> dict[str, Any]:

@@ -136,12 +136,24 @@ class Anneal:
             if screened is not None:
                 candidate, self._last_dim = screened
                 return candidate
-        for _ in range(100):
-            candidate, self._last_dim = self.space.mutate(current, self.rng, self._pick_dimension(), self.repair)
-            if not self._excluded(candidate):
-                return candidate
+        candidate, self._last_dim = self._mutation(current)
+        if candidate != current:
+            return candidate
         self.restart()
         return self._fresh()
+
+    def _mutation(self, current: Point) -> tuple[Point, str]:
+        """A legal, not excluded one-dimension neighbour of ``current`` (repaired when ``repair`` says so);
+        ``current`` itself when ten dimension draws found none."""
+        accept = None if self._exclude is None else self._not_excluded
+        for _ in range(10):
+            candidate, dim = self.space.mutate(current, self.rng, self._pick_dimension(), self.repair, accept)
+            if candidate != current:
+                return candidate, dim
+        return dict(current), dim
+
+    def _not_excluded(self, point: Mapping[str, object]) -> bool:
+        return not self._excluded(dict(point))
 
     def _screened_start(self) -> Point:
         """A fresh chain start: of ``screen`` random points, the one predicted best for the objective."""
@@ -165,9 +177,9 @@ class Anneal:
         candidates: list[tuple[Point, str]] = []
         keys: set[str] = set()
         for _ in range(3 * self.screen):
-            candidate, dim = self.space.mutate(current, self.rng, self._pick_dimension(), self.repair)
+            candidate, dim = self._mutation(current)
             key = _key(candidate)
-            if key in keys or key in self._measured or self._excluded(candidate):
+            if candidate == current or key in keys or key in self._measured:
                 continue
             keys.add(key)
             candidates.append((candidate, dim))

@@ -233,3 +233,20 @@ mr_size = 67108864
     point = {"mrs": 4096, "mtu": 1024}
     assert {name for name, _ in small.problems(point)} == {"pinned_memory"}  # on both hosts
     assert small.repair(point, "mrs", np.random.default_rng(0)) is None
+
+
+def test_repair_steps_around_a_region_the_caller_rules_out(space) -> None:  # type: ignore[no-untyped-def]
+    # RC WRITE with many MRs is "already explained" (accept refuses it); the move to RC WRITE stays possible
+    # by also cutting the MRs, which is how a search finds an anomaly next to a known one
+    p = {**space.simplest(), "op": "UC_WRITE", "mrs": 200000, "mr_size": 16384, "qps": 5000}
+
+    def accept(q) -> bool:  # type: ignore[no-untyped-def]
+        return not (q["op"] == "RC_WRITE" and q["mrs"] >= 12000)
+
+    rng = np.random.default_rng(2)
+    moves = [space.mutate(p, rng, "op", repair=1.0, accept=accept)[0] for _ in range(200)]
+    assert all(accept(q) and space.problems(q) == [] for q in moves)
+    rc = [q for q in moves if q["op"] == "RC_WRITE"]
+    assert rc and all(q["mrs"] < 12000 for q in rc)
+    plain = [space.mutate(p, rng, "op", accept=accept)[0] for _ in range(200)]
+    assert all(q["op"] != "RC_WRITE" for q in plain)
