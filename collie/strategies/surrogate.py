@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from collie.features import Features, features
+from collie.features import FEATURE_NAMES, Features, features
 from collie.space import SearchSpace
 from collie.strategies.base import Point
 
@@ -30,7 +30,8 @@ Row = dict[str, float]
 def encode(feats: Features) -> Row:
     """The regression columns of one feature vector (log2 numerics, 0/1 flags, one-hot categories)."""
     row: Row = {}
-    for name, value in feats.as_dict().items():
+    for name in FEATURE_NAMES:
+        value = getattr(feats, name)
         if isinstance(value, bool):
             row[name] = float(value)
         elif isinstance(value, int):
@@ -53,40 +54,60 @@ class Surrogate:
         self.space = space
         self.ridge = ridge
         self.min_points = min_points
-        self._rows: list[Row] = []
-        self._targets: dict[str, list[tuple[int, float]]] = {}
-        self._fits: dict[str, tuple[int, list[str], np.ndarray, np.ndarray, np.ndarray, float]] = {}
+        self._columns: dict[str, int] = {}
+        self._x = np.zeros((64, 0))  # rows grow by doubling; the first ``_n`` are observations
+        self._n = 0
+        self._targets: dict[str, tuple[list[int], list[float]]] = {}
+        # objective -> (observations at fit, columns at fit, mean, scale, coefficients, mean target)
+        self._fits: dict[str, tuple[int, int, np.ndarray, np.ndarray, np.ndarray, float]] = {}
 
     def row(self, point: Point) -> Row:
         return encode(features(self.space.build(point)))
 
+    def _vector(self, row: Row, width: int) -> np.ndarray:
+        out = np.zeros(width)
+        for name, value in row.items():
+            i = self._columns.get(name)
+            if i is not None and i < width:
+                out[i] = value
+        return out
+
     def add(self, point: Point, metrics: Mapping[str, float]) -> None:
         """Record one measured point (every metric it reports becomes an observation of that objective)."""
-        index = len(self._rows)
-        self._rows.append(self.row(point))
+        row = self.row(point)
+        for name in row:
+            self._columns.setdefault(name, len(self._columns))
+        width = len(self._columns)
+        rows, cols = self._x.shape
+        if width > cols or self._n == rows:
+            self._x = np.pad(self._x, ((0, rows if self._n == rows else 0), (0, max(0, width - cols))))
+        index = self._n
+        self._x[index, :width] = self._vector(row, width)
+        self._n += 1
         for name, value in metrics.items():
             if value >= 0 and math.isfinite(value):
-                self._targets.setdefault(name, []).append((index, math.log(value + 1e-9)))
+                indices, targets = self._targets.setdefault(name, ([], []))
+                indices.append(index)
+                targets.append(math.log(value + 1e-9))
 
     def observations(self, objective: str) -> int:
-        return len(self._targets.get(objective, ()))
+        return len(self._targets.get(objective, ((), ()))[0])
 
-    def _fit(self, objective: str) -> tuple[int, list[str], np.ndarray, np.ndarray, np.ndarray, float] | None:
-        data = self._targets.get(objective, [])
-        if len(data) < self.min_points:
+    def _fit(self, objective: str) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, float] | None:
+        indices, targets = self._targets.get(objective, ([], []))
+        if len(indices) < self.min_points:
             return None
         cached = self._fits.get(objective)
-        if cached is not None and cached[0] == len(data):
+        if cached is not None and cached[0] == len(indices):
             return cached
-        columns = sorted({c for i, _ in data for c in self._rows[i]})
-        x = np.array([[self._rows[i].get(c, 0.0) for c in columns] for i, _ in data])
-        y = np.array([v for _, v in data])
+        x = self._x[indices]
+        y = np.array(targets)
         mean, scale = x.mean(axis=0), x.std(axis=0)
         scale[scale == 0] = 1.0
         z = (x - mean) / scale
         y_mean = float(y.mean())
-        coef = np.linalg.solve(z.T @ z + self.ridge * np.eye(len(columns)), z.T @ (y - y_mean))
-        fit = (len(data), columns, mean, scale, coef, y_mean)
+        coef = np.linalg.solve(z.T @ z + self.ridge * np.eye(x.shape[1]), z.T @ (y - y_mean))
+        fit = (len(indices), x.shape[1], mean, scale, coef, y_mean)
         self._fits[objective] = fit
         return fit
 
@@ -95,6 +116,6 @@ class Surrogate:
         fit = self._fit(objective)
         if fit is None:
             return None
-        _, columns, mean, scale, coef, y_mean = fit
-        x = np.array([[r.get(c, 0.0) for c in columns] for r in rows])
+        _, width, mean, scale, coef, y_mean = fit
+        x = np.array([self._vector(r, width) for r in rows])
         return ((x - mean) / scale) @ coef + y_mean
