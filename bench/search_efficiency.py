@@ -37,6 +37,9 @@ def variants() -> dict[str, Preset]:
                                      minimize=None, exclude_known=False),
         "anneal+diag": replace(full, minimize=None, exclude_known=False),
         "anneal+diag+MFS": full,
+        # the same without the surrogate's screening and repaired moves: what those two add
+        "anneal+diag+MFS, plain moves": replace(full, strategy_options={**full.strategy_options, "screen": 0,
+                                                                         "repair": 0.0}),
     }
 
 

@@ -32,7 +32,7 @@ Probe = Callable[[Mapping[str, Any]], "Verdict | None"]
 
 #: The feature each numeric parameter drives (the MFS speaks in features, like the simulator and reports).
 PARAM_FEATURE: Final[Mapping[str, str]] = {
-    "qps": "qps_flow", "mrs": "mrs_host", "mr_size": "mr_size", "batch": "batch", "sges": "sges",
+    "qps": "qps_total", "mrs": "mrs_host", "mr_size": "mr_size", "batch": "batch", "sges": "sges",
     "wq_depth": "wq_depth", "mtu": "mtu", "processes": "processes", "inline": "inline",
     "signal_every": "signal_every",
 }
@@ -154,20 +154,36 @@ class Minimizer:
     def _categorical(self, d: Choice, current: dict[str, Any], signature: str) -> list[Condition] | None:
         value = current[d.name]
         simplest = d.simplest()
-        if value == simplest:
-            if d.name != "op":
-                return []
-            # the verb is the one categorical every anomaly may hinge on: at the simplest value, try the next
-            other = d.values[(d.values.index(value) + 1) % len(d.values)]
-            gone = self._gone({**current, d.name: other}, signature, f"{d.name} -> {other} (other verb)")
-            return _categorical_conditions(self.space, d.name, value) if gone else []
-        kept = self._test({**current, d.name: simplest}, signature, f"{d.name} -> {simplest}")
-        if kept is None:
-            return None
-        if kept:
+        if value != simplest:
+            kept = self._test({**current, d.name: simplest}, signature, f"{d.name} -> {simplest}")
+            if kept is None:
+                return None
+            if not kept:
+                return self._verb(d, current, signature) if d.name == "op" else \
+                    _categorical_conditions(self.space, d.name, value)
             current[d.name] = simplest
-            return []
-        return _categorical_conditions(self.space, d.name, value)
+        return self._verb(d, current, signature) if d.name == "op" else []
+
+    def _verb(self, d: Choice, current: dict[str, Any], signature: str) -> list[Condition]:
+        """Whether the transport, the opcode or both of the current verb are necessary, one probe each.
+
+        The opcode is tested by another verb of the same transport and the transport by the same opcode on
+        another transport (when the space has them). Probing the halves apart keeps a verb change from slipping
+        onto a different anomaly of the same symptom and reading as "the verb does not matter".
+        """
+        value = current[d.name]
+        transport, opcode = str(value).split("_", 1)
+        out: list[Condition] = []
+        for other, condition in (
+            (_first(d.values, lambda v: v.startswith(f"{transport}_") and v != value), ("opcode", opcode)),
+            (_first(d.values, lambda v: v.endswith(f"_{opcode}") and v != value), ("transport", transport)),
+        ):
+            if other is not None and self._gone({**current, d.name: other}, signature, f"{d.name} -> {other}"):
+                out.append(Condition(condition[0], "==", condition[1]))
+        # UD has one opcode: its transport being necessary pins the opcode as well
+        if transport == "UD" and out and not any(c.feature == "opcode" for c in out):
+            out.append(Condition("opcode", "==", opcode))
+        return sorted(out, key=lambda c: c.feature != "transport")
 
     def _flag(self, d: Flag, current: dict[str, Any], signature: str) -> list[Condition] | None:
         value = current[d.name]
@@ -313,6 +329,10 @@ def _index(values: list[Any], v: Any) -> int:
     if v in values:
         return values.index(v)
     return min(range(len(values)), key=lambda i: abs(values[i] - v))
+
+
+def _first(values: tuple[Any, ...], test: Callable[[Any], bool]) -> Any:
+    return next((v for v in values if test(v)), None)
 
 
 def _categorical_conditions(space: SearchSpace, name: str, value: Any) -> list[Condition]:
