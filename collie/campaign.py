@@ -11,6 +11,7 @@ and corpus replay are reported apart.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from collie.events import (
 )
 from collie.features import Features, features
 from collie.mfs import MFS
-from collie.minimize import Minimizer
+from collie.minimize import Minimizer, MinimizeSettings
 from collie.oracle import Oracle, Verdict
 from collie.preset import Preset
 from collie.space import SearchSpace
@@ -292,16 +293,16 @@ class Campaign:
             self._save(record, workload, verdict, None, 0)
             return
         before = self.summary.experiments
+        near = self._near_known(features(workload), verdict.signature)
         try:
-            # confirm: the original run counts as one of `runs`
-            hits, runs = 1, 1
-            while runs < settings.runs and hits < settings.required:
-                again = self._probe("confirm", point)
-                runs += 1
-                hits += bool(again is not None and again.anomalous and again.leading == verdict.leading)
+            hits, runs = self._confirm(point, verdict, settings)
             if hits < settings.required:
                 self._emit(Warning(f"trial {self._trial}: anomaly did not reproduce ({hits} of {runs} runs); "
                                    "not recorded"))
+                return
+            if near is not None:
+                self._widen(*near)
+                self.summary.minimize_experiments += self.summary.experiments - before
                 return
             minimizer = Minimizer(self.space, probe, settings)
             result = minimizer.run(point, verdict)
@@ -318,6 +319,35 @@ class Campaign:
                                result.confirmed)
         self._save(record, self.space.build(result.point), verdict, result.mfs, cost,
                    original=point, steps=len(result.steps))
+
+    def _confirm(self, point: dict[str, Any], verdict: Verdict, settings: MinimizeSettings) -> tuple[int, int]:
+        """Re-run ``point`` until ``required`` runs show the same leading symptom (the first run counts)."""
+        hits, runs = 1, 1
+        while runs < settings.runs and hits < settings.required:
+            again = self._probe("confirm", point)
+            runs += 1
+            hits += bool(again is not None and again.anomalous and again.leading == verdict.leading)
+        return hits, runs
+
+    def _near_known(self, f: Features, signature: str) -> tuple[int, MFS] | None:
+        """A known anomaly of the same signature whose MFS, widened a little, explains ``f``: (index, MFS)."""
+        for i, a in enumerate(self.known):
+            if a.mfs is not None and a.signature == signature:
+                widened = a.mfs.widened_to(f)
+                if widened is not None:
+                    return i, widened
+        return None
+
+    def _widen(self, index: int, mfs: MFS) -> None:
+        """Replace known anomaly ``index``'s MFS by ``mfs`` (a confirmed point just past its edge)."""
+        old = self.known[index]
+        new = dataclasses.replace(old, mfs=mfs)
+        self.known[index] = new
+        self.summary.anomalies = [new if a is old else a for a in self.summary.anomalies]
+        self.summary.known_hits += 1
+        if not old.anomaly_id.startswith("corpus:"):
+            self.store.update_mfs(old.anomaly_id, mfs.to_dict())
+        self._emit(KnownAnomaly(self._trial, old.anomaly_id, widened=mfs.describe()))
 
     def _save(self, record: AnomalyRecord, case: Workload, verdict: Verdict, mfs: MFS | None, cost: int,
               original: Mapping[str, Any] | None = None, steps: int = 0) -> None:

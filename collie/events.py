@@ -49,8 +49,11 @@ class AnomalyFound:
 
 @dataclass(frozen=True)
 class KnownAnomaly:
+    """A find a known anomaly explains; ``widened`` is its MFS when its edges were moved to take it in."""
+
     trial: int
     anomaly_id: str
+    widened: str = ""
 
 
 @dataclass(frozen=True)

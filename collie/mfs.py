@@ -72,6 +72,29 @@ class MFS:
     def describe(self) -> str:
         return " and ".join(map(str, self.conditions)) or "(always)"
 
+    def widened_to(self, f: Features, factor: float = 2.0) -> MFS | None:
+        """This MFS with its numeric edges moved just far enough to hold for ``f``, or None.
+
+        None unless every ``==``/``in`` condition holds for ``f`` and each failing ``>=``/``<=`` edge misses by
+        at most ``factor`` (``f``'s value within edge / factor .. edge x factor). A bisection stops on a ladder
+        step, so a region's true edge can lie a little beyond the one found; a point just past it is the same
+        anomaly, and widening is cheaper than minimizing it again.
+        """
+        out: list[Condition] = []
+        widened = False
+        for c in self.conditions:
+            if c.holds(f):
+                out.append(c)
+                continue
+            v = getattr(f, c.feature)
+            if c.op not in (">=", "<=") or isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
+                return None
+            if (c.op == ">=" and v * factor < c.value) or (c.op == "<=" and v > c.value * factor):
+                return None
+            out.append(Condition(c.feature, c.op, v))
+            widened = True
+        return MFS(self.signature, tuple(out)) if widened else None
+
     def to_dict(self) -> dict[str, Any]:
         return {"signature": self.signature, "conditions": [c.to_dict() for c in self.conditions],
                 "text": self.describe()}

@@ -138,6 +138,10 @@ class CampaignStore:
         tmp.rename(final)
         return final
 
+    def update_mfs(self, anomaly_id: str, mfs: Mapping[str, Any]) -> None:
+        """Rewrite ``anomalies/<id>/mfs.json`` atomically (a known anomaly's MFS was widened)."""
+        _atomic_write(self.root / ANOMALIES / anomaly_id / "mfs.json", json.dumps(mfs, indent=2))
+
     def anomaly_dirs(self) -> Iterator[Path]:
         base = self.root / ANOMALIES
         if base.is_dir():

@@ -38,7 +38,8 @@ def _progress(every: int) -> Any:
                        f"({event.minimize_experiments} to minimize, {state}): {event.mfs or 'not minimized'}",
                        err=True)
         elif isinstance(event, KnownAnomaly):
-            click.echo(f"   trial {event.trial}: known anomaly {event.anomaly_id}", err=True)
+            widened = f"; its MFS widened to {event.widened}" if event.widened else ""
+            click.echo(f"   trial {event.trial}: known anomaly {event.anomaly_id}{widened}", err=True)
         elif isinstance(event, Warning):
             click.echo(f"warning: {event.message}", err=True)
 

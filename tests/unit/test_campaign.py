@@ -138,17 +138,14 @@ diagnostics = ["sim_pkt_pipeline_stall"]
 
 
 class _FirstThen:
-    """Asks one given point first, then whatever the wrapped strategy asks."""
+    """Asks the given points first, then whatever the wrapped strategy asks."""
 
-    def __init__(self, first: dict[str, Any], then: Any) -> None:
-        self.first: dict[str, Any] | None = first
+    def __init__(self, first: list[dict[str, Any]], then: Any) -> None:
+        self.first = list(first)
         self.then = then
 
     def ask(self) -> dict[str, Any]:
-        if self.first is not None:
-            point, self.first = self.first, None
-            return point
-        return self.then.ask()
+        return self.first.pop(0) if self.first else self.then.ask()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.then, name)
@@ -163,7 +160,7 @@ def test_an_anomaly_met_while_minimizing_another_is_followed_up(tmp_path: Path) 
     campaign = Campaign(target=SimTarget(str(profile)), space=load_space(), preset=load_preset("collie"),
                         store=store, seed=0, budget=120)
     first = {**load_space().simplest(), "op": "RC_READ", "direction": "bidirectional", "qps": 100}
-    campaign.strategy = _FirstThen(first, campaign.strategy)
+    campaign.strategy = _FirstThen([first], campaign.strategy)
     summary = campaign.run()
     assert [a.signature.split("@")[0] for a in summary.anomalies[:2]] == ["pause", "low_throughput"]
     pause, slow = summary.anomalies[:2]
@@ -175,3 +172,33 @@ def test_an_anomaly_met_while_minimizing_another_is_followed_up(tmp_path: Path) 
     second_confirm = [i for i in range(1, len(phases)) if phases[i - 1] == "minimize" and phases[i] == "confirm"]
     start = phases.index("explore")
     assert second_confirm and "explore" not in phases[start + 1:second_confirm[0]]
+
+
+EDGE_PROFILE = SIDE_PROFILE.split("[[quirk]]")[0].replace('"side-findings"', '"edge"') + """
+[[quirk]]
+id = "t-read-100-qps"
+summary = "READ on 100+ QPs crawls"
+cause = "made up"
+when = ["opcode == READ", "qps_total >= 100"]
+symptom = { throughput = 0.3 }
+diagnostics = ["sim_qpc_cache_miss"]
+"""
+
+
+def test_a_find_just_past_a_known_edge_widens_that_mfs(tmp_path: Path) -> None:
+    # the minimizer's bisection stops on a ladder step (qps_total >= 128 for a true edge of 100); a later find
+    # at 100 QPs is the same anomaly: confirmed and taken in by moving the edge, not minimized again
+    profile = tmp_path / "edge.toml"
+    profile.write_text(EDGE_PROFILE)
+    store = CampaignStore.create(tmp_path / "c", {"target": "test"})
+    campaign = Campaign(target=SimTarget(str(profile)), space=load_space(), preset=load_preset("collie"),
+                        store=store, seed=0, budget=60)
+    read = {**load_space().simplest(), "op": "RC_READ"}
+    campaign.strategy = _FirstThen([{**read, "qps": 181}, {**read, "qps": 100}], campaign.strategy)
+    summary = campaign.run()
+    slow = [a for a in summary.anomalies if a.signature.startswith("low_throughput")]
+    assert len(slow) == 1 and slow[0].mfs is not None
+    assert "qps_total >= 100" in slow[0].mfs.describe()
+    saved = json.loads((tmp_path / "c" / "anomalies" / slow[0].anomaly_id / "mfs.json").read_text())
+    assert saved["text"] == slow[0].mfs.describe()
+    assert summary.known_hits >= 1
