@@ -118,4 +118,5 @@ class Surrogate:
             return None
         _, width, mean, scale, coef, y_mean = fit
         x = np.array([self._vector(r, width) for r in rows])
-        return ((x - mean) / scale) @ coef + y_mean
+        predicted: np.ndarray = ((x - mean) / scale) @ coef + y_mean
+        return predicted
