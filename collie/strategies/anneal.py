@@ -14,6 +14,12 @@ coefficient of variation over them (counters that move most first), and then cyc
 ``throughput`` and the ranked counters, ``steps_per_objective`` steps each. Points inside a known minimal
 feature set (the exclusion predicate) are never asked.
 
+Two options make a chain more than a random walk on the plateaus around rare anomalies: ``repair`` (a move
+that breaks a constraint or enters a known anomaly's region is completed by up to two other changes rather than
+redrawn; see :meth:`SearchSpace.repair`) and ``screen`` (a log-linear surrogate per objective, fitted on every
+measured point, picks the most promising of ``screen`` candidate moves; Metropolis still decides on the
+measured energy).
+
 Invariant: the current point only changes on acceptance (the public code overwrote it before deciding, which
 made its annealer a random walk).
 """
@@ -131,7 +137,8 @@ class Anneal:
                 return self._screened_start()
             self._adopt(*start)
             current = start[0]
-        if self._surrogate is not None and self.rng.random() < self.screen_greedy:
+        if self._surrogate is not None and self.rng.random() < self.screen_greedy \
+                and self._surrogate.observations(self.objective) >= self._surrogate.min_points:
             screened = self._screened(current)
             if screened is not None:
                 candidate, self._last_dim = screened
@@ -157,23 +164,16 @@ class Anneal:
 
     def _screened_start(self) -> Point:
         """A fresh chain start: of ``screen`` random points, the one predicted best for the objective."""
-        if self._surrogate is None or self._surrogate.observations(self.objective) < self._surrogate.min_points:
-            return self._fresh()
-        candidates = [self._fresh() for _ in range(self.screen)]
-        predicted = self._surrogate.predict(self.objective, [self._surrogate.row(c) for c in candidates])
-        if predicted is None:
-            return candidates[0]
-        return candidates[int(np.argmin(predicted) if self.objective == THROUGHPUT else np.argmax(predicted))]
+        candidates = [self._fresh() for _ in range(max(self.screen, 1))]
+        best = self._predicted_best(candidates)
+        return candidates[0 if best is None else best]
 
     def _screened(self, current: Point) -> tuple[Point, str] | None:
         """Of ``screen`` fresh one-dimension mutations of ``current``, the one the surrogate predicts best.
 
-        Candidates already measured or excluded are skipped; None while the surrogate cannot predict the
-        current objective (too few observations) or no candidate is left.
+        Candidates already measured (or equal to ``current``) are skipped; None while the surrogate cannot
+        predict the current objective (too few observations) or no candidate is left.
         """
-        assert self._surrogate is not None
-        if self._surrogate.observations(self.objective) < self._surrogate.min_points:
-            return None
         candidates: list[tuple[Point, str]] = []
         keys: set[str] = set()
         for _ in range(3 * self.screen):
@@ -185,13 +185,17 @@ class Anneal:
             candidates.append((candidate, dim))
             if len(candidates) == self.screen:
                 break
-        if not candidates:
+        best = self._predicted_best([c for c, _ in candidates]) if candidates else None
+        return None if best is None else candidates[best]
+
+    def _predicted_best(self, points: list[Point]) -> int | None:
+        """Index of the point the surrogate ranks best for the current objective (None: it cannot yet)."""
+        if self._surrogate is None or self._surrogate.observations(self.objective) < self._surrogate.min_points:
             return None
-        predicted = self._surrogate.predict(self.objective, [self._surrogate.row(c) for c, _ in candidates])
+        predicted = self._surrogate.predict(self.objective, [self._surrogate.row(p) for p in points])
         if predicted is None:
             return None
-        best = int(np.argmin(predicted) if self.objective == THROUGHPUT else np.argmax(predicted))
-        return candidates[best]
+        return int(np.argmin(predicted) if self.objective == THROUGHPUT else np.argmax(predicted))
 
     def _elite_start(self) -> tuple[Point, Mapping[str, float]] | None:
         """The best archived point for the current objective not yet used as a start nor excluded."""
