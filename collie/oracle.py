@@ -174,6 +174,8 @@ class Oracle:
             frames: dict[str, dict[int, float]] = {"rx": defaultdict(float), "tx": defaultdict(float)}
             loss: dict[str, float] = {}
             packets = h.tx_pps + h.rx_pps
+            # work requests this host handled: each flow's messages once per end on this host
+            messages = sum(f.msg_rate * ((f.client == h.host) + (f.server == h.host)) for f in run.flows)
             for name, value in h.counters.items():
                 spec = self._spec(name)
                 if spec is None:
@@ -187,10 +189,12 @@ class Oracle:
                     loss[spec.name] = value / seconds
                 if spec.diagnostic and spec.kind == "gauge":
                     diag[spec.name] = max(diag[spec.name], value)
-                elif spec.diagnostic and packets > 0:
-                    # events per packet the host handled: a miss *ratio*, which rises with a resource's
-                    # working set rather than with the traffic rate alone
-                    diag[spec.name] = max(diag[spec.name], value / seconds / packets)
+                elif spec.diagnostic:
+                    # events per packet (or per message) the host handled: a miss *ratio*, which rises with a
+                    # resource's working set rather than with the traffic rate alone
+                    work = messages if spec.per == "message" else packets
+                    if work > 0:
+                        diag[spec.name] = max(diag[spec.name], value / seconds / work)
             estimated = {d: not pause[d] and bool(frames[d]) for d in ("rx", "tx")}
             for d in ("rx", "tx"):
                 if estimated[d] and self.ceilings.line_rate_bps > 0:

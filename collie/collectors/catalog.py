@@ -41,8 +41,10 @@ PRIORITY_PLACEHOLDER: Final = "{p}"
 
 _TOP_FIELDS: Final = ("driver", "description", "counter")
 _COUNTER_FIELDS: Final = (
-    "name", "source", "kind", "unit", "role", "meaning", "aliases", "diagnostic", "direction", "group",
+    "name", "source", "kind", "unit", "role", "meaning", "aliases", "diagnostic", "direction", "group", "per",
 )
+#: What a diagnostic event counter is divided by to become a ratio the search can climb.
+PER: Final = ("packet", "message")
 _COUNTER_REQUIRED: Final = ("name", "source", "kind", "unit", "role", "meaning")
 _DURATION_UNITS: Final = ("us", "ms")
 
@@ -68,6 +70,9 @@ class CounterSpec:
         group: counters of one traffic role sharing a group are summed (irdma's IPv4 and IPv6 octets);
             defaults to the expanded name, i.e. a group of its own.
         priority: the priority 0..7 of an expanded ``{p}`` template, else ``None``.
+        per: for a diagnostic event counter, its natural unit of work: ``packet`` (default) or ``message``
+            (one event per work request at most, such as a receive-WQE or QP-context fetch); the oracle
+            reports the counter per unit, a miss *ratio*.
         template: the name as written in the catalog (with ``{p}``).
         dialect: the catalog this spec belongs to.
     """
@@ -85,6 +90,7 @@ class CounterSpec:
     priority: int | None = None
     template: str = ""
     dialect: str = ""
+    per: str = "packet"
 
     @property
     def scale(self) -> float:
@@ -97,7 +103,7 @@ class CounterSpec:
             "name": self.name, "source": self.source, "kind": self.kind, "unit": self.unit,
             "role": self.role, "priority": self.priority, "diagnostic": self.diagnostic,
             "direction": self.direction, "group": self.group, "aliases": list(self.aliases),
-            "meaning": self.meaning,
+            "meaning": self.meaning, "per": self.per,
             "dialect": self.dialect,
         }
 
@@ -290,17 +296,21 @@ def _parse_counter(entry: Any, where: str, dialect: str) -> list[CounterSpec]:
         expect_type(group, str, f"{label}.group", "a group name string")
         if PRIORITY_PLACEHOLDER in name:
             raise InputError(f"{label}.group: a {{p}} template cannot be grouped")
+    per = _choice(entry.get("per", "packet"), PER, f"{label}.per")
+    if "per" in entry and not diagnostic:
+        raise InputError(f"{label}.per: only a diagnostic counter has a unit of work; remove per or set "
+                         "diagnostic = true")
     _check_consistency(label, kind, unit, role, diagnostic)
     if PRIORITY_PLACEHOLDER not in name:
         return [CounterSpec(name, source, kind, unit, role, meaning, tuple(aliases), diagnostic, direction,
-                            group or name, None, name, dialect)]
+                            group or name, None, name, dialect, per)]
     specs = []
     for p in PRIORITIES:
         expanded = name.replace(PRIORITY_PLACEHOLDER, str(p))
         specs.append(CounterSpec(
             expanded, source, kind, unit, role, meaning,
             tuple(a.replace(PRIORITY_PLACEHOLDER, str(p)) for a in aliases), diagnostic, direction,
-            expanded, p, name, dialect,
+            expanded, p, name, dialect, per,
         ))
     return specs
 

@@ -71,7 +71,10 @@ def test_pause_estimated_from_xoff_frames_without_durations() -> None:
     assert host["pause_estimated_from_frames"]["tx"] and v.anomalous and v.symptoms[0].estimate
 
 
-def test_diagnostic_metrics_are_per_packet() -> None:
+def test_diagnostic_metrics_are_per_packet_or_per_message() -> None:
     cat = load_catalogs("mlx5", "sim")
-    v = Oracle(cat, CEIL).judge(run(97e9, 3e6, {"sim_rx_wqe_cache_miss": 6e6}), W)
-    assert abs(v.metrics["diag:sim_rx_wqe_cache_miss"] - 6e6 / 2 / 3e6) < 1e-9
+    counters = {"sim_rx_wqe_cache_miss": 6e6, "sim_mtt_cache_miss": 6e6}
+    v = Oracle(cat, CEIL).judge(run(97e9, 3e6, counters), W)
+    # 2 s; host b received 3e6 packets/s (16 per 64 KiB message at MTU 4K, so 3e6 / 16 messages/s)
+    assert abs(v.metrics["diag:sim_mtt_cache_miss"] - 6e6 / 2 / 3e6) < 1e-9  # per packet (the default)
+    assert abs(v.metrics["diag:sim_rx_wqe_cache_miss"] - 6e6 / 2 / (3e6 / 16)) < 1e-9  # per message

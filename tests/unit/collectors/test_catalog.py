@@ -117,6 +117,8 @@ def _parse(text: str) -> object:
 
 def test_a_sim_style_catalog_parses_and_merges() -> None:
     toy = _parse(GOOD)
+    assert toy.lookup("sim_rx_wqe_cache_miss").per == "packet"  # type: ignore[attr-defined]
+    assert load_catalog("sim").lookup("sim_rx_wqe_cache_miss").per == "message"  # type: ignore[union-attr]
     merged = merge_catalogs([load_catalog("mlx5"), toy])  # type: ignore[list-item]
     assert merged.lookup("sim_rx_wqe_cache_miss").diagnostic  # type: ignore[union-attr]
     assert merged.lookup("np_cnp_sent") is not None
@@ -139,6 +141,9 @@ def test_merging_two_catalogs_with_one_name_is_an_error() -> None:
     (('driver = "toy"', 'driver = "other"'), "driver 'other' must equal the file name 'toy'"),
     (('name = "sim_rx_wqe_cache_miss"', 'name = "sim rx"'), "no blanks allowed"),
     (('name = "sim_rx_wqe_cache_miss"', 'name = "x_{q}"'), "the only placeholder allowed is one {p}"),
+    (('diagnostic = true', 'diagnostic = true\nper = "byte"'), "per: 'byte' is not allowed; use one of packet"),
+    (('role = "diagnostic"\nmeaning = "receive WQE cache misses"\ndiagnostic = true',
+      'role = "other"\nmeaning = "x"\nper = "message"'), "only a diagnostic counter has a unit of work"),
 ])
 def test_bad_catalogs_fail_with_one_clear_sentence(change: tuple[str, str], message: str) -> None:
     old, new = change
