@@ -7,13 +7,16 @@ every step (the invariant), and it only ever becomes simpler.
 
 Per dimension:
     * categorical (``op``, ``direction``, ``memory``): try the simplest value; if the anomaly vanishes the
-      current value is necessary (an ``==``/flag condition), else adopt the simplest;
+      current value is necessary (an ``==``/flag condition), else adopt the simplest; the verb's transport and
+      opcode are then tested apart (another opcode on the same transport, the same opcode on another one);
     * ordered or numeric: try the simplest value; if the anomaly vanishes, bisect (on the log scale) for the
-      edge of the region and record ``feature >= edge`` (or ``<=``); if it survives, adopt it and probe the far
-      bound once to find an upper edge the same way;
+      edge of the region and record ``feature >= edge`` (or ``<=``); if it survives, adopt it; the far bounds
+      of all such dimensions are probed together at the end, a group split in halves only when the anomaly
+      vanishes there, and a single dimension that loses it is bisected for an upper edge the same way;
     * the size pattern: all-small, then all-large; if neither single size keeps the anomaly, a mix is
       necessary (``size_mix == true``); otherwise the bounds of the single size are found as above.
-A final confirmation re-runs the simplest case ``runs`` times and requires ``required`` anomalous runs.
+A final confirmation re-runs the simplest case ``runs`` times and requires ``required`` anomalous runs (a probe
+that already kept that exact case counts as one).
 """
 
 from __future__ import annotations
