@@ -5,7 +5,7 @@ diagnostic counter, with every *other* planted anomaly excluded (as if its minim
 and the bench records the experiment at which the target anomaly first fires. Ground truth is read here only
 to score and to exclude, never by the strategy's decisions beyond the exclusion predicate. Asserts nothing.
 
-    python bench/chain_reach.py [--profile cx6-200g-amd] [--seeds 8] [--cap 600] [--screen 24]
+    python bench/chain_reach.py [--profile cx6-200g-amd] [--seeds 8] [--cap 600] [--screen 24] [--repair 0.9]
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--cap", type=int, default=600)
     ap.add_argument("--screen", type=int, default=24, help="candidates the screened chain ranks per step")
-    ap.add_argument("--repair", type=float, default=0.3, help="chance an illegal mutation is repaired")
+    ap.add_argument("--repair", type=float, default=0.9, help="chance an illegal mutation is repaired")
     args = ap.parse_args()
     variants = {"plain": {"patience": 40}, f"screened {args.screen}": {"patience": 40, "screen": args.screen},
                 f"screened {args.screen} + repair {args.repair}": {"patience": 40, "screen": args.screen,
