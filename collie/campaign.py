@@ -280,7 +280,8 @@ class Campaign:
     def _record_anomaly(self, point: dict[str, Any], verdict: Verdict,
                         probe: Callable[[Mapping[str, Any]], Verdict | None]) -> None:
         workload = self.space.build(point)
-        known = self._known_match(features(workload), verdict.signature)
+        feats = features(workload)
+        known = self._known_match(feats, verdict.signature)
         if known is not None:
             self.summary.known_hits += 1
             self._emit(KnownAnomaly(self._trial, known.anomaly_id))
@@ -293,7 +294,7 @@ class Campaign:
             self._save(record, workload, verdict, None, 0)
             return
         before = self.summary.experiments
-        near = self._near_known(features(workload), verdict.signature)
+        near = self._near_known(feats, verdict.signature)
         try:
             hits, runs = self._confirm(point, verdict, settings)
             if hits < settings.required:

@@ -143,6 +143,7 @@ class Flag:
         return self.simplest_value
 
     def repairs(self, value: bool) -> list[bool]:
+        """Values to try when ``value`` must change to make a point legal: the simplest one."""
         return [self.simplest_value]
 
     def domain(self) -> str:

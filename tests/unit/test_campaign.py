@@ -8,7 +8,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from collie.campaign import Campaign
+from collie.campaign import Campaign, CampaignSummary
+from collie.events import KnownAnomaly
 from collie.preset import load_preset
 from collie.space import load_space
 from collie.store import CampaignStore
@@ -151,17 +152,24 @@ class _FirstThen:
         return getattr(self.then, name)
 
 
+def _scripted(tmp: Path, profile_text: str, first: list[dict[str, Any]], budget: int,
+              events: list[Any] | None = None) -> CampaignSummary:
+    """A campaign on a made-up profile whose search asks ``first`` before anything else."""
+    profile = tmp / "profile.toml"
+    profile.write_text(profile_text)
+    store = CampaignStore.create(tmp / "c", {"target": "test"})
+    campaign = Campaign(target=SimTarget(str(profile)), space=load_space(), preset=load_preset("collie"),
+                        store=store, seed=0, budget=budget,
+                        listener=None if events is None else events.append)
+    campaign.strategy = _FirstThen(first, campaign.strategy)
+    return campaign.run()
+
+
 def test_an_anomaly_met_while_minimizing_another_is_followed_up(tmp_path: Path) -> None:
     # the search first meets the pause (bidirectional READ); minimizing it tries direction -> oneway, which
     # shows the other anomaly (low throughput): that one is confirmed and minimized straight after
-    profile = tmp_path / "side.toml"
-    profile.write_text(SIDE_PROFILE)
-    store = CampaignStore.create(tmp_path / "c", {"target": "test"})
-    campaign = Campaign(target=SimTarget(str(profile)), space=load_space(), preset=load_preset("collie"),
-                        store=store, seed=0, budget=120)
     first = {**load_space().simplest(), "op": "RC_READ", "direction": "bidirectional", "qps": 100}
-    campaign.strategy = _FirstThen([first], campaign.strategy)
-    summary = campaign.run()
+    summary = _scripted(tmp_path, SIDE_PROFILE, [first], budget=120)
     assert [a.signature.split("@")[0] for a in summary.anomalies[:2]] == ["pause", "low_throughput"]
     pause, slow = summary.anomalies[:2]
     assert pause.mfs is not None and slow.mfs is not None
@@ -188,17 +196,13 @@ diagnostics = ["sim_qpc_cache_miss"]
 def test_a_find_just_past_a_known_edge_widens_that_mfs(tmp_path: Path) -> None:
     # the minimizer's bisection stops on a ladder step (qps_total >= 128 for a true edge of 100); a later find
     # at 100 QPs is the same anomaly: confirmed and taken in by moving the edge, not minimized again
-    profile = tmp_path / "edge.toml"
-    profile.write_text(EDGE_PROFILE)
-    store = CampaignStore.create(tmp_path / "c", {"target": "test"})
-    campaign = Campaign(target=SimTarget(str(profile)), space=load_space(), preset=load_preset("collie"),
-                        store=store, seed=0, budget=60)
     read = {**load_space().simplest(), "op": "RC_READ"}
-    campaign.strategy = _FirstThen([{**read, "qps": 181}, {**read, "qps": 100}], campaign.strategy)
-    summary = campaign.run()
+    events: list[Any] = []
+    summary = _scripted(tmp_path, EDGE_PROFILE, [{**read, "qps": 181}, {**read, "qps": 100}], 60, events)
+    widened = [e for e in events if isinstance(e, KnownAnomaly) and e.widened]
+    assert widened and "qps_total >= 128" not in widened[0].widened  # the edge moved, from 128 to 100
     slow = [a for a in summary.anomalies if a.signature.startswith("low_throughput")]
     assert len(slow) == 1 and slow[0].mfs is not None
     assert "qps_total >= 100" in slow[0].mfs.describe()
     saved = json.loads((tmp_path / "c" / "anomalies" / slow[0].anomaly_id / "mfs.json").read_text())
     assert saved["text"] == slow[0].mfs.describe()
-    assert summary.known_hits >= 1
