@@ -5,16 +5,23 @@ run) and never looks inside the target. It works dimension by dimension, in the 
 a change is kept only if the anomaly (same signature) survives it, so the current point is anomalous at
 every step (the invariant), and it only ever becomes simpler.
 
-Per dimension:
-    * categorical (``op``, ``direction``, ``memory``): try the simplest value; if the anomaly vanishes the
-      current value is necessary (an ``==``/flag condition), else adopt the simplest; the verb's transport and
-      opcode are then tested apart (another opcode on the same transport, the same opcode on another one);
-    * ordered or numeric: try the simplest value; if the anomaly vanishes, bisect (on the log scale) for the
-      edge of the region and record ``feature >= edge`` (or ``<=``); if it survives, adopt it; the far bounds
-      of all such dimensions are probed together at the end, a group split in halves only when the anomaly
-      vanishes there, and a single dimension that loses it is bisected for an upper edge the same way;
+Order and grouping:
+    * topology first (``direction``, ``memory``), one probe each, then the verb (``op``): try the simplest
+      value; if the anomaly vanishes the current value is necessary (an ``==``/flag condition) and its transport
+      and opcode are tested apart (another opcode on the same transport, the same opcode on another one);
+    * the other scalar dimensions by adaptive group testing: one probe sets all of them to their simplest
+      values; if the anomaly survives they are all adopted, else the group is split in halves, down to single
+      dimensions (most anomalies need few dimensions, so this costs far fewer probes than one per dimension);
+    * a single numeric or ordered dimension whose simplest value loses the anomaly is bisected (on the log
+      scale) for the edge of the region: ``feature >= edge`` (or ``<=``);
     * the size pattern: all-small, then all-large; if neither single size keeps the anomaly, a mix is
-      necessary (``size_mix == true``); otherwise the bounds of the single size are found as above.
+      necessary (``size_mix == true``);
+    * last, *checks* of the simplified case, grouped the same way: every numeric dimension's far bound, both
+      ends of a single size, and (on their own, since a verb change grouped with others can slip onto another
+      anomaly of the same symptom) the halves of an adopted simplest verb. A check that loses the anomaly
+      yields its edge (bisected) or its verb condition.
+A probe of one dimension that loses the anomaly is rechecked (a second run); a grouped probe is not (it only
+decides a split), but a single probe of the very point it saw counts it as its first run.
 A final confirmation re-runs the simplest case ``runs`` times and requires ``required`` anomalous runs (a probe
 that already kept that exact case counts as one).
 """
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 from collie.dimensions import Choice, Dimension, Flag, IntRange, SizeVector
@@ -74,8 +82,10 @@ class Minimizer:
         self.settings = settings or MinimizeSettings()
         self.experiments = 0
         self.steps: list[dict[str, Any]] = []
-        # (dimension, far bound) of every dimension whose far side is still to be probed
-        self._far: list[tuple[IntRange | Choice, Any]] = []
+        # moves of the simplified case still to be probed, in groups, once every dimension is simplified
+        self._far: list[_Check] = []
+        # points an unrechecked probe saw without the anomaly
+        self._vanished: set[str] = set()
 
     def _test(self, point: Mapping[str, Any], signature: str, why: str, recheck: bool = True) -> bool | None:
         """True: the anomaly survives at ``point``; False: it vanished; None: ``point`` cannot be tested
@@ -83,15 +93,22 @@ class Minimizer:
         decides nothing on its own (a bisection step, a grouped probe that is split next)."""
         if not self.space.is_valid(point):
             return None
-        runs = 1
-        verdict = self._probe(point)
-        kept = None if verdict is None else verdict.anomalous and verdict.leading == signature
-        if kept is False and recheck and self.settings.recheck:
+        recheck = recheck and self.settings.recheck
+        key = repr(sorted(point.items()))
+        if not recheck and key in self._vanished:
+            return False  # seen without the anomaly, and one run is all this probe would have had
+        # a grouped probe of this very point already saw the anomaly vanish: this run is its recheck
+        seen = int(recheck and key in self._vanished)
+        runs = 0
+        kept: bool | None = False
+        while kept is False and seen + runs < (2 if recheck else 1):
             # "vanished" makes a feature necessary: a second run guards against noise near a threshold
-            runs = 2
-            again = self._probe(point)
-            kept = None if again is None else again.anomalous and again.leading == signature
+            runs += 1
+            verdict = self._probe(point)
+            kept = None if verdict is None else verdict.anomalous and verdict.leading == signature
         self.experiments += runs
+        if kept is False:
+            self._vanished.add(key)
         self.steps.append({"why": why, "kept": kept, "point": dict(point), "runs": runs})
         return kept
 
@@ -111,26 +128,69 @@ class Minimizer:
         # topology first (fewer flows, plainer memory), as a shrinker deletes structure before it edits
         # values: a verb change tried early can slip onto a different anomaly with the same symptom (a READ
         # incast turned WRITE pauses for another reason)
-        first = [d for d in self.space.dimensions if d.name in _TOPOLOGY]
-        order: list[Dimension] = first + [d for d in self.space.dimensions
-                                          if d.name not in _TOPOLOGY and not isinstance(d, SizeVector)]
-        order += [d for d in self.space.dimensions if isinstance(d, SizeVector)]
-        retry = []
-        for d in order:
-            found = self._dimension(d, current, signature)
-            if found is None:
-                retry.append(d)
-            else:
-                conditions += found
+        dims = self.space.dimensions
+        retry: list[Dimension] = []
+        for d in [d for d in dims if d.name in _TOPOLOGY] + [d for d in dims if d.name == "op"]:
+            conditions += self._single(d, current, signature, retry)
+        # the other scalar dimensions are simplified in groups: most anomalies need few of them
+        conditions += self._group([d for d in dims if d.name not in _TOPOLOGY and d.name != "op"
+                                   and not isinstance(d, SizeVector)], current, signature, retry)
+        for d in [d for d in dims if isinstance(d, SizeVector)]:
+            conditions += self._single(d, current, signature, retry)
         for d in retry:
             conditions += self._dimension(d, current, signature) or []
-        conditions += self._far_sides(self._far, current, signature)
+        # a dimension may have several checks (both ends of a size): a group holds one per dimension
+        layers: list[list[_Check]] = []
+        for check in self._far:
+            layer = None if check.alone else next(
+                (g for g in layers if not g[0].alone and all(c.name != check.name for c in g)), None)
+            if layer is None:
+                layers.append(layer := [])
+            layer.append(check)
+        for layer in layers:
+            conditions += self._far_sides(layer, current, signature)
         confirmed = self._confirm(current, signature)
         if not confirmed:
             # the simplified case does not hold up: keep the original (confirmed) point as the case
             current = dict(point)
         return MinimizeResult(MFS(verdict.signature, tuple(conditions)), current, confirmed,
                               self.experiments, self.steps)
+
+    def _single(self, d: Dimension, current: dict[str, Any], signature: str,
+                retry: list[Dimension]) -> list[Condition]:
+        """:meth:`_dimension`, with ``d`` put on ``retry`` when its key probe could not run."""
+        found = self._dimension(d, current, signature)
+        if found is None:
+            retry.append(d)
+        return found or []
+
+    def _group(self, group: list[Dimension], current: dict[str, Any], signature: str,
+               retry: list[Dimension]) -> list[Condition]:
+        """Simplify the dimensions of ``group`` by adaptive group testing (ddmin-like).
+
+        One probe moves every dimension of the group that is not at its simplest value there at once; if the
+        anomaly survives, all of them are adopted (one experiment instead of one per dimension); if it vanishes
+        or the point is illegal, the group is split in halves and each half is tried in turn. A single
+        dimension is handled by :meth:`_dimension` (necessity with a recheck, then its edge). With ``k``
+        necessary dimensions of ``n`` this costs about ``k log2(n / k)`` probes plus ``k`` singles.
+        """
+        conditions: list[Condition] = []
+        pending = []
+        for d in group:
+            if current[d.name] == d.simplest():
+                conditions += self._single(d, current, signature, retry)  # no probe: only its far side
+            else:
+                pending.append(d)
+        if len(pending) <= 1:
+            return conditions + [c for d in pending for c in self._single(d, current, signature, retry)]
+        trial = {**current, **{d.name: d.simplest() for d in pending}}
+        why = ", ".join(f"{d.name} -> {d.simplest()}" for d in pending)
+        if self._test(trial, signature, why, recheck=False):
+            current.update(trial)
+            return conditions + [c for d in pending for c in self._single(d, current, signature, retry)]
+        mid = len(pending) // 2
+        conditions += self._group(pending[:mid], current, signature, retry)
+        return conditions + self._group(pending[mid:], current, signature, retry)
 
     def _dimension(self, d: Dimension, current: dict[str, Any], signature: str) -> list[Condition] | None:
         """Conditions dimension ``d`` contributes (None: its key probe could not run)."""
@@ -165,7 +225,11 @@ class Minimizer:
                 return self._verb(d, current, signature) if d.name == "op" else \
                     _categorical_conditions(self.space, d.name, value)
             current[d.name] = simplest
-        return self._verb(d, current, signature) if d.name == "op" else []
+        if d.name == "op":
+            # the verb is not necessary, but its transport or opcode may be: checked with the far sides
+            for other, condition in _verb_alternatives(d, simplest):
+                self._far.append(_Check(d.name, other, partial(_given, _verb_conditions([condition])), alone=True))
+        return []
 
     def _verb(self, d: Choice, current: dict[str, Any], signature: str) -> list[Condition]:
         """Whether the transport, the opcode or both of the current verb are necessary, one probe each.
@@ -175,18 +239,9 @@ class Minimizer:
         onto a different anomaly of the same symptom and reading as "the verb does not matter".
         """
         value = current[d.name]
-        transport, opcode = str(value).split("_", 1)
-        out: list[Condition] = []
-        for other, condition in (
-            (_first(d.values, lambda v: v.startswith(f"{transport}_") and v != value), ("opcode", opcode)),
-            (_first(d.values, lambda v: v.endswith(f"_{opcode}") and v != value), ("transport", transport)),
-        ):
-            if other is not None and self._gone({**current, d.name: other}, signature, f"{d.name} -> {other}"):
-                out.append(Condition(condition[0], "==", condition[1]))
-        # UD has one opcode: its transport being necessary pins the opcode as well
-        if transport == "UD" and out and not any(c.feature == "opcode" for c in out):
-            out.append(Condition("opcode", "==", opcode))
-        return sorted(out, key=lambda c: c.feature != "transport")
+        necessary = [condition for other, condition in _verb_alternatives(d, value)
+                     if self._gone({**current, d.name: other}, signature, f"{d.name} -> {other}")]
+        return _verb_conditions(necessary)
 
     def _flag(self, d: Flag, current: dict[str, Any], signature: str) -> list[Condition] | None:
         value = current[d.name]
@@ -224,33 +279,34 @@ class Minimizer:
         here = current[d.name]
         far = values[-1] if _index(values, here) <= len(values) // 2 else values[0]
         if far != here:
-            self._far.append((d, far))
+            self._far.append(_Check(d.name, far, partial(self._upper_edge, d, far, signature=signature)))
         return out
 
-    def _far_sides(self, group: list[tuple[IntRange | Choice, Any]], current: dict[str, Any],
-                   signature: str) -> list[Condition]:
-        """Far-side probes, grouped: one probe moves every dimension of ``group`` to its far bound at once.
+    def _upper_edge(self, d: IntRange | Choice, far: Any, current: dict[str, Any], signature: str
+                    ) -> list[Condition]:
+        """The edge between the current value of ``d`` (anomalous) and ``far`` (not), as a condition."""
+        here = current[d.name]
+        values = sorted(set(_ladder(d)) | {here})
+        edge = self._bisect(d.name, values, far, here, current, signature)
+        feature = PARAM_FEATURE.get(d.name)
+        if not feature:
+            return []
+        op = "<=" if _index(values, far) > _index(values, here) else ">="
+        return [Condition(feature, op, self._feature_at({**current, d.name: edge}, feature))]
 
-        If the anomaly survives, no dimension of the group has an edge on its far side (one experiment instead
-        of one per dimension); if it vanishes or the grouped point is illegal, the group is split in halves.
-        A single dimension whose far side loses the anomaly is bisected for that edge.
+    def _far_sides(self, group: list[_Check], current: dict[str, Any], signature: str) -> list[Condition]:
+        """Checks of the simplified case, grouped: one probe applies every move of ``group`` at once.
+
+        If the anomaly survives, none of the moves loses it (one experiment instead of one per move); if it
+        vanishes or the grouped point is illegal, the group is split in halves. A single move that loses the
+        anomaly (with a recheck) yields its conditions: the edge between here and there, bisected.
         """
         if not group:
             return []
-        trial = {**current, **{d.name: far for d, far in group}}
-        why = ", ".join(f"{d.name} -> {far}" for d, far in group) + " (far side)"
+        trial = {**current, **{c.name: c.value for c in group}}
+        why = ", ".join(f"{c.name} -> {c.value}" for c in group) + " (far side)"
         if len(group) == 1:
-            d, far = group[0]
-            if not self._gone(trial, signature, why):
-                return []
-            here = current[d.name]
-            values = sorted(set(_ladder(d)) | {here})
-            edge = self._bisect(d.name, values, far, here, current, signature)
-            feature = PARAM_FEATURE.get(d.name)
-            if not feature:
-                return []
-            op = "<=" if _index(values, far) > _index(values, here) else ">="
-            return [Condition(feature, op, self._feature_at({**current, d.name: edge}, feature))]
+            return group[0].lost(current) if self._gone(trial, signature, why) else []
         if self._test(trial, signature, why, recheck=False):
             return []
         mid = len(group) // 2
@@ -292,24 +348,62 @@ class Minimizer:
             return [Condition("size_mix", "==", True)]
         current[d.name] = single
         exps = [1 << e for e in range((d.lo - 1).bit_length(), d.hi.bit_length())]
-        out: list[Condition] = []
-        v = single[0]
         for end in (exps[0], exps[-1]):
-            if end == v or not self._gone({**current, d.name: [end]}, signature, f"sizes -> [{end}]"):
-                continue
-            edge = self._bisect_sizes(exps, end, v, current, signature, d.name)
-            # the original pattern was anomalous: if it held sizes beyond the edge, only its largest (for a
-            # lower edge) or smallest (for an upper edge) message can be what the anomaly needs
-            if end < v:
-                out.append(Condition("max_msg" if min(sizes) < edge else "min_msg", ">=", edge))
-            else:
-                out.append(Condition("min_msg" if max(sizes) > edge else "max_msg", "<=", edge))
-        return out
+            if end != single[0]:
+                self._far.append(_Check(d.name, [end], partial(self._size_edge, d, sizes, exps, end,
+                                                               signature=signature)))
+        return []
 
-    def _bisect_sizes(self, exps: list[int], bad: int, good: int, current: dict[str, Any], signature: str,
-                      name: str) -> int:
-        edge = self._bisect(name, [[e] for e in exps], [bad], [good], current, signature)
-        return int(edge[0])
+    def _size_edge(self, d: SizeVector, sizes: list[int], exps: list[int], end: int, current: dict[str, Any],
+                   signature: str) -> list[Condition]:
+        """The edge between the current single size (anomalous) and ``end`` (not), as a condition."""
+        v = current[d.name][0]
+        edge = int(self._bisect(d.name, [[e] for e in exps], [end], [v], current, signature)[0])
+        # the original pattern was anomalous: if it held sizes beyond the edge, only its largest (for a lower
+        # edge) or smallest (for an upper edge) message can be what the anomaly needs
+        if end < v:
+            return [Condition("max_msg" if min(sizes) < edge else "min_msg", ">=", edge)]
+        return [Condition("min_msg" if max(sizes) > edge else "max_msg", "<=", edge)]
+
+
+@dataclass(frozen=True)
+class _Check:
+    """A move of the simplified case along one dimension (``name`` to ``value``) that should keep the anomaly;
+    ``lost(current)`` gives the conditions it implies when it does not (bisecting an edge if needed)."""
+
+    name: str
+    value: Any
+    lost: Callable[[dict[str, Any]], list[Condition]]
+    #: probed on its own: a verb change grouped with others can slip onto another anomaly of the same symptom
+    alone: bool = False
+
+
+def _given(conditions: list[Condition], current: dict[str, Any]) -> list[Condition]:
+    """``conditions``, whatever the current case (a check whose loss implies fixed conditions)."""
+    return list(conditions)
+
+
+def _verb_alternatives(d: Choice, value: str) -> list[tuple[str, Condition]]:
+    """Probes for the halves of verb ``value``: the same opcode on another transport (it tests the transport)
+    and another opcode on the same transport (it tests the opcode), each with the condition a loss implies."""
+    transport, opcode = value.split("_", 1)
+    out = []
+    for other, condition in (
+        (_first(d.values, lambda v: v.endswith(f"_{opcode}") and v != value), ("transport", transport)),
+        (_first(d.values, lambda v: v.startswith(f"{transport}_") and v != value), ("opcode", opcode)),
+    ):
+        if other is not None:
+            out.append((other, Condition(condition[0], "==", condition[1])))
+    return out
+
+
+def _verb_conditions(necessary: list[Condition]) -> list[Condition]:
+    """The verb's necessary halves, transport first; UD has one opcode, so a necessary UD transport pins it."""
+    out = list(necessary)
+    transport = next((c.value for c in out if c.feature == "transport"), None)
+    if transport == "UD" and not any(c.feature == "opcode" for c in out):
+        out.append(Condition("opcode", "==", "SEND"))
+    return sorted(out, key=lambda c: c.feature != "transport")
 
 
 def _ladder(d: IntRange | Choice) -> list[Any]:

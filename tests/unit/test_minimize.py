@@ -108,3 +108,35 @@ def test_the_verb_is_tested_by_transport_and_opcode_apart() -> None:
     assert "transport == RC" in text and "opcode == WRITE" in text and "bidirectional == True" in text
     probed = {s["point"]["op"] for s in result.steps}
     assert {"RC_SEND", "UC_WRITE"} <= probed and "RC_READ" not in probed
+
+
+def gpu_only(point: Any) -> Verdict:
+    """Pause whenever GPU memory is used (the shape of the paper's #12): one condition of fifteen dimensions."""
+    return PAUSE if features(SPACE.build(point)).gpu else CLEAN
+
+
+def test_unnecessary_dimensions_are_simplified_in_one_grouped_probe() -> None:
+    start = {**SPACE.simplest(), "memory": "gpu", "op": "UC_SEND", "qps": 300, "mrs": 5000, "batch": 32,
+             "sges": 4, "wq_depth": 2048, "mtu": 1024, "processes": 3, "inline": 64, "signal_every": 16,
+             "sizes": [4096]}
+    result = Minimizer(SPACE, gpu_only, MinimizeSettings()).run(start, PAUSE)
+    assert [str(c) for c in result.mfs.conditions] == ["gpu == True"]
+    assert result.point == {**SPACE.simplest(), "memory": "gpu", "sizes": [4096]}
+    grouped = [s for s in result.steps if s["kept"] and s["why"].count("->") == 9]
+    assert len(grouped) == 1 and not grouped[0]["why"].endswith("(far side)")
+    # one probe per dimension, and the verb's halves and the size's ends apart, cost 20 here
+    assert result.experiments <= 11
+
+
+def test_a_grouped_probe_that_lost_the_anomaly_counts_as_the_first_run_of_its_recheck() -> None:
+    calls: list[str] = []
+
+    def counted(point: Any) -> Verdict:
+        calls.append(repr(sorted(point.items())))
+        return planted(point)
+
+    start = {**SPACE.simplest(), "op": "UD_SEND", "batch": 100, "wq_depth": 3000, "qps": 77}
+    result = Minimizer(SPACE, counted, MinimizeSettings()).run(start, PAUSE)
+    assert result.experiments == len(calls) == sum(s["runs"] for s in result.steps)
+    # no point is probed more than twice (a loss and its recheck), whichever probe saw it first
+    assert max(calls.count(c) for c in calls) <= 2
