@@ -17,8 +17,9 @@ feature set (the exclusion predicate) are never asked.
 Two options make a chain more than a random walk on the plateaus around rare anomalies: ``repair`` (a move
 that breaks a constraint or enters a known anomaly's region is completed by up to two other changes rather than
 redrawn; see :meth:`SearchSpace.repair`) and ``screen`` (a log-linear surrogate per objective, fitted on every
-measured point, picks the most promising of ``screen`` candidate moves; Metropolis still decides on the
-measured energy).
+measured point, picks the most promising of ``screen`` candidate moves, each of 1 to ``screen_moves``
+one-dimension mutations, so a confident model can take a few dimensions in one step; Metropolis still decides
+on the measured energy).
 
 Invariant: the current point only changes on acceptance (the public code overwrote it before deciding, which
 made its annealer a random walk).
@@ -66,6 +67,7 @@ class Anneal:
         explore: float = 0.0,
         screen: int = 0,
         screen_greedy: float = 0.8,
+        screen_moves: int = 1,
         repair: float = 0.0,
     ) -> None:
         self.space = space
@@ -81,6 +83,7 @@ class Anneal:
         self.explore = explore
         self.screen = screen
         self.screen_greedy = screen_greedy
+        self.screen_moves = max(1, screen_moves)
         self.repair = repair
         self._surrogate = Surrogate(space) if screen > 1 else None
         self._measured: set[str] = set()
@@ -178,6 +181,8 @@ class Anneal:
         keys: set[str] = set()
         for _ in range(3 * self.screen):
             candidate, dim = self._mutation(current)
+            for _ in range(int(self.rng.integers(self.screen_moves)) if self.screen_moves > 1 else 0):
+                candidate, _ = self._mutation(candidate)
             key = _key(candidate)
             if candidate == current or key in keys or key in self._measured:
                 continue

@@ -128,3 +128,24 @@ def test_screened_and_repaired_runs_are_deterministic_per_seed() -> None:
         return out
 
     assert run(2) == run(2) and run(2) != run(3)
+
+
+def test_screened_candidates_change_up_to_screen_moves_dimensions() -> None:
+    def changed(moves: int) -> list[int]:
+        a = Anneal(SPACE, 4, warmup=0, explore=0.0, elite=0.0, patience=0, screen=24, screen_greedy=1.0,
+                   screen_moves=moves, adaptive=False)
+        a.objectives = ["diag:x"]
+        for _ in range(40):
+            p = a.ask()
+            a.tell(p, Outcome(_energy(p)))
+        current = dict(a.current)  # type: ignore[arg-type]
+        out = []
+        for _ in range(20):
+            screened = a._screened(current)
+            assert screened is not None and SPACE.is_valid(screened[0])
+            out.append(sum(screened[0][k] != current[k] for k in current))
+        return out
+
+    assert set(changed(1)) == {1}  # no repair: one dimension per move
+    several = changed(3)
+    assert max(several) >= 2 and max(several) <= 3
