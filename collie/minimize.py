@@ -226,7 +226,7 @@ class Minimizer:
                     _categorical_conditions(self.space, d.name, value)
             current[d.name] = simplest
         if d.name == "op":
-            # the verb is not necessary, but its transport or opcode may be: checked with the far sides
+            # the verb is not necessary, but its transport or opcode may be: checked at the end, with the far sides
             for other, condition in _verb_alternatives(d, simplest):
                 self._far.append(_Check(d.name, other, partial(_given, _verb_conditions([condition])), alone=True))
         return []
@@ -279,10 +279,10 @@ class Minimizer:
         here = current[d.name]
         far = values[-1] if _index(values, here) <= len(values) // 2 else values[0]
         if far != here:
-            self._far.append(_Check(d.name, far, partial(self._upper_edge, d, far, signature=signature)))
+            self._far.append(_Check(d.name, far, partial(self._far_edge, d, far, signature=signature)))
         return out
 
-    def _upper_edge(self, d: IntRange | Choice, far: Any, current: dict[str, Any], signature: str
+    def _far_edge(self, d: IntRange | Choice, far: Any, current: dict[str, Any], signature: str
                     ) -> list[Condition]:
         """The edge between the current value of ``d`` (anomalous) and ``far`` (not), as a condition."""
         here = current[d.name]
