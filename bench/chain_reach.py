@@ -6,6 +6,7 @@ and the bench records the experiment at which the target anomaly first fires. Gr
 to score and to exclude, never by the strategy's decisions beyond the exclusion predicate. Asserts nothing.
 
     python bench/chain_reach.py [--profile cx6-200g-amd] [--seeds 8] [--cap 600] [--screen 24] [--repair 0.9]
+                                [--screen-moves 2]
 """
 
 from __future__ import annotations
@@ -68,10 +69,12 @@ def main() -> None:
     ap.add_argument("--cap", type=int, default=600)
     ap.add_argument("--screen", type=int, default=24, help="candidates the screened chain ranks per step")
     ap.add_argument("--repair", type=float, default=0.9, help="chance an illegal mutation is repaired")
+    ap.add_argument("--screen-moves", type=int, default=2, help="most dimensions a screened candidate changes")
     args = ap.parse_args()
+    repaired = {"patience": 40, "screen": args.screen, "repair": args.repair}
     variants = {"plain": {"patience": 40}, f"screened {args.screen}": {"patience": 40, "screen": args.screen},
-                f"screened {args.screen} + repair {args.repair}": {"patience": 40, "screen": args.screen,
-                                                                    "repair": args.repair}}
+                f"screened {args.screen} + repair {args.repair}": repaired,
+                f"... + {args.screen_moves} moves": {**repaired, "screen_moves": args.screen_moves}}
     active = {q.id for q in SimTarget(args.profile).profile.active_quirks}
     if not active & TARGETS.keys():
         raise SystemExit(f"sim:{args.profile} has none of the rare anomalies this bench chases ({', '.join(TARGETS)})")
