@@ -37,7 +37,7 @@ from collie.dimensions import Choice, Dimension, Flag, IntRange, SizeVector
 from collie.features import features
 from collie.mfs import MFS, Condition
 from collie.oracle import Verdict
-from collie.space import SearchSpace
+from collie.space import SearchSpace, point_key
 
 Probe = Callable[[Mapping[str, Any]], "Verdict | None"]
 
@@ -94,7 +94,7 @@ class Minimizer:
         if not self.space.is_valid(point):
             return None
         recheck = recheck and self.settings.recheck
-        key = repr(sorted(point.items()))
+        key = point_key(point)
         if not recheck and key in self._vanished:
             return False  # seen without the anomaly, and one run is all this probe would have had
         # a grouped probe of this very point already saw the anomaly vanish: this run is its recheck

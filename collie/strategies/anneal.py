@@ -32,16 +32,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from collie.space import SearchSpace
+from collie.space import SearchSpace, point_key
 from collie.strategies.base import DIAG_PREFIX, THROUGHPUT, Exclusion, Outcome, Point
 from collie.strategies.surrogate import Surrogate
 
 _EPS = 1e-9
-
-
-def _key(point: Point) -> str:
-    """A hashable identity of a point."""
-    return repr(sorted(point.items()))
 
 
 class Anneal:
@@ -131,7 +126,7 @@ class Anneal:
         if self.current is not None and self.explore and self.rng.random() < self.explore:
             # an independent sample between chain steps: it feeds the archive, not the chain
             point = self._fresh()
-            self._probe_key = _key(point)
+            self._probe_key = point_key(point)
             return point
         current = self.current
         if current is None:
@@ -181,9 +176,10 @@ class Anneal:
         keys: set[str] = set()
         for _ in range(3 * self.screen):
             candidate, dim = self._mutation(current)
-            for _ in range(int(self.rng.integers(self.screen_moves)) if self.screen_moves > 1 else 0):
+            extra = int(self.rng.integers(self.screen_moves)) if self.screen_moves > 1 else 0
+            for _ in range(extra):
                 candidate, _ = self._mutation(candidate)
-            key = _key(candidate)
+            key = point_key(candidate)
             if candidate == current or key in keys or key in self._measured:
                 continue
             keys.add(key)
@@ -209,7 +205,7 @@ class Anneal:
         ranked = sorted((sign * m[name], i) for i, (_, m) in enumerate(self._archive) if name in m)
         for _, i in ranked[:50]:
             point, metrics = self._archive[i]
-            key = _key(point)
+            key = point_key(point)
             if key in self._starts or self._excluded(point):
                 continue
             self._starts.add(key)
@@ -251,10 +247,10 @@ class Anneal:
             return
         if self._surrogate is not None:
             self._surrogate.add(point, outcome.metrics)
-            self._measured.add(_key(point))
+            self._measured.add(point_key(point))
         if not outcome.anomalous:
             self._archive.append((dict(point), dict(outcome.metrics)))
-        if self._probe_key is not None and self._probe_key == _key(point):
+        if self._probe_key is not None and self._probe_key == point_key(point):
             self._probe_key = None
             return
         if len(self._warm) < self.warmup:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from collie.dimensions import Choice, Flag, IntRange, SizeVector
-from collie.space import SearchSpace
+from collie.space import SearchSpace, point_key
 from collie.strategies.base import THROUGHPUT, Exclusion, Outcome, Point
 
 _ATTEMPTS = 3
@@ -95,25 +95,21 @@ class BayesSearch:
                 x.extend(exps + [exps[-1]] * (d.max_len - len(exps)))
         return x
 
-    @staticmethod
-    def _key(point: Point) -> str:
-        return repr(sorted(point.items()))
-
     def ask(self) -> Point:
         for _ in range(_ATTEMPTS):
             x = self.optimizer.ask()
             point = self._decode(x)
             if self.space.is_valid(point):
-                self._pending[self._key(point)] = x
+                self._pending[point_key(point)] = x
                 return point
             self.optimizer.tell(x, self._worst)
         # the model keeps proposing illegal points: take a legal random one and let the model learn from it
         point = self.space.sample(self._rng)
-        self._pending[self._key(point)] = self._encode(point)
+        self._pending[point_key(point)] = self._encode(point)
         return point
 
     def tell(self, point: Point, outcome: Outcome | None) -> None:
-        x = self._pending.pop(self._key(point), None)
+        x = self._pending.pop(point_key(point), None)
         if x is None:
             return
         if outcome is None or THROUGHPUT not in outcome.metrics:
