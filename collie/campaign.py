@@ -33,7 +33,7 @@ from collie.events import (
 )
 from collie.features import Features, features
 from collie.mfs import MFS
-from collie.minimize import Minimizer, MinimizeSettings
+from collie.minimize import Minimizer, MinimizeSettings, moved_to
 from collie.oracle import Oracle, Verdict
 from collie.preset import Preset
 from collie.space import SearchSpace
@@ -301,7 +301,7 @@ class Campaign:
                 self._emit(Warning(f"trial {self._trial}: anomaly did not reproduce ({hits} of {runs} runs); "
                                    "not recorded"))
                 return
-            if near is not None:
+            if near is not None and self._edge_holds(*near, point, verdict, probe):
                 self._widen(*near)
                 self.summary.minimize_experiments += self.summary.experiments - before
                 return
@@ -338,6 +338,22 @@ class Campaign:
                 if widened is not None:
                     return i, widened
         return None
+
+    def _edge_holds(self, index: int, widened: MFS, point: Mapping[str, Any], verdict: Verdict,
+                    probe: Callable[[Mapping[str, Any]], Verdict | None]) -> bool:
+        """Whether known anomaly ``index``'s simplest case, moved past its edge to ``point``'s values, still
+        shows ``verdict``'s symptom (one probe; False without a case). Without this, a point of another anomaly
+        of the same symptom just past the edge (a READ + SGE pause beside the READ-at-small-MTU one) widens it.
+        """
+        known = self.known[index]
+        assert known.mfs is not None
+        f = features(self.space.build(point))
+        failing = [c.feature for c in known.mfs.conditions if not c.holds(f)]
+        moved = moved_to(self.space, known.point, point, failing) if known.point else None
+        if moved is None or not self.space.is_valid(moved) or not widened.holds(features(self.space.build(moved))):
+            return False
+        again = probe(moved)
+        return again is not None and again.anomalous and again.leading == verdict.leading
 
     def _widen(self, index: int, mfs: MFS) -> None:
         """Replace known anomaly ``index``'s MFS by ``mfs`` (a confirmed point just past its edge)."""

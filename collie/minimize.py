@@ -47,6 +47,7 @@ PARAM_FEATURE: Final[Mapping[str, str]] = {
     "wq_depth": "wq_depth", "mtu": "mtu", "processes": "processes", "inline": "inline",
     "signal_every": "signal_every",
 }
+_SIZE_FEATURES: Final = ("max_msg", "min_msg", "sizes", "size_mix")
 _DIRECTION_FLAGS: Final = ("bidirectional", "loopback", "incast")
 _TOPOLOGY: Final = ("direction", "memory")
 
@@ -445,3 +446,24 @@ def _categorical_conditions(space: SearchSpace, name: str, value: Any) -> list[C
             return [Condition("remote_numa", "==", False), Condition("gpu", "==", False)]
         return [Condition("remote_numa" if value == "remote" else "gpu", "==", True)]
     return []
+
+
+def moved_to(space: SearchSpace, case: Mapping[str, Any], point: Mapping[str, Any],
+             feature_names: list[str]) -> dict[str, Any] | None:
+    """``case`` with the dimensions that drive ``feature_names`` taken from ``point``.
+
+    Used to check that a point just past a known MFS's edge is that anomaly and not another one of the same
+    symptom: the known minimal case moved to the new value must still show it. None when some feature has no
+    dimension of its own (then the point is minimized instead).
+    """
+    moved = dict(case)
+    for name in feature_names:
+        dims = [p for p, f in PARAM_FEATURE.items() if f == name and p in point]
+        if name in _SIZE_FEATURES and "sizes" in point:
+            dims.append("sizes")
+        if name == "qps_total" and "processes" in point:
+            dims.append("processes")  # the total counts every process's QPs
+        if not dims:
+            return None
+        moved.update({d: point[d] for d in dims})
+    return moved

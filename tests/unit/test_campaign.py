@@ -206,3 +206,28 @@ def test_a_find_just_past_a_known_edge_widens_that_mfs(tmp_path: Path) -> None:
     assert "qps_total >= 100" in slow[0].mfs.describe()
     saved = json.loads((tmp_path / "c" / "anomalies" / slow[0].anomaly_id / "mfs.json").read_text())
     assert saved["text"] == slow[0].mfs.describe()
+
+
+NEIGHBOUR_PROFILE = EDGE_PROFILE.replace('"edge"', '"edge-neighbour"') + """
+[[quirk]]
+id = "t-read-batch-slow"
+summary = "READ on 64+ QPs with deep post lists crawls"
+cause = "made up"
+when = ["opcode == READ", "qps_total >= 64", "batch >= 32"]
+symptom = { throughput = 0.3 }
+diagnostics = ["sim_pkt_pipeline_stall"]
+"""
+
+
+def test_a_find_past_a_known_edge_from_another_anomaly_is_minimized_not_widened(tmp_path: Path) -> None:
+    # the second find lies just past the first MFS's edge (80 QPs vs qps_total >= 128) with the same symptom,
+    # but another anomaly (deep post lists) is why: the known minimal case moved to 80 QPs does not crawl, so
+    # the find is minimized on its own instead of widening the first MFS to qps_total >= 80
+    read = {**load_space().simplest(), "op": "RC_READ"}
+    events: list[Any] = []
+    summary = _scripted(tmp_path, NEIGHBOUR_PROFILE, [{**read, "qps": 181}, {**read, "qps": 80, "batch": 64}], 90,
+                        events)
+    assert not [e for e in events if isinstance(e, KnownAnomaly) and e.widened]
+    described = [a.mfs.describe() for a in summary.anomalies if a.mfs is not None]
+    assert len(described) >= 2 and "batch >= 32" in described[1], described
+    assert all("qps_total >= 80" not in d for d in described[:1]), described
