@@ -21,7 +21,8 @@ Order and grouping:
       anomaly of the same symptom) the halves of an adopted simplest verb. A check that loses the anomaly
       yields its edge (bisected) or its verb condition.
 A probe of one dimension that loses the anomaly is rechecked (a second run); a grouped probe is not (it only
-decides a split), but a single probe of the very point it saw counts it as its first run.
+decides a split), but a single probe of the very point it saw counts it as its first run. A point that lost
+the anomaly twice is settled: it is never run again, and a check that moves to it is not grouped.
 A final confirmation re-runs the simplest case ``runs`` times and requires ``required`` anomalous runs (a probe
 that already kept that exact case counts as one).
 """
@@ -85,8 +86,9 @@ class Minimizer:
         self.steps: list[dict[str, Any]] = []
         # moves of the simplified case still to be probed, in groups, once every dimension is simplified
         self._far: list[_Check] = []
-        # points an unrechecked probe saw without the anomaly
+        # points a probe saw without the anomaly (an unrechecked probe: once), and those seen so twice
         self._vanished: set[str] = set()
+        self._lost: set[str] = set()
 
     def _test(self, point: Mapping[str, Any], signature: str, why: str, recheck: bool = True) -> bool | None:
         """True: the anomaly survives at ``point``; False: it vanished; None: ``point`` cannot be tested
@@ -96,6 +98,8 @@ class Minimizer:
             return None
         recheck = recheck and self.settings.recheck
         key = point_key(point)
+        if key in self._lost:
+            return False  # settled: vanished in a probe and its recheck
         if not recheck and key in self._vanished:
             return False  # seen without the anomaly, and one run is all this probe would have had
         # a grouped probe of this very point already saw the anomaly vanish: this run is its recheck
@@ -110,6 +114,8 @@ class Minimizer:
         self.experiments += runs
         if kept is False:
             self._vanished.add(key)
+            if seen + runs >= 2:
+                self._lost.add(key)
         self.steps.append({"why": why, "kept": kept, "point": dict(point), "runs": runs})
         return kept
 
@@ -143,6 +149,9 @@ class Minimizer:
         # a dimension may have several checks (both ends of a size): a group holds one per dimension
         layers: list[list[_Check]] = []
         for check in self._far:
+            if point_key({**current, check.name: check.value}) in self._lost:
+                conditions += check.lost(current)  # known to lose the anomaly: no group would keep it
+                continue
             layer = None if check.alone else next(
                 (g for g in layers if not g[0].alone and all(c.name != check.name for c in g)), None)
             if layer is None:

@@ -140,3 +140,21 @@ def test_a_grouped_probe_that_lost_the_anomaly_counts_as_the_first_run_of_its_re
     assert result.experiments == len(calls) == sum(s["runs"] for s in result.steps)
     # no point is probed more than twice (a loss and its recheck), whichever probe saw it first
     assert max(calls.count(c) for c in calls) <= 2
+
+
+def large_reads(point: Any) -> Verdict:
+    """Pause when RC READ moves messages of 16 KiB or more (the shape of the paper's #3, without the MTU)."""
+    f = features(SPACE.build(point))
+    return PAUSE if f.opcode == "READ" and f.max_msg >= 16384 else CLEAN
+
+
+def test_a_check_known_to_lose_the_anomaly_is_not_grouped() -> None:
+    # all-small sizes lost the anomaly twice while the sizes were simplified: the far-side check of the small
+    # end is that same point, so it goes straight to its bisection instead of failing every group it is in
+    start = {**SPACE.simplest(), "op": "RC_READ", "sizes": [32, 4194304], "qps": 40, "batch": 16}
+    result = Minimizer(SPACE, large_reads, MinimizeSettings()).run(start, PAUSE)
+    conds = {c.feature: c for c in result.mfs.conditions}
+    assert conds["max_msg"].op == ">=" and 11585 <= conds["max_msg"].value <= 16384
+    small = [s for s in result.steps if "sizes -> [32]" in s["why"]]
+    assert len(small) == 1 and small[0]["runs"] == 2 and not small[0]["kept"]
+    assert result.experiments == sum(s["runs"] for s in result.steps)
