@@ -15,7 +15,7 @@ from collie.tomlio import check_fields, expect_type, read_toml
 
 DEFAULT_PRESET: Final = "collie"
 _TOP: Final = ("name", "description", "strategy", "budget", "duration", "strategy_options", "oracle", "minimize")
-_MIN: Final = ("enabled", "exclude_known", "runs", "required", "bisect_steps", "far_side", "recheck")
+_MIN: Final = ("enabled", "exclude_known", "runs", "required", "bisect_steps", "far_side", "recheck", "refine")
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def load_preset(name_or_path: str = DEFAULT_PRESET) -> Preset:
                           "true or false")
     settings = {k: v for k, v in min_raw.items() if k not in ("enabled", "exclude_known")}
     for k, v in settings.items():
-        flag = k in ("far_side", "recheck")
+        flag = k in ("far_side", "recheck", "refine")
         expect_type(v, bool if flag else int, f"{where}: minimize.{k}", "true or false" if flag else "an integer")
     minimize = MinimizeSettings(**settings) if enabled else None
     if minimize is not None and not 1 <= minimize.required <= minimize.runs:

@@ -1,18 +1,22 @@
 """Simulated annealing over the search space, as the Collie paper describes it and its public code did not do.
 
-One chain at a time. Each step mutates one dimension of the current point; a candidate is accepted with the
-Metropolis rule ``p = min(1, exp(-dE / T))``; the temperature cools geometrically and is reheated when it gets
-cold (a *relaxed* schedule: the goal is every anomaly, not one optimum). After an anomaly the chain restarts from
-a fresh random point.
+One chain per objective. Each step mutates one dimension of a chain's current point; a candidate is accepted
+with the Metropolis rule ``p = min(1, exp(-dE / T))``; the temperature cools geometrically and is reheated when
+it gets cold (a *relaxed* schedule: the goal is every anomaly, not one optimum). After an anomaly the chain that
+met it restarts from a fresh random point.
 
 Energies follow the paper, normalised by the current value so no counter range must be known:
     * the performance objective ``throughput`` (lower is better): ``dE = (B - A) / A``;
     * a diagnostic objective ``diag:<counter>`` (higher is better): ``dE = (A - B) / B``.
 
-With ``diagnostic=True`` the chain first samples ``warmup`` random points, ranks the diagnostic metrics by their
-coefficient of variation over them (counters that move most first), and then cycles its objective through
-``throughput`` and the ranked counters, ``steps_per_objective`` steps each. Points inside a known minimal
-feature set (the exclusion predicate) are never asked.
+With ``diagnostic=True`` the annealer first samples ``warmup`` random points and ranks the diagnostic metrics by
+their coefficient of variation over them (counters that move most first); ``throughput`` and the top
+``max_diagnostic`` counters then each get a chain of their own. The chains persist side by side: a bandit
+(discounted Thompson sampling) picks which chain takes the next step, rewarding a chain whose step improved its
+best by 1 % or met an anomaly, so the counters that are still rising get the experiments and a chain climbing
+toward a rare anomaly keeps its place while others run. A chain restarts after an anomaly, after ``patience``
+steps without a 1 % improvement, after ``max_chain_steps`` steps, or when a new minimal feature set covers its
+point. Points inside a known minimal feature set (the exclusion predicate) are never asked.
 
 Two options make a chain more than a random walk on the plateaus around rare anomalies: ``repair`` (a move
 that breaks a constraint or enters a known anomaly's region is completed by up to two other changes rather than
@@ -21,14 +25,15 @@ measured point, picks the most promising of ``screen`` candidate moves, each of 
 one-dimension mutations, so a confident model can take a few dimensions in one step; Metropolis still decides
 on the measured energy).
 
-Invariant: the current point only changes on acceptance (the public code overwrote it before deciding, which
-made its annealer a random walk).
+Invariant: a chain's current point only changes on acceptance (the public code overwrote it before deciding,
+which made its annealer a random walk); a step is told to the chain that asked it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,6 +42,27 @@ from collie.strategies.base import DIAG_PREFIX, THROUGHPUT, Exclusion, Outcome, 
 from collie.strategies.surrogate import Surrogate
 
 _EPS = 1e-9
+
+
+@dataclass
+class _Chain:
+    """The walking state of one objective's chain (mutable by design: it is the walk).
+
+    ``wins`` and ``losses`` are the bandit's discounted counts of this chain's rewarded and unrewarded steps.
+    """
+
+    temperature: float
+    current: Point | None = None
+    metrics: Mapping[str, float] | None = None
+    best: float | None = None
+    since_best: int = 0
+    steps: int = 0
+    wins: float = 0.0
+    losses: float = 0.0
+
+    def restart(self, t0: float) -> None:
+        self.current, self.metrics, self.best = None, None, None
+        self.temperature, self.since_best, self.steps = t0, 0, 0
 
 
 class Anneal:
@@ -54,8 +80,9 @@ class Anneal:
         t0: float = 0.3,
         cooling: float = 0.95,
         t_min: float = 0.01,
-        steps_per_objective: int = 40,
+        max_chain_steps: int = 150,
         max_diagnostic: int = 4,
+        discount: float = 0.98,
         patience: int = 0,
         adaptive: bool = True,
         elite: float = 0.5,
@@ -70,8 +97,9 @@ class Anneal:
         self.diagnostic = diagnostic
         self.warmup = warmup if diagnostic else 0
         self.t0, self.cooling, self.t_min = t0, cooling, t_min
-        self.steps_per_objective = steps_per_objective
+        self.max_chain_steps = max_chain_steps
         self.max_diagnostic = max_diagnostic
+        self.discount = discount
         self.patience = patience
         self.adaptive = adaptive
         self.elite = elite
@@ -83,28 +111,37 @@ class Anneal:
         self._surrogate = Surrogate(space) if screen > 1 else None
         self._measured: set[str] = set()
         self._probe_key: str | None = None
+        self._told_probe = False  # the last point told was an independent sample, no chain's step
         # every clean point told so far, to restart chains from the best one for their objective
         self._archive: list[tuple[Point, Mapping[str, float]]] = []
         self._starts: set[str] = set()
         # per objective, how often mutating each dimension lowered the energy (adaptive operator selection)
         self._credit: dict[str, dict[str, float]] = {}
         self._last_dim: str | None = None
-        self._best: float | None = None
-        self._since_best = 0
         self._exclude: Exclusion | None = None
         self._warm: list[Mapping[str, float]] = []
         self.objectives: list[str] = [THROUGHPUT]
-        self._objective_index = 0
-        self._steps_on_objective = 0
-        self.temperature = t0
-        self.current: Point | None = None
-        self.current_metrics: Mapping[str, float] | None = None
+        self.objective = THROUGHPUT
+        self.chains: dict[str, _Chain] = {THROUGHPUT: _Chain(t0)}
         self.accepted = 0
         self.rejected = 0
 
     @property
-    def objective(self) -> str:
-        return self.objectives[self._objective_index % len(self.objectives)]
+    def chain(self) -> _Chain:
+        """The chain of the current objective."""
+        return self.chains.setdefault(self.objective, _Chain(self.t0))
+
+    @property
+    def current(self) -> Point | None:
+        return self.chain.current
+
+    @property
+    def current_metrics(self) -> Mapping[str, float] | None:
+        return self.chain.metrics
+
+    @property
+    def temperature(self) -> float:
+        return self.chain.temperature
 
     def set_exclusion(self, exclude: Exclusion | None) -> None:
         self._exclude = exclude
@@ -123,11 +160,14 @@ class Anneal:
     def ask(self) -> Point:
         if len(self._warm) < self.warmup:
             return self._fresh()
-        if self.current is not None and self.explore and self.rng.random() < self.explore:
-            # an independent sample between chain steps: it feeds the archive, not the chain
+        if self._started() and self.explore and self.rng.random() < self.explore:
+            # an independent sample between chain steps: it feeds the archive, not the chains
             point = self._fresh()
             self._probe_key = point_key(point)
             return point
+        self._choose_objective()
+        if self.current is not None and self._excluded(self.current):
+            self.chain.restart(self.t0)  # a minimal feature set found since covers this chain's point
         current = self.current
         if current is None:
             start = self._elite_start() if self.rng.random() < self.elite else None
@@ -144,8 +184,30 @@ class Anneal:
         candidate, self._last_dim = self._mutation(current)
         if candidate != current:
             return candidate
-        self.restart()
+        self.chain.restart(self.t0)
         return self._fresh()
+
+    def _started(self) -> bool:
+        return any(c.current is not None for c in self.chains.values())
+
+    def _choose_objective(self) -> None:
+        """Discounted Thompson sampling: the chain with the highest draw from Beta(1 + wins, 1 + losses)."""
+        if len(self.objectives) == 1:
+            self.objective = self.objectives[0]
+            return
+        chains = [self.chains.setdefault(o, _Chain(self.t0)) for o in self.objectives]
+        draws = [self.rng.beta(1.0 + c.wins, 1.0 + c.losses) for c in chains]
+        self.objective = self.objectives[int(np.argmax(draws))]
+
+    def _reward_chain(self, won: bool) -> None:
+        """Discount every chain's counts (old evidence fades), then count this step for the current chain."""
+        for c in self.chains.values():
+            c.wins *= self.discount
+            c.losses *= self.discount
+        if won:
+            self.chain.wins += 1.0
+        else:
+            self.chain.losses += 1.0
 
     def _mutation(self, current: Point) -> tuple[Point, str]:
         """A legal, not excluded one-dimension neighbour of ``current`` (repaired when ``repair`` says so);
@@ -250,7 +312,8 @@ class Anneal:
             self._measured.add(point_key(point))
         if not outcome.anomalous:
             self._archive.append((dict(point), dict(outcome.metrics)))
-        if self._probe_key is not None and self._probe_key == point_key(point):
+        self._told_probe = self._probe_key is not None and self._probe_key == point_key(point)
+        if self._told_probe:
             self._probe_key = None
             return
         if len(self._warm) < self.warmup:
@@ -262,6 +325,7 @@ class Anneal:
         if self.current is None or self.current_metrics is None:
             self._adopt(point, outcome.metrics)
             return
+        chain = self.chain
         delta = self.energy_delta(self.current_metrics, outcome.metrics)
         self._reward(delta)
         if delta is None:
@@ -275,42 +339,33 @@ class Anneal:
             self.accepted += 1
         else:
             self.rejected += 1
-        self._track_best(outcome.metrics)
-        self._cool()
+        improved = self._improved(outcome.metrics)
+        self._reward_chain(improved or outcome.anomalous)
+        chain.temperature *= self.cooling
+        if chain.temperature < self.t_min:
+            chain.temperature = self.t0
+        chain.steps += 1
+        if chain.steps >= self.max_chain_steps or (self.patience and chain.since_best >= self.patience):
+            chain.restart(self.t0)
 
-    def _track_best(self, metrics: Mapping[str, float]) -> None:
-        """Restart a chain that has not improved its best energy by 1 % in ``patience`` steps."""
-        if not self.patience or self.objective not in metrics:
-            return
+    def _improved(self, metrics: Mapping[str, float]) -> bool:
+        """Whether ``metrics`` beat the current chain's best energy by 1 % (it then becomes the best)."""
+        chain = self.chain
+        if self.objective not in metrics:
+            return False
         value = metrics[self.objective]
         # energy: throughput is minimised, diagnostic counters are maximised
         energy = value if self.objective == THROUGHPUT else -value
-        if self._best is None or energy < self._best - 0.01 * abs(self._best):
-            self._best = energy
-            self._since_best = 0
-            return
-        self._since_best += 1
-        if self._since_best >= self.patience:
-            self.restart()
+        if chain.best is None or energy < chain.best - 0.01 * abs(chain.best):
+            chain.best = energy
+            chain.since_best = 0
+            return True
+        chain.since_best += 1
+        return False
 
     def _adopt(self, point: Point, metrics: Mapping[str, float]) -> None:
-        self.current = dict(point)
-        self.current_metrics = dict(metrics)
-
-    def _cool(self) -> None:
-        self.temperature *= self.cooling
-        if self.temperature < self.t_min:
-            self.temperature = self.t0
-        self._steps_on_objective += 1
-        if self._steps_on_objective >= self.steps_per_objective and len(self.objectives) > 1:
-            self._next_objective()
-
-    def _next_objective(self) -> None:
-        self._objective_index = (self._objective_index + 1) % len(self.objectives)
-        self._steps_on_objective = 0
-        self.temperature = self.t0
-        self._best = None
-        self._since_best = 0
+        self.chain.current = dict(point)
+        self.chain.metrics = dict(metrics)
 
     def _rank_diagnostics(self) -> None:
         """Order diagnostic metrics by coefficient of variation over the warm-up points, highest first."""
@@ -326,11 +381,7 @@ class Anneal:
         self.objectives = [THROUGHPUT] + [n for _, n in scored[: self.max_diagnostic]]
 
     def restart(self) -> None:
-        """Leave the region of a find: the next ask starts a new chain from a random point."""
-        self.current = None
-        self.current_metrics = None
-        self.temperature = self.t0
-        self._best = None
-        self._since_best = 0
-        if len(self.objectives) > 1:
-            self._next_objective()
+        """Leave the region of a find: the chain whose step it was starts afresh at its next step (a find by
+        an independent sample restarts no chain)."""
+        if not self._told_probe:
+            self.chain.restart(self.t0)

@@ -40,8 +40,9 @@ def test_minimal_feature_set_and_simplest_case() -> None:
     assert case["direction"] == "oneway" and case["qps"] == 1 and case["mrs"] == 1
     assert planted(case).anomalous
     assert result.experiments == sum(s["runs"] for s in result.steps)
-    # far sides are probed in groups and bisection does not recheck: 27 runs here (35 probing one at a time)
-    assert result.experiments <= 27
+    # far sides are probed in groups and bisection does not recheck: 28 runs here (35 probing one at a time),
+    # one of them refining the batch edge between 45 and 64
+    assert result.experiments <= 28
 
 
 def upper_edge(point: Any) -> Verdict:
@@ -158,3 +159,22 @@ def test_a_check_known_to_lose_the_anomaly_is_not_grouped() -> None:
     small = [s for s in result.steps if "sizes -> [32]" in s["why"]]
     assert len(small) == 1 and small[0]["runs"] == 2 and not small[0]["kept"]
     assert result.experiments == sum(s["runs"] for s in result.steps)
+
+
+def many_qps(point: Any) -> Verdict:
+    """Pause when RC WRITE runs on 70 QPs or more: an edge between two rungs of the sqrt(2) ladder (64, 91)."""
+    f = features(SPACE.build(point))
+    return PAUSE if f.opcode == "WRITE" and f.qps_total >= 70 else CLEAN
+
+
+def test_an_edge_between_wide_ladder_rungs_is_refined_by_one_probe() -> None:
+    start = {**SPACE.simplest(), "qps": 3000}
+    coarse = Minimizer(SPACE, many_qps, MinimizeSettings(refine=False)).run(start, PAUSE)
+    fine = Minimizer(SPACE, many_qps, MinimizeSettings()).run(start, PAUSE)
+    edge = {c.feature: c for c in coarse.mfs.conditions}["qps_total"]
+    refined = {c.feature: c for c in fine.mfs.conditions}["qps_total"]
+    assert edge.op == refined.op == ">="
+    assert refined.value == 76 and edge.value in (90, 91)  # the geometric middle of the two rungs kept it
+    assert fine.experiments == coarse.experiments + 1
+    assert [s["why"] for s in fine.steps if s["why"].endswith("(refine)")] == ["qps -> 76 (refine)"]
+    assert fine.point["qps"] == 76 and many_qps(fine.point).anomalous

@@ -15,7 +15,7 @@ def _energy(point: dict) -> dict[str, float]:  # type: ignore[type-arg]
 
 
 def test_current_point_changes_only_on_acceptance() -> None:
-    a = Anneal(SPACE, 1, warmup=0, explore=0.0, elite=0.0, patience=0)
+    a = Anneal(SPACE, 1, warmup=0, explore=0.0, elite=0.0, patience=0, max_chain_steps=10**6)
     p = a.ask()
     a.tell(p, Outcome(_energy(p)))
     for _ in range(300):
@@ -31,15 +31,14 @@ def test_current_point_changes_only_on_acceptance() -> None:
 
 def test_metropolis_rule() -> None:
     a = Anneal(SPACE, 2)
-    a.temperature = 0.1
     assert a.energy_delta({"throughput": 0.5}, {"throughput": 0.25}) == -0.5  # (B - A) / A
-    a.objectives, a._objective_index = ["throughput", "diag:x"], 1
+    a.objectives, a.objective = ["throughput", "diag:x"], "diag:x"
     assert a.energy_delta({"diag:x": 10.0}, {"diag:x": 20.0}) == -0.5  # (A - B) / B
     assert a.energy_delta({}, {"diag:x": 1.0}) is None
 
 
 def test_throughput_chain_descends_and_diagnostics_are_ranked_by_spread() -> None:
-    a = Anneal(SPACE, 3, warmup=10, explore=0.0, elite=0.0, steps_per_objective=10**6, patience=0)
+    a = Anneal(SPACE, 3, warmup=10, explore=0.0, elite=0.0, max_chain_steps=10**6, patience=0)
     for _ in range(10):
         p = a.ask()
         a.tell(p, Outcome(_energy(p)))
@@ -48,7 +47,9 @@ def test_throughput_chain_descends_and_diagnostics_are_ranked_by_spread() -> Non
     for _ in range(300):
         p = a.ask()
         a.tell(p, Outcome(_energy(p)))
-    assert a.current_metrics["throughput"] < start  # type: ignore[index]
+    assert a.chains["throughput"].metrics["throughput"] < start  # type: ignore[index]
+    # both chains walked, each from its own point
+    assert a.chains["diag:x"].steps > 0 and a.chains["throughput"].steps > 0
 
 
 def test_exclusion_is_honoured_and_runs_are_deterministic() -> None:
@@ -149,3 +150,36 @@ def test_screened_candidates_change_up_to_screen_moves_dimensions() -> None:
     assert set(changed(1)) == {1}  # no repair: one dimension per move
     several = changed(3)
     assert max(several) >= 2 and max(several) <= 3
+
+
+def test_a_find_restarts_only_the_chain_whose_step_it_was() -> None:
+    a = Anneal(SPACE, 7, warmup=0, explore=0.0, elite=0.0, patience=0)
+    a.objectives = ["throughput", "diag:x"]
+    for _ in range(40):  # both chains get under way
+        p = a.ask()
+        a.tell(p, Outcome(_energy(p)))
+    assert all(a.chains[o].current is not None for o in a.objectives)
+    walking = {o: a.chains[o].current for o in a.objectives}
+    a.explore = 1.0  # an independent sample finds something: no chain was there, none restarts
+    p = a.ask()
+    a.tell(p, Outcome(_energy(p), anomalous=True))
+    a.restart()
+    assert {o: a.chains[o].current for o in a.objectives} == walking
+    a.explore = 0.0  # a chain's step finds something: that chain restarts, the other keeps walking
+    p = a.ask()
+    stepped, other = a.objective, next(o for o in a.objectives if o != a.objective)
+    a.tell(p, Outcome(_energy(p), anomalous=True))
+    a.restart()
+    assert a.chains[stepped].current is None and a.chains[other].current == walking[other]
+
+
+def test_a_chain_whose_point_a_new_exclusion_covers_starts_afresh() -> None:
+    a = Anneal(SPACE, 8, warmup=0, explore=0.0, elite=0.0, patience=0)
+    for _ in range(10):
+        p = a.ask()
+        a.tell(p, Outcome(_energy(p)))
+    here = dict(a.current)  # type: ignore[arg-type]
+    a.set_exclusion(lambda q: q["op"] == here["op"])  # a minimal feature set now covers the chain's point
+    p = a.ask()
+    assert p["op"] != here["op"]
+    assert a.current is None  # a fresh start, not a step from the covered point
