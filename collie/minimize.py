@@ -347,10 +347,10 @@ class Minimizer:
 
     def _refined(self, name: str, bad: Any, good: Any, current: dict[str, Any], signature: str) -> Any:
         """``good``, or the integer at the geometric middle between ``bad`` and ``good`` if it still shows the
-        anomaly (one probe), when neighbouring ladder values are more than :data:`_REFINE_RATIO` apart: a
-        sqrt(2) ladder leaves an edge up to 41 % inside the true one, one more probe halves that."""
-        if not (isinstance(bad, int) and isinstance(good, int)) or min(bad, good) < 1 \
-                or max(bad, good) < _REFINE_RATIO * min(bad, good):
+        anomaly (one probe), when ``name`` is an integer range and its neighbouring ladder values are more than
+        :data:`_REFINE_RATIO` apart: a sqrt(2) ladder leaves an edge up to 41 % inside the true one, one more
+        probe halves that. An ordered choice (the MTU) has no values between its own."""
+        if not isinstance(self.space.dimension(name), IntRange) or max(bad, good) < _REFINE_RATIO * min(bad, good):
             return good
         mid = round(math.sqrt(bad * good))
         if mid in (bad, good):
