@@ -22,9 +22,11 @@ Order and grouping:
       ends of a single size, and (on their own, since a verb change grouped with others can slip onto another
       anomaly of the same symptom) the halves of an adopted simplest verb. A check that loses the anomaly
       yields its edge (bisected) or its verb condition.
-A probe of one dimension that loses the anomaly is rechecked (a second run); a grouped probe is not (it only
-decides a split), but a single probe of the very point it saw counts it as its first run. A point that lost
-the anomaly twice is settled: it is never run again, and a check that moves to it is not grouped.
+A probe of one dimension that loses the anomaly is rechecked (a second run) unless its reading of the anomaly's
+symptom missed the threshold by more than ``recheck_margin`` (a clear loss); a grouped probe is not rechecked
+(it only decides a split), but a single probe of the very point it saw counts it as its first run. A point that
+lost the anomaly twice, or once clearly, is settled: it is never run again, and a check that moves to it is not
+grouped.
 A final confirmation re-runs the simplest case ``runs`` times and requires ``required`` anomalous runs (a probe
 that already kept that exact case counts as one).
 """
@@ -68,6 +70,9 @@ class MinimizeSettings:
     far_side: bool = True
     recheck: bool = True
     refine: bool = True
+    #: a run whose reading of the anomaly's symptom misses its threshold by more than this fraction lost the
+    #: anomaly clearly: it is not rechecked (noise near a threshold is what a recheck guards against)
+    recheck_margin: float = 0.1
 
 
 @dataclass
@@ -112,18 +117,26 @@ class Minimizer:
         seen = int(recheck and key in self._vanished)
         runs = 0
         kept: bool | None = False
-        while kept is False and seen + runs < (2 if recheck else 1):
+        clear = False
+        while kept is False and not clear and seen + runs < (2 if recheck else 1):
             # "vanished" makes a feature necessary: a second run guards against noise near a threshold
             runs += 1
             verdict = self._probe(point)
             kept = None if verdict is None else verdict.anomalous and verdict.leading == signature
+            clear = verdict is not None and self._clear_miss(verdict, signature)
         self.experiments += runs
         if kept is False:
             self._vanished.add(key)
-            if seen + runs >= 2:
+            if seen + runs >= 2 or clear:
                 self._lost.add(key)
         self.steps.append({"why": why, "kept": kept, "point": dict(point), "runs": runs})
         return kept
+
+    def _clear_miss(self, verdict: Verdict, signature: str) -> bool:
+        """Whether ``verdict`` shows the symptom of ``signature`` more than ``recheck_margin`` below its
+        threshold (a verdict without levels never does)."""
+        level = verdict.levels.get(signature)
+        return level is not None and level * (1.0 + self.settings.recheck_margin) < 1.0
 
     def _still(self, point: Mapping[str, Any], signature: str, why: str) -> bool:
         return self._test(point, signature, why) is True

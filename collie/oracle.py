@@ -97,6 +97,8 @@ class Verdict:
             ``diag:<counter>``: a diagnostic counter's events per packet handled (its level, for gauges),
             the highest over hosts.
         evidence: per-host pause ratios, rates and counters that moved, for reports.
+        levels: per ``kind@end``, the strongest reading of that symptom over its threshold (as ``score``: 1.0
+            at the threshold, above it the symptom), for clean runs too: how near a run came to each symptom.
     """
 
     anomalous: bool
@@ -105,6 +107,7 @@ class Verdict:
     signature: str
     metrics: Mapping[str, float] = field(default_factory=dict)
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    levels: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def primary(self) -> str:
@@ -120,7 +123,7 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         return {"anomalous": self.anomalous, "symptoms": [asdict(s) for s in self.symptoms],
                 "score": self.score, "signature": self.signature, "metrics": dict(self.metrics),
-                "evidence": dict(self.evidence)}
+                "evidence": dict(self.evidence), "levels": dict(self.levels)}
 
 
 def direction_kind(workload: Workload, receiver: str) -> str:
@@ -167,6 +170,7 @@ class Oracle:
         evidence: dict[str, Any] = {"hosts": {}}
         receivers = {_receiver(f.client.host, f.server.host, f.opcode) for f in workload.flows}
         diag: dict[str, float] = defaultdict(float)
+        levels: dict[str, float] = defaultdict(float)
         seconds = run.duration_s
         for h in run.hosts:
             end = "receiver" if h.host in receivers else "sender"
@@ -201,6 +205,7 @@ class Oracle:
                     for prio, n in frames[d].items():
                         pause[d][prio] = min(1.0, n * _XOFF_BITS / self.ceilings.line_rate_bps / seconds)
             tx_max = max(pause["tx"].values(), default=0.0)
+            levels[f"pause@{end}"] = max(levels[f"pause@{end}"], tx_max / t.pause_ratio)
             if tx_max > t.pause_ratio:
                 prio = max(pause["tx"], key=lambda p: pause["tx"][p])
                 symptoms.append(Symptom("pause", h.host, end, tx_max, t.pause_ratio,
@@ -209,6 +214,9 @@ class Oracle:
                 spec = self._spec(counter)
                 base = self.baseline.get(f"{h.host}:{counter}", self.baseline.get(counter, 0.0))
                 limit = base * t.loss_margin + t.loss_floor_per_s
+                if spec is not None:
+                    tag = f"{spec.role}@{end}"
+                    levels[tag] = max(levels[tag], rate / limit)
                 if rate > limit and spec is not None:
                     symptoms.append(Symptom(spec.role, h.host, end, rate, limit, counter))
             evidence["hosts"][h.host] = {
@@ -220,11 +228,13 @@ class Oracle:
                 "tx_bps": h.tx_bps, "rx_bps": h.rx_bps, "tx_pps": h.tx_pps, "rx_pps": h.rx_pps,
             }
         fraction = self._throughput(run, workload, symptoms, evidence)
+        if fraction > 0:
+            levels["low_throughput@receiver"] = t.throughput_fraction / fraction
         metrics: dict[str, float] = {THROUGHPUT: fraction}
         metrics.update({f"{DIAG_PREFIX}{k}": v for k, v in diag.items()})
         if run.engine_bound or run.errors:
             evidence["not_judged"] = "engine-bound run" if run.engine_bound else "run had errors"
-            return Verdict(False, (), 0.0, "", metrics, evidence)
+            return Verdict(False, (), 0.0, "", metrics, evidence)  # no levels: the run says nothing of them
         symptoms.sort(key=lambda s: (SYMPTOM_ORDER.index(s.kind), -s.value / max(s.threshold, 1e-12)))
         kinds: list[str] = []
         for s in symptoms:
@@ -232,7 +242,8 @@ class Oracle:
             if tag not in kinds:
                 kinds.append(tag)
         score = max((_strength(s) for s in symptoms), default=0.0)
-        return Verdict(bool(symptoms), tuple(symptoms), score, "+".join(kinds), metrics, evidence)
+        return Verdict(bool(symptoms), tuple(symptoms), score, "+".join(kinds), metrics, evidence,
+                       dict(levels))
 
     def _throughput(self, run: RunResult, workload: Workload, symptoms: list[Symptom],
                     evidence: dict[str, Any]) -> float:

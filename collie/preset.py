@@ -15,7 +15,13 @@ from collie.tomlio import check_fields, expect_type, read_toml
 
 DEFAULT_PRESET: Final = "collie"
 _TOP: Final = ("name", "description", "strategy", "budget", "duration", "strategy_options", "oracle", "minimize")
-_MIN: Final = ("enabled", "exclude_known", "runs", "required", "bisect_steps", "far_side", "recheck", "refine")
+#: ``[minimize]`` keys: two of the campaign's, then every :class:`MinimizeSettings` field with the type of its default
+_MIN_TYPES: Final[dict[str, tuple[type, ...]]] = {
+    k: (bool,) if isinstance(v, bool) else (int,) if isinstance(v, int) else (int, float)
+    for k, v in vars(MinimizeSettings()).items()
+}
+_MIN: Final = ("enabled", "exclude_known", *_MIN_TYPES)
+_WHAT: Final = {(bool,): "true or false", (int,): "an integer", (int, float): "a number"}
 
 
 @dataclass(frozen=True)
@@ -74,9 +80,10 @@ def load_preset(name_or_path: str = DEFAULT_PRESET) -> Preset:
                           "true or false")
     settings = {k: v for k, v in min_raw.items() if k not in ("enabled", "exclude_known")}
     for k, v in settings.items():
-        flag = k in ("far_side", "recheck", "refine")
-        expect_type(v, bool if flag else int, f"{where}: minimize.{k}", "true or false" if flag else "an integer")
+        expect_type(v, _MIN_TYPES[k], f"{where}: minimize.{k}", _WHAT[_MIN_TYPES[k]])
     minimize = MinimizeSettings(**settings) if enabled else None
+    if minimize is not None and minimize.recheck_margin < 0:
+        raise InputError(f"{where}: minimize: recheck_margin ({minimize.recheck_margin}) must be 0 or more")
     if minimize is not None and not 1 <= minimize.required <= minimize.runs:
         raise InputError(f"{where}: minimize: required ({minimize.required}) must be between 1 and runs "
                          f"({minimize.runs})")

@@ -178,3 +178,24 @@ def test_an_edge_between_wide_ladder_rungs_is_refined_by_one_probe() -> None:
     assert fine.experiments == coarse.experiments + 1
     assert [s["why"] for s in fine.steps if s["why"].endswith("(refine)")] == ["qps -> 76 (refine)"]
     assert fine.point["qps"] == 76 and many_qps(fine.point).anomalous
+
+
+def test_a_clear_loss_is_not_rechecked_and_a_near_one_is() -> None:
+    def graded(level: float) -> Any:
+        gone = Verdict(False, (), 0.0, "", levels={"pause@receiver": level})
+
+        def probe(point: Any) -> Verdict:
+            return PAUSE if planted(point).anomalous else gone
+        return probe
+
+    start = {**SPACE.simplest(), "op": "UD_SEND", "batch": 100, "wq_depth": 3000, "qps": 77}
+    near = Minimizer(SPACE, graded(0.95), MinimizeSettings()).run(start, PAUSE)
+    clear = Minimizer(SPACE, graded(0.2), MinimizeSettings()).run(start, PAUSE)
+    unknown = Minimizer(SPACE, planted, MinimizeSettings()).run(start, PAUSE)
+    lost = [s for s in clear.steps if s["kept"] is False]
+    assert lost and all(s["runs"] == 1 for s in lost)  # one run tells a clear loss
+    assert any(s["runs"] == 2 for s in near.steps)  # 5 % under the threshold: within the margin, rechecked
+    assert near.experiments == unknown.experiments > clear.experiments  # a verdict without levels: rechecked
+    # the same conditions either way
+    assert clear.mfs.describe() == near.mfs.describe() == unknown.mfs.describe()
+    assert clear.experiments == sum(s["runs"] for s in clear.steps)

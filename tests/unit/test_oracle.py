@@ -78,3 +78,19 @@ def test_diagnostic_metrics_are_per_packet_or_per_message() -> None:
     # 2 s; host b received 3e6 packets/s (16 per 64 KiB message at MTU 4K, so 3e6 / 16 messages/s)
     assert abs(v.metrics["diag:sim_mtt_cache_miss"] - 6e6 / 2 / 3e6) < 1e-9  # per packet (the default)
     assert abs(v.metrics["diag:sim_rx_wqe_cache_miss"] - 6e6 / 2 / (3e6 / 16)) < 1e-9  # per message
+
+
+def test_levels_say_how_near_each_symptom_a_run_came() -> None:
+    o = oracle(baseline={"b:out_of_sequence": 100.0})
+    clean = o.judge(run(97e9, 3e6, {"tx_prio3_pause_duration": 1000.0, "out_of_sequence": 300.0}), W)
+    assert not clean.anomalous
+    assert abs(clean.levels["pause@receiver"] - 0.5) < 1e-9  # 0.05 % paused against a 0.1 % threshold
+    assert abs(clean.levels["loss@receiver"] - 150.0 / 210.0) < 1e-9  # 150/s against 2 x 100 + 10
+    assert abs(clean.levels["low_throughput@receiver"] - 0.8 / clean.metrics["throughput"]) < 1e-9
+    paused = o.judge(run(97e9, 3e6, {"tx_prio3_pause_duration": 400_000.0}), W)
+    assert paused.levels["pause@receiver"] == paused.score > 1.0  # the symptom's level is its score
+    low = o.judge(run(30e9, 0.9e6, {}), W)
+    assert low.levels["low_throughput@receiver"] > 1.0
+    # a run the oracle does not judge says nothing of how near it came
+    bound = o.judge(run(3e9, 0.1e6, {}, engine_bound=True), W)
+    assert bound.levels == {}

@@ -69,6 +69,9 @@ def test_builtin_presets_load() -> None:
         ('[oracle]\npause_ratio = "high"\n', "expected a number"),
         ("[minimize]\nruns = 2\nrequired = 3\n", "must be between 1 and runs"),
         ("[minimize]\nfar_side = 1\n", "expected true or false"),
+        ("[minimize]\nruns = 2.5\n", "expected an integer"),
+        ('[minimize]\nrecheck_margin = "some"\n', "expected a number"),
+        ("[minimize]\nrecheck_margin = -0.1\n", "recheck_margin (-0.1) must be 0 or more"),
     ],
 )
 def test_bad_presets(tmp_path: Path, text: str, fragment: str) -> None:
@@ -77,6 +80,14 @@ def test_bad_presets(tmp_path: Path, text: str, fragment: str) -> None:
     with pytest.raises(InputError) as err:
         load_preset(str(p))
     assert fragment in str(err.value)
+
+
+def test_a_numeric_minimize_setting_takes_an_int_or_a_float(tmp_path: Path) -> None:
+    p = tmp_path / "p.toml"
+    for value in ("0", "0.25"):
+        p.write_text(f"[minimize]\nrecheck_margin = {value}\n")
+        minimize = load_preset(str(p)).minimize
+        assert minimize is not None and minimize.recheck_margin == float(value)
 
 
 def test_unknown_builtin_preset() -> None:
