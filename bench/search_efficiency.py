@@ -12,6 +12,7 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,10 @@ def variants() -> dict[str, Preset]:
     }
 
 
-def run_one(profile: str, preset: Preset, seed: int, budget: int) -> dict[str, Any]:
+def run_one(profile: str, preset: Preset, seed: int, budget: int,
+            watch: Callable[[Campaign], None] | None = None) -> dict[str, Any]:
+    """One campaign; ``first`` maps each planted anomaly found to the experiment count it was found at.
+    ``watch`` is called with the campaign before it runs (diagnostics may wrap its strategy or listener)."""
     first: dict[str, int] = {}
 
     last_probe: list[tuple[str, ...]] = [()]
@@ -65,6 +69,8 @@ def run_one(profile: str, preset: Preset, seed: int, budget: int) -> dict[str, A
         store = CampaignStore.create(Path(d) / "c", {"bench": True})
         c = Campaign(target=open_target(profile, seed=seed), space=load_space(), preset=preset, store=store,
                      seed=seed, budget=budget, listener=listen)
+        if watch is not None:
+            watch(c)
         summary = c.run()
     return {"first": first, "summary": summary, "mfs": [a.mfs for a in summary.anomalies if a.mfs]}
 
@@ -81,13 +87,13 @@ def mfs_precision_recall(profile: str, mfs_list: list[Any], samples: int = 3000)
     quirks = SimTarget(profile.split(":", 1)[1]).profile.active_quirks
     points = [space.sample(rng) for _ in range(samples)]
     for mfs in mfs_list:  # add points inside each MFS, so rare regions are represented
-        inside = 0
+        added = 0
         for _ in range(samples * 20):
             p = space.sample(rng)
             if mfs.matches(space.build(p)):
                 points.append(p)
-                inside += 1
-                if inside >= 200:
+                added += 1
+                if added >= 200:
                     break
     fired = []
     for p in points:
