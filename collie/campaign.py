@@ -34,7 +34,7 @@ from collie.events import (
 from collie.features import Features, features
 from collie.mfs import MFS
 from collie.minimize import Minimizer, MinimizeSettings, moved_to
-from collie.oracle import Oracle, Verdict
+from collie.oracle import Oracle, Verdict, leading_symptom
 from collie.preset import Preset
 from collie.space import SearchSpace
 from collie.store import CampaignStore
@@ -125,9 +125,17 @@ class Campaign:
         return self._known_match(features(self.space.build(point)), None) is not None
 
     def _known_match(self, f: Features, signature: str | None) -> AnomalyRecord | None:
-        """The known anomaly whose MFS holds for ``f`` (or, unminimized, whose signature is ``signature``)."""
+        """The known anomaly whose MFS holds for ``f`` (or, unminimized, whose signature is ``signature``).
+
+        With a ``signature``, a known MFS explains ``f`` only if it leads with the same symptom: a run inside
+        one anomaly's region that leads with another symptom has met a second anomaly overlapping it (an RC
+        SEND pause inside the region of a low-throughput anomaly that any RC verb shows).
+        """
         for a in self.known:
-            if (a.mfs is not None and a.mfs.holds(f)) or (a.mfs is None and a.signature == signature):
+            if a.mfs is not None and a.mfs.holds(f) and \
+                    (signature is None or leading_symptom(a.signature) == leading_symptom(signature)):
+                return a
+            if a.mfs is None and a.signature == signature:
                 return a
         return None
 

@@ -8,7 +8,8 @@ every step (the invariant), and it only ever becomes simpler.
 Order and grouping:
     * topology first (``direction``, ``memory``), one probe each, then the verb (``op``): try the simplest
       value; if the anomaly vanishes the current value is necessary (an ``==``/flag condition) and its transport
-      and opcode are tested apart (another opcode on the same transport, the same opcode on another one);
+      and opcode are tested apart (the other opcodes on the same transport, the same opcode on the other
+      transports; a half is necessary only if all of its alternatives lose the anomaly);
     * the other scalar dimensions by adaptive group testing: one probe sets all of them to their simplest
       values; if the anomaly survives they are all adopted, else the group is split in halves, down to single
       dimensions (most anomalies need few dimensions, so this costs far fewer probes than one per dimension);
@@ -100,6 +101,8 @@ class Minimizer:
         # points a probe saw without the anomaly (an unrechecked probe: once), and those seen so twice
         self._vanished: set[str] = set()
         self._lost: set[str] = set()
+        # points whose last run showed the anomaly's symptom, but behind a stronger one of another anomaly
+        self._masked: set[str] = set()
 
     def _test(self, point: Mapping[str, Any], signature: str, why: str, recheck: bool = True) -> bool | None:
         """True: the anomaly survives at ``point``; False: it vanished; None: ``point`` cannot be tested
@@ -118,6 +121,7 @@ class Minimizer:
         runs = 0
         kept: bool | None = False
         clear = False
+        verdict: Verdict | None = None
         while kept is False and not clear and seen + runs < (2 if recheck else 1):
             # "vanished" makes a feature necessary: a second run guards against noise near a threshold
             runs += 1
@@ -125,6 +129,9 @@ class Minimizer:
             kept = None if verdict is None else verdict.anomalous and verdict.leading == signature
             clear = verdict is not None and self._clear_miss(verdict, signature)
         self.experiments += runs
+        if kept is False and verdict is not None and verdict.anomalous \
+                and signature in verdict.signature.split("+"):
+            self._masked.add(key)
         if kept is False:
             self._vanished.add(key)
             if seen + runs >= 2 or clear:
@@ -256,21 +263,44 @@ class Minimizer:
             current[d.name] = simplest
         if d.name == "op":
             # the verb is not necessary, but its transport or opcode may be: checked at the end, with the far sides
-            for other, condition in _verb_alternatives(d, simplest):
-                self._far.append(_Check(d.name, other, partial(_given, _verb_conditions([condition])), alone=True))
+            for others, condition in _verb_halves(d, simplest):
+                lost = partial(self._masked_then, d.name, others[0], others[1:], _verb_conditions([condition]),
+                               signature=signature)
+                self._far.append(_Check(d.name, others[0], lost, alone=True))
         return []
 
     def _verb(self, d: Choice, current: dict[str, Any], signature: str) -> list[Condition]:
-        """Whether the transport, the opcode or both of the current verb are necessary, one probe each.
+        """Whether the transport, the opcode or both of the current verb are necessary.
 
-        The opcode is tested by another verb of the same transport and the transport by the same opcode on
-        another transport (when the space has them). Probing the halves apart keeps a verb change from slipping
-        onto a different anomaly of the same symptom and reading as "the verb does not matter".
+        The opcode is tested by the other verbs of the same transport and the transport by the same opcode on
+        the other transports (when the space has them), each up to the first alternative that keeps the anomaly.
+        Probing the halves apart keeps a verb change from slipping onto a different anomaly of the same symptom
+        and reading as "the verb does not matter".
         """
         value = current[d.name]
-        necessary = [condition for other, condition in _verb_alternatives(d, value)
-                     if self._gone({**current, d.name: other}, signature, f"{d.name} -> {other}")]
+        necessary = [condition for others, condition in _verb_halves(d, value)
+                     if self._half_necessary(d.name, others, current, signature)]
         return _verb_conditions(necessary)
+
+    def _half_necessary(self, name: str, values: list[Any], current: dict[str, Any], signature: str) -> bool:
+        """Whether a verb half is necessary: moving ``name`` to the first of ``values`` whose run decides loses
+        the anomaly. A run that shows the anomaly's symptom behind a stronger one of another anomaly (RC SEND
+        adding a receive-queue pause to a low-throughput anomaly that any RC verb shows) is *masked*: it decides
+        nothing, and the next alternative is probed. If every alternative is masked, the half is necessary."""
+        for v in values:
+            point = {**current, name: v}
+            if not self._gone(point, signature, f"{name} -> {v}"):
+                return False  # kept (or could not run)
+            if point_key(point) not in self._masked:
+                return True
+        return True
+
+    def _masked_then(self, name: str, first: Any, rest: list[Any], conditions: list[Condition],
+                     current: dict[str, Any], signature: str) -> list[Condition]:
+        """The lost callback of a verb check (its first alternative ``first`` lost the anomaly): ``conditions``,
+        unless that run was masked and one of the other alternatives ``rest`` keeps the anomaly."""
+        masked = point_key({**current, name: first}) in self._masked
+        return list(conditions) if not masked or self._half_necessary(name, rest, current, signature) else []
 
     def _flag(self, d: Flag, current: dict[str, Any], signature: str) -> list[Condition] | None:
         value = current[d.name]
@@ -421,23 +451,16 @@ class _Check:
     alone: bool = False
 
 
-def _given(conditions: list[Condition], current: dict[str, Any]) -> list[Condition]:
-    """``conditions``, whatever the current case (a check whose loss implies fixed conditions)."""
-    return list(conditions)
-
-
-def _verb_alternatives(d: Choice, value: str) -> list[tuple[str, Condition]]:
-    """Probes for the halves of verb ``value``: the same opcode on another transport (it tests the transport)
-    and another opcode on the same transport (it tests the opcode), each with the condition a loss implies."""
+def _verb_halves(d: Choice, value: str) -> list[tuple[list[str], Condition]]:
+    """Probes for the halves of verb ``value``: the same opcode on every other transport (they test the
+    transport) and every other opcode on the same transport (they test the opcode), each half with the condition
+    it implies when all of its alternatives lose the anomaly. A half without alternatives is left out."""
     transport, opcode = value.split("_", 1)
-    out = []
-    for other, condition in (
-        (_first(d.values, lambda v: v.endswith(f"_{opcode}") and v != value), ("transport", transport)),
-        (_first(d.values, lambda v: v.startswith(f"{transport}_") and v != value), ("opcode", opcode)),
-    ):
-        if other is not None:
-            out.append((other, Condition(condition[0], "==", condition[1])))
-    return out
+    halves = (
+        ([v for v in d.values if v.endswith(f"_{opcode}") and v != value], ("transport", transport)),
+        ([v for v in d.values if v.startswith(f"{transport}_") and v != value], ("opcode", opcode)),
+    )
+    return [(others, Condition(feature, "==", v)) for others, (feature, v) in halves if others]
 
 
 def _verb_conditions(necessary: list[Condition]) -> list[Condition]:
@@ -469,10 +492,6 @@ def _index(values: list[Any], v: Any) -> int:
     if v in values:
         return values.index(v)
     return min(range(len(values)), key=lambda i: abs(values[i] - v))
-
-
-def _first(values: tuple[Any, ...], test: Callable[[Any], bool]) -> Any:
-    return next((v for v in values if test(v)), None)
 
 
 def _categorical_conditions(space: SearchSpace, name: str, value: Any) -> list[Condition]:

@@ -118,12 +118,17 @@ class Verdict:
     def leading(self) -> str:
         """``kind@end`` of the strongest symptom: what re-runs of one anomaly share even near a threshold,
         where weaker symptoms (a throughput dip at 0.79 or 0.81 of the ceiling) come and go with noise."""
-        return self.signature.split("+")[0] if self.signature else ""
+        return leading_symptom(self.signature)
 
     def to_dict(self) -> dict[str, Any]:
         return {"anomalous": self.anomalous, "symptoms": [asdict(s) for s in self.symptoms],
                 "score": self.score, "signature": self.signature, "metrics": dict(self.metrics),
                 "evidence": dict(self.evidence), "levels": dict(self.levels)}
+
+
+def leading_symptom(signature: str) -> str:
+    """The ``kind@end`` a signature leads with (``""`` for a clean run)."""
+    return signature.split("+")[0]
 
 
 def direction_kind(workload: Workload, receiver: str) -> str:

@@ -111,6 +111,31 @@ def test_the_verb_is_tested_by_transport_and_opcode_apart() -> None:
     assert {"RC_SEND", "UC_WRITE"} <= probed and "RC_READ" not in probed
 
 
+LOW = Verdict(True, (), 2.0, "low_throughput@receiver")
+LOW_BEHIND_PAUSE = Verdict(True, (), 3.0, "pause@receiver+low_throughput@receiver")
+
+
+def any_rc_verb(point: Any) -> Verdict:
+    """Low throughput with any RC verb on 64 QPs or more; RC SEND adds a stronger pause (another anomaly) on top
+    (the shape of p2100g-100g's #14 beside its #17)."""
+    f = features(SPACE.build(point))
+    if f.transport != "RC" or f.qps_total < 64:
+        return CLEAN
+    return LOW_BEHIND_PAUSE if f.opcode == "SEND" else LOW
+
+
+def test_a_verb_whose_run_is_masked_by_another_anomaly_tries_the_next_alternative() -> None:
+    start = {**SPACE.simplest(), "qps": 100}
+    result = Minimizer(SPACE, any_rc_verb, MinimizeSettings()).run(start, LOW)
+    conds = {c.feature: c for c in result.mfs.conditions}
+    # RC SEND shows the low throughput behind a pause: masked, not lost; RC READ keeps it, so no opcode
+    assert set(conds) == {"transport", "qps_total"} and conds["transport"].value == "RC"
+    probed = [s["point"]["op"] for s in result.steps]
+    assert "RC_SEND" in probed and "RC_READ" in probed
+    # a verb that is necessary stops at its first clear loss (test_the_verb_is_tested_by_transport_and_opcode_
+    # apart): the masked run is what makes the second alternative worth its probe
+
+
 def gpu_only(point: Any) -> Verdict:
     """Pause whenever GPU memory is used (the shape of the paper's #12): one condition of fifteen dimensions."""
     return PAUSE if features(SPACE.build(point)).gpu else CLEAN
