@@ -231,3 +231,35 @@ def test_a_find_past_a_known_edge_from_another_anomaly_is_minimized_not_widened(
     described = [a.mfs.describe() for a in summary.anomalies if a.mfs is not None]
     assert len(described) >= 2 and "batch >= 32" in described[1], described
     assert all("qps_total >= 80" not in d for d in described[:1]), described
+
+
+OVERLAP_PROFILE = SIDE_PROFILE.split("[[quirk]]")[0].replace('"side-findings"', '"overlap"') + """
+[[quirk]]
+id = "t-rc-many-qp-slow"
+summary = "any RC verb on 64+ QPs crawls"
+cause = "made up"
+when = ["transport == RC", "qps_total >= 64"]
+symptom = { throughput = 0.3 }
+diagnostics = ["sim_qpc_cache_miss"]
+
+[[quirk]]
+id = "t-rc-send-pause"
+summary = "RC SEND on 64+ QPs also pauses (inside the region of the first)"
+cause = "made up"
+when = ["transport == RC", "opcode == SEND", "qps_total >= 64"]
+symptom = { pause = 0.2 }
+diagnostics = ["sim_rx_wqe_cache_miss"]
+"""
+
+
+def test_an_anomaly_inside_another_ones_region_is_kept_apart(tmp_path: Path) -> None:
+    # minimizing the crawl from an RC WRITE, RC SEND shows it behind the second anomaly's pause: a masked run,
+    # so RC READ decides (it crawls: the opcode is not necessary). The RC SEND point, inside the crawl's MFS
+    # but leading with a pause, is the second anomaly, minimized on its own rather than taken as known
+    write = {**load_space().simplest(), "op": "RC_WRITE", "qps": 100}
+    summary = _scripted(tmp_path, OVERLAP_PROFILE, [write], budget=120)
+    by_kind = {a.signature.split("@")[0]: a for a in summary.anomalies}
+    slow, pause = by_kind["low_throughput"], by_kind["pause"]
+    assert slow.mfs is not None and pause.mfs is not None
+    assert "transport == RC" in slow.mfs.describe() and "opcode" not in slow.mfs.describe()
+    assert "opcode == SEND" in pause.mfs.describe()
