@@ -9,7 +9,8 @@ Order and grouping:
     * topology first (``direction``, ``memory``), one probe each, then the verb (``op``): try the simplest
       value; if the anomaly vanishes the current value is necessary (an ``==``/flag condition) and its transport
       and opcode are tested apart (the other opcodes on the same transport, the same opcode on the other
-      transports; a half is necessary only if all of its alternatives lose the anomaly);
+      transports; a half is necessary if its first alternative whose run decides loses the anomaly, a run
+      where another anomaly's stronger symptom masks this one deciding nothing);
     * the other scalar dimensions by adaptive group testing: one probe sets all of them to their simplest
       values; if the anomaly survives they are all adopted, else the group is split in halves, down to single
       dimensions (most anomalies need few dimensions, so this costs far fewer probes than one per dimension);
@@ -273,7 +274,7 @@ class Minimizer:
         """Whether the transport, the opcode or both of the current verb are necessary.
 
         The opcode is tested by the other verbs of the same transport and the transport by the same opcode on
-        the other transports (when the space has them), each up to the first alternative that keeps the anomaly.
+        the other transports (when the space has them), each up to the first alternative whose run decides.
         Probing the halves apart keeps a verb change from slipping onto a different anomaly of the same symptom
         and reading as "the verb does not matter".
         """
@@ -454,7 +455,7 @@ class _Check:
 def _verb_halves(d: Choice, value: str) -> list[tuple[list[str], Condition]]:
     """Probes for the halves of verb ``value``: the same opcode on every other transport (they test the
     transport) and every other opcode on the same transport (they test the opcode), each half with the condition
-    it implies when all of its alternatives lose the anomaly. A half without alternatives is left out."""
+    it implies when it is necessary. A half without alternatives is left out."""
     transport, opcode = value.split("_", 1)
     halves = (
         ([v for v in d.values if v.endswith(f"_{opcode}") and v != value], ("transport", transport)),
