@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import ast
 import statistics
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -38,8 +39,9 @@ def _seeds(text: str) -> list[int]:
     return list(range(int(lo), int(hi) + 1)) if hi else [int(s) for s in lo.split(",")]
 
 
-def _attribute(askers: dict[int, str]) -> Any:
-    """A ``watch`` that records, per explore experiment count, which objective's chain (or "random") asked it."""
+def _attribute(askers: dict[int, str]) -> Callable[[Campaign], None]:
+    """A ``watch`` that records, per explore experiment count, which objective's chain asked it ("random": an
+    independent sample between chain steps, "warmup": one of the random points that rank the counters)."""
     def watch(c: Campaign) -> None:
         strategy, listener = c.strategy, c.listener
         asked: list[str] = ["?"]
@@ -47,8 +49,10 @@ def _attribute(askers: dict[int, str]) -> Any:
 
         def wrapped_ask() -> Any:
             point = ask()
+            warming = len(getattr(strategy, "_warm", ())) < getattr(strategy, "warmup", 0)
             independent = getattr(strategy, "_probe_key", None) is not None
-            asked[0] = "random" if independent else str(getattr(strategy, "objective", strategy.name))
+            asked[0] = "warmup" if warming else "random" if independent \
+                else str(getattr(strategy, "objective", strategy.name))
             return point
 
         def wrapped_listener(e: Event) -> None:
