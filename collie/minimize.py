@@ -58,6 +58,8 @@ PARAM_FEATURE: Final[Mapping[str, str]] = {
 _SIZE_FEATURES: Final = ("max_msg", "min_msg", "sizes", "size_mix")
 _DIRECTION_FLAGS: Final = ("bidirectional", "loopback", "incast")
 _TOPOLOGY: Final = ("direction", "memory")
+#: What :meth:`Minimizer._half_kept` returns when an alternative verb could not run.
+_UNTESTABLE: Final = object()
 #: Neighbouring ladder values at least this ratio apart get one more probe between them (``refine``).
 _REFINE_RATIO: Final = 1.25
 
@@ -279,22 +281,43 @@ class Minimizer:
         and reading as "the verb does not matter".
         """
         value = current[d.name]
-        necessary = [condition for others, condition in _verb_halves(d, value)
-                     if self._half_necessary(d.name, others, current, signature)]
+        necessary = []
+        for others, condition in _verb_halves(d, value):
+            kept = self._half_kept(d.name, others, current, signature)
+            if kept is None:
+                necessary.append(condition)
+            elif kept is not _UNTESTABLE:
+                # a keep this far from the simplest case may have slipped onto another anomaly of the same
+                # symptom (a UD SEND case moved to RC SEND meeting an RC SEND anomaly): checked again on the
+                # simplified case, with the far sides
+                rest = [v for v in others if v != kept]
+                lost = partial(self._masked_then, d.name, kept, rest, _verb_conditions([condition]),
+                               signature=signature)
+                self._far.append(_Check(d.name, kept, lost, alone=True))
         return _verb_conditions(necessary)
 
-    def _half_necessary(self, name: str, values: list[Any], current: dict[str, Any], signature: str) -> bool:
-        """Whether a verb half is necessary: moving ``name`` to the first of ``values`` whose run decides loses
-        the anomaly. A run that shows the anomaly's symptom behind a stronger one of another anomaly (RC SEND
-        adding a receive-queue pause to a low-throughput anomaly that any RC verb shows) is *masked*: it decides
-        nothing, and the next alternative is probed. If every alternative is masked, the half is necessary."""
+    def _half_kept(self, name: str, values: list[Any], current: dict[str, Any], signature: str) -> Any:
+        """The first of ``values`` that keeps the anomaly when ``name`` moves to it, None if the verb half is
+        necessary, :data:`_UNTESTABLE` if an alternative could not run.
+
+        The half is necessary if the first alternative whose run decides loses the anomaly. A run that shows the
+        anomaly's symptom behind a stronger one of another anomaly (RC SEND adding a receive-queue pause to a
+        low-throughput anomaly that any RC verb shows) is *masked*: it decides nothing, and the next
+        alternative is probed. If every alternative is masked, the half is necessary."""
         for v in values:
             point = {**current, name: v}
-            if not self._gone(point, signature, f"{name} -> {v}"):
-                return False  # kept (or could not run)
+            kept = self._test(point, signature, f"{name} -> {v}")
+            if kept is None:
+                return _UNTESTABLE
+            if kept:
+                return v
             if point_key(point) not in self._masked:
-                return True
-        return True
+                return None
+        return None
+
+    def _half_necessary(self, name: str, values: list[Any], current: dict[str, Any], signature: str) -> bool:
+        """Whether a verb half is necessary (see :meth:`_half_kept`)."""
+        return self._half_kept(name, values, current, signature) is None
 
     def _masked_then(self, name: str, first: Any, rest: list[Any], conditions: list[Condition],
                      current: dict[str, Any], signature: str) -> list[Condition]:

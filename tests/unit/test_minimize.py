@@ -224,3 +224,22 @@ def test_a_clear_loss_is_not_rechecked_and_a_near_one_is() -> None:
     # the same conditions either way
     assert clear.mfs.describe() == near.mfs.describe() == unknown.mfs.describe()
     assert clear.experiments == sum(s["runs"] for s in clear.steps)
+
+
+def ud_or_rc_send(point: Any) -> Verdict:
+    """Low throughput for UD SEND on 16+ QPs with deep queues (the paper's #2), and, with the same symptom, for
+    RC SEND with 2+ SGEs at MTU 1024 or less (the shape of #6): a UD case moved to RC SEND can meet the second."""
+    f = features(SPACE.build(point))
+    ud = f.transport == "UD" and f.qps_total >= 16 and f.wq_depth >= 1024
+    rc = f.transport == "RC" and f.opcode == "SEND" and f.sges >= 2 and f.mtu <= 1024
+    return LOW if ud or rc else CLEAN
+
+
+def test_a_verb_half_kept_far_from_the_simplest_case_is_checked_again_on_it() -> None:
+    # RC SEND keeps the symptom at the start (many SGEs, MTU 256: the second anomaly), so the transport looks
+    # unnecessary; on the simplified case (one SGE, MTU 4096) RC SEND loses it: the transport is UD after all
+    start = {**SPACE.simplest(), "op": "UD_SEND", "qps": 51, "wq_depth": 1896, "sges": 16, "mtu": 256}
+    result = Minimizer(SPACE, ud_or_rc_send, MinimizeSettings()).run(start, LOW)
+    text = result.mfs.describe()
+    assert "transport == UD" in text and "qps_total >= 16" in text and "wq_depth >= 1024" in text, text
+    assert ud_or_rc_send(result.point).anomalous and result.point["op"] == "UD_SEND"
