@@ -10,7 +10,8 @@ Order and grouping:
       value; if the anomaly vanishes the current value is necessary (an ``==``/flag condition) and its transport
       and opcode are tested apart (the other opcodes on the same transport, the same opcode on the other
       transports; a half is necessary if its first alternative whose run decides loses the anomaly, a run
-      where another anomaly's stronger symptom masks this one deciding nothing);
+      where another anomaly's stronger symptom masks this one deciding nothing; a half whose alternative kept
+      the anomaly is checked again on the simplified case, where a slip onto another anomaly is less likely);
     * the other scalar dimensions by adaptive group testing: one probe sets all of them to their simplest
       values; if the anomaly survives they are all adopted, else the group is split in halves, down to single
       dimensions (most anomalies need few dimensions, so this costs far fewer probes than one per dimension);
