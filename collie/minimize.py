@@ -133,8 +133,7 @@ class Minimizer:
             kept = None if verdict is None else verdict.anomalous and verdict.leading == signature
             clear = verdict is not None and self._clear_miss(verdict, signature)
         self.experiments += runs
-        if kept is False and verdict is not None and verdict.anomalous \
-                and signature in verdict.signature.split("+"):
+        if kept is False and verdict is not None and verdict.shows(signature):
             self._masked.add(key)
         if kept is False:
             self._vanished.add(key)
@@ -316,16 +315,12 @@ class Minimizer:
                 return None
         return None
 
-    def _half_necessary(self, name: str, values: list[Any], current: dict[str, Any], signature: str) -> bool:
-        """Whether a verb half is necessary (see :meth:`_half_kept`)."""
-        return self._half_kept(name, values, current, signature) is None
-
     def _masked_then(self, name: str, first: Any, rest: list[Any], conditions: list[Condition],
                      current: dict[str, Any], signature: str) -> list[Condition]:
         """The lost callback of a verb check (its first alternative ``first`` lost the anomaly): ``conditions``,
         unless that run was masked and one of the other alternatives ``rest`` keeps the anomaly."""
         masked = point_key({**current, name: first}) in self._masked
-        return list(conditions) if not masked or self._half_necessary(name, rest, current, signature) else []
+        return list(conditions) if not masked or self._half_kept(name, rest, current, signature) is None else []
 
     def _flag(self, d: Flag, current: dict[str, Any], signature: str) -> list[Condition] | None:
         value = current[d.name]

@@ -120,6 +120,10 @@ class Verdict:
         where weaker symptoms (a throughput dip at 0.79 or 0.81 of the ceiling) come and go with noise."""
         return leading_symptom(self.signature)
 
+    def shows(self, tag: str) -> bool:
+        """Whether the run has the symptom ``tag`` (``kind@end``), leading or not."""
+        return tag in self.signature.split("+")
+
     def to_dict(self) -> dict[str, Any]:
         return {"anomalous": self.anomalous, "symptoms": [asdict(s) for s in self.symptoms],
                 "score": self.score, "signature": self.signature, "metrics": dict(self.metrics),

@@ -89,6 +89,7 @@ def test_levels_say_how_near_each_symptom_a_run_came() -> None:
     assert abs(clean.levels["low_throughput@receiver"] - 0.8 / clean.metrics["throughput"]) < 1e-9
     paused = o.judge(run(97e9, 3e6, {"tx_prio3_pause_duration": 400_000.0}), W)
     assert paused.levels["pause@receiver"] == paused.score > 1.0  # the symptom's level is its score
+    assert paused.shows("pause@receiver") and not clean.shows("pause@receiver")
     low = o.judge(run(30e9, 0.9e6, {}), W)
     assert low.levels["low_throughput@receiver"] > 1.0
     # a run the oracle does not judge says nothing of how near it came
