@@ -26,6 +26,7 @@ from collie.events import (
     Event,
     KnownAnomaly,
     Listener,
+    MfsFinished,
     PhaseStarted,
     TrialFinished,
     TrialStarted,
@@ -33,7 +34,7 @@ from collie.events import (
 )
 from collie.features import Features, features
 from collie.mfs import MFS
-from collie.minimize import Minimizer, MinimizeSettings, moved_to
+from collie.minimize import Minimizer, MinimizeResult, MinimizeSettings, moved_to
 from collie.oracle import Oracle, Verdict, leading_symptom
 from collie.preset import Preset
 from collie.space import SearchSpace
@@ -101,6 +102,10 @@ class Campaign:
         self.corpus = corpus
         self.summary = CampaignSummary()
         self.known: list[AnomalyRecord] = []
+        # minimized anomalies whose MFS still has open edges, finished when the search ends
+        self._open: list[tuple[AnomalyRecord, Minimizer, MinimizeResult]] = []
+        # confirming and minimizing a new find stop here: what finishing the open edges may take stays free
+        self._limit = budget
         self._trial = 0
         self._cache: dict[int, dict[str, Any]] = {}
         if resume:
@@ -200,7 +205,7 @@ class Campaign:
     def _probe(self, phase: str, point: Mapping[str, Any]) -> Verdict | None:
         if not self.space.is_valid(point):
             return None
-        if self.summary.experiments >= self.budget:
+        if self.summary.experiments >= self._limit:
             raise _BudgetSpent()
         trial = self._experiment(phase, self.space.build(point), point)
         return trial.verdict
@@ -242,14 +247,30 @@ class Campaign:
                     self.known.append(AnomalyRecord(f"corpus:{case.parent.name}", mfs.signature, mfs, {}, 0,
                                                     True))
 
-    def _explore(self) -> None:
+    def _search(self) -> None:
+        """Explore, keeping what finishing the open edges of the MFSs found may cost; finish them; go on
+        exploring with what finishing left of the budget, until the budget is spent or the search gives up."""
         self._emit(PhaseStarted("explore", f"{self.preset.strategy}, budget {self.budget}"))
+        while self._explore() and self._open:
+            self._finish_edges()
+            if self._open or self.summary.experiments >= self.budget:
+                return
+            self._emit(PhaseStarted("explore", f"{self.budget - self.summary.experiments} experiments left"))
+        self._finish_edges()
+
+    def _free(self) -> int:
+        """The budget less what finishing the open edges may take."""
+        return self.budget - sum(m.open_cost() for _, m, _ in self._open)
+
+    def _explore(self) -> bool:
+        """Ask, run and tell until only the experiments finishing the open edges may take are left (True) or
+        the strategy keeps asking points that cannot run (False)."""
         guard = 0
-        while self.summary.experiments < self.budget:
+        while self.summary.experiments < self._free():
             guard += 1
             if guard > self.budget * 20:
                 self._emit(Warning("too many pruned trials in a row; stopping the search early"))
-                break
+                return False
             point = self.strategy.ask()
             if not self.space.is_valid(point):
                 self.strategy.tell(point, None)
@@ -263,6 +284,7 @@ class Campaign:
             if v.anomalous:
                 self._handle_anomaly(point, v)
                 self.strategy.restart()
+        return True
 
     def _handle_anomaly(self, point: dict[str, Any], verdict: Verdict, side_findings: bool = True) -> None:
         """Confirm, minimize and record one anomaly unless a known MFS explains it.
@@ -281,7 +303,7 @@ class Campaign:
 
         self._record_anomaly(point, verdict, probe)
         for p, v in list(side.values())[:MAX_SIDE_FINDINGS]:
-            if self.summary.experiments >= self.budget:
+            if self.summary.experiments >= self._free():
                 break
             self._handle_anomaly(p, v, side_findings=False)
 
@@ -303,6 +325,7 @@ class Campaign:
             return
         before = self.summary.experiments
         near = self._near_known(feats, verdict.signature)
+        self._limit = self._free()
         try:
             hits, runs = self._confirm(point, verdict, settings)
             if hits < settings.required:
@@ -314,10 +337,12 @@ class Campaign:
                 self.summary.minimize_experiments += self.summary.experiments - before
                 return
             minimizer = Minimizer(self.space, probe, settings)
-            result = minimizer.run(point, verdict)
+            result = minimizer.run(point, verdict, defer=True)
         except _BudgetSpent:
-            self._emit(Warning(f"the budget ran out while confirming or minimizing {anomaly_id}; it is saved "
-                               "as found, not minimized"))
+            kept = self.budget - self._limit
+            why = f" (the last {kept} are kept to finish the edges of earlier MFSs)" if kept else ""
+            self._emit(Warning(f"the budget ran out{why} while confirming or minimizing {anomaly_id}; it is "
+                               "saved as found, not minimized"))
             self.summary.minimize_experiments += self.summary.experiments - before
             record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False)
             self._save(record, workload, verdict, None, self.summary.experiments - before)
@@ -328,6 +353,34 @@ class Campaign:
                                result.confirmed)
         self._save(record, self.space.build(result.point), verdict, result.mfs, cost,
                    original=point, steps=len(result.steps))
+        if result.open_edges:
+            self._open.append((record, minimizer, result))
+
+    def _finish_edges(self) -> None:
+        """Finish the open edges of every MFS minimized during the search (see :meth:`Minimizer.finish`).
+
+        Each finished MFS replaces the wide one in the campaign and its store. If the budget runs out first, the
+        rest keep their wide edges (still true of their anomaly, only less tight), with a warning.
+        """
+        if not self._open:
+            return
+        self._emit(PhaseStarted("minimize", f"finish the edges of {len(self._open)} minimal feature sets"))
+        self._limit = self.budget
+        while self._open:
+            record, minimizer, result = self._open[0]
+            before = self.summary.experiments
+            try:
+                finished = minimizer.finish(dataclasses.replace(result, mfs=record.mfs or result.mfs))
+            except _BudgetSpent:
+                left = ", ".join(r.anomaly_id for r, _, _ in self._open)
+                self._emit(Warning(f"the budget ran out while finishing the edges of {left}; their MFSs keep "
+                                   "wider edges"))
+                return
+            finally:
+                self.summary.minimize_experiments += self.summary.experiments - before
+            self._open.pop(0)
+            self._replace_mfs(record, finished.mfs)
+            self._emit(MfsFinished(record.anomaly_id, finished.mfs.describe(), self.summary.experiments - before))
 
     def _confirm(self, point: dict[str, Any], verdict: Verdict, settings: MinimizeSettings) -> tuple[int, int]:
         """Re-run ``point`` until ``required`` runs show the same leading symptom (the first run counts)."""
@@ -366,13 +419,15 @@ class Campaign:
     def _widen(self, index: int, mfs: MFS) -> None:
         """Replace known anomaly ``index``'s MFS by ``mfs`` (a confirmed point just past its edge)."""
         old = self.known[index]
-        new = dataclasses.replace(old, mfs=mfs)
-        self.known[index] = new
-        self.summary.anomalies = [new if a is old else a for a in self.summary.anomalies]
+        self._replace_mfs(old, mfs)
         self.summary.known_hits += 1
-        if not old.anomaly_id.startswith("corpus:"):
-            self.store.update_mfs(old.anomaly_id, mfs.to_dict())
         self._emit(KnownAnomaly(self._trial, old.anomaly_id, widened=mfs.describe()))
+
+    def _replace_mfs(self, record: AnomalyRecord, mfs: MFS) -> None:
+        """Give known anomaly ``record`` the MFS ``mfs``, in the campaign and in its store."""
+        record.mfs = mfs
+        if not record.anomaly_id.startswith("corpus:"):
+            self.store.update_mfs(record.anomaly_id, mfs.to_dict())
 
     def _save(self, record: AnomalyRecord, case: Workload, verdict: Verdict, mfs: MFS | None, cost: int,
               original: Mapping[str, Any] | None = None, steps: int = 0) -> None:
@@ -407,7 +462,7 @@ class Campaign:
             try:
                 self._calibrate()
                 self._replay_corpus()
-                self._explore()
+                self._search()
             except KeyboardInterrupt:
                 raise CampaignInterrupted() from None
             finally:

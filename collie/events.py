@@ -57,9 +57,18 @@ class KnownAnomaly:
 
 
 @dataclass(frozen=True)
+class MfsFinished:
+    """An MFS minimized during the search had its open edges finished after it (``experiments`` probes)."""
+
+    anomaly_id: str
+    mfs: str
+    experiments: int
+
+
+@dataclass(frozen=True)
 class Warning:
     message: str
 
 
-Event = PhaseStarted | TrialStarted | TrialFinished | AnomalyFound | KnownAnomaly | Warning
+Event = PhaseStarted | TrialStarted | TrialFinished | AnomalyFound | KnownAnomaly | MfsFinished | Warning
 Listener = Callable[[Event], None]

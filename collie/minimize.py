@@ -32,10 +32,18 @@ lost the anomaly twice, or once clearly, is settled: it is never run again, and 
 grouped.
 A final confirmation re-runs the simplest case ``runs`` times and requires ``required`` anomalous runs (a probe
 that already kept that exact case counts as one).
+
+Deferred edges (``run(..., defer=True)``, what a campaign does): an edge gets only ``search_bisect_steps``
+bisection steps while the search waits. An edge still open then stands in the MFS at the near end of its
+bracket on the side that lost the anomaly (a wider region than the true one: exclusion stays conservative and
+the search does not meet the same anomaly again just inside the edge); :meth:`Minimizer.finish` later takes the
+remaining steps and the refine probe on the confirmed case and puts the finished edge in its place.
+:meth:`Minimizer.open_cost` bounds what finishing costs, so a campaign can keep that much of its budget.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -78,6 +86,9 @@ class MinimizeSettings:
     #: a run whose reading of the anomaly's symptom misses its threshold by more than this fraction lost the
     #: anomaly clearly: it is not rechecked (noise near a threshold is what a recheck guards against)
     recheck_margin: float = 0.1
+    #: bisection steps an edge takes when the anomaly is found, in a deferred run (the rest of ``bisect_steps``
+    #: and the refine probe wait for :meth:`Minimizer.finish`)
+    search_bisect_steps: int = 2
 
 
 @dataclass
@@ -89,6 +100,8 @@ class MinimizeResult:
     confirmed: bool
     experiments: int
     steps: list[dict[str, Any]] = field(default_factory=list)
+    #: edges of ``mfs`` still at the wide end of their bracket (a deferred run; :meth:`Minimizer.finish`)
+    open_edges: int = 0
 
 
 class Minimizer:
@@ -107,6 +120,9 @@ class Minimizer:
         self._lost: set[str] = set()
         # points whose last run showed the anomaly's symptom, but behind a stronger one of another anomaly
         self._masked: set[str] = set()
+        self._defer = False
+        self._open: list[_OpenEdge] = []
+        self._signature = ""
 
     def _test(self, point: Mapping[str, Any], signature: str, why: str, recheck: bool = True) -> bool | None:
         """True: the anomaly survives at ``point``; False: it vanished; None: ``point`` cannot be tested
@@ -154,9 +170,11 @@ class Minimizer:
     def _gone(self, point: Mapping[str, Any], signature: str, why: str) -> bool:
         return self._test(point, signature, why) is False
 
-    def run(self, point: Mapping[str, Any], verdict: Verdict) -> MinimizeResult:
+    def run(self, point: Mapping[str, Any], verdict: Verdict, defer: bool = False) -> MinimizeResult:
+        """Minimize ``point`` (which showed ``verdict``); with ``defer``, leave edges open for :meth:`finish`."""
         # a change is kept only if the run shows the same leading symptom (kind and end)
-        signature = verdict.leading
+        signature = self._signature = verdict.leading
+        self._defer = defer
         current = dict(point)
         conditions: list[Condition] = []
         # sizes last (they interact with MTU and MR size); a dimension whose probe could not run is tried
@@ -193,6 +211,34 @@ class Minimizer:
             # the simplified case does not hold up: keep the original (confirmed) point as the case
             current = dict(point)
         return MinimizeResult(MFS(verdict.signature, tuple(conditions)), current, confirmed,
+                              self.experiments, self.steps, len(self._open))
+
+    def open_cost(self) -> int:
+        """At most how many probes :meth:`finish` takes."""
+        return sum(e.cost() for e in self._open)
+
+    def finish(self, result: MinimizeResult) -> MinimizeResult:
+        """``result`` of a deferred :meth:`run` with every open edge finished on its case.
+
+        Each open edge takes its remaining bisection steps and the refine probe with the other dimensions at
+        ``result.point`` (the confirmed case, where the edge's dimension holds a value that kept the anomaly);
+        the finished condition replaces the wide one. A wide condition no longer in ``result.mfs`` (a campaign
+        widened it to take in a confirmed point beyond it) is left as it is. Raises whatever the probe raises
+        (a spent budget): the edges not finished then stay open.
+        """
+        conditions = list(result.mfs.conditions)
+        while self._open:
+            edge = self._open[0]
+            case = dict(result.point)
+            lo, hi = self._narrow(edge.name, edge.values, edge.lo, edge.hi, edge.steps, case, self._signature)
+            value = self._closed(edge.name, edge.values, lo, hi, case, self._signature)
+            finished = edge.make(value, case)
+            self._open.pop(0)
+            if all(c in conditions for c in edge.wide):
+                at = conditions.index(edge.wide[0]) if edge.wide else len(conditions)
+                conditions = [c for c in conditions if c not in edge.wide]
+                conditions[at:at] = finished
+        return MinimizeResult(MFS(result.mfs.signature, tuple(conditions)), result.point, result.confirmed,
                               self.experiments, self.steps)
 
     def _single(self, d: Dimension, current: dict[str, Any], signature: str,
@@ -347,12 +393,10 @@ class Minimizer:
             if kept:
                 current[d.name] = simplest
             else:
-                edge = self._bisect(d.name, values, simplest, value, current, signature)
-                current[d.name] = edge
-                if feature:
-                    op = ">=" if _index(values, edge) > _index(values, simplest) else "<="
-                    out.append(Condition(feature, op, self._feature_at(current, feature)))
-                return out
+                op = ">=" if _index(values, value) > _index(values, simplest) else "<="
+                current[d.name], found = self._bisect(d.name, values, simplest, value, current, signature,
+                                                      partial(self._edge_condition, d.name, feature, op))
+                return out + found
         if not self.settings.far_side:
             return out
         here = current[d.name]
@@ -366,12 +410,14 @@ class Minimizer:
         """The edge between the current value of ``d`` (anomalous) and ``far`` (not), as a condition."""
         here = current[d.name]
         values = sorted(set(_ladder(d)) | {here})
-        edge = self._bisect(d.name, values, far, here, current, signature)
-        feature = PARAM_FEATURE.get(d.name)
-        if not feature:
-            return []
         op = "<=" if _index(values, far) > _index(values, here) else ">="
-        return [Condition(feature, op, self._feature_at({**current, d.name: edge}, feature))]
+        return self._bisect(d.name, values, far, here, current, signature,
+                            partial(self._edge_condition, d.name, PARAM_FEATURE.get(d.name), op))[1]
+
+    def _edge_condition(self, name: str, feature: str | None, op: str, edge: Any, case: Mapping[str, Any]
+                        ) -> list[Condition]:
+        """``feature op`` its value at ``case`` with dimension ``name`` at ``edge`` (none without a feature)."""
+        return [Condition(feature, op, self._feature_at({**case, name: edge}, feature))] if feature else []
 
     def _far_sides(self, group: list[_Check], current: dict[str, Any], signature: str) -> list[Condition]:
         """Checks of the simplified case, grouped: one probe applies every move of ``group`` at once.
@@ -392,10 +438,37 @@ class Minimizer:
         return self._far_sides(group[:mid], current, signature) + self._far_sides(group[mid:], current, signature)
 
     def _bisect(self, name: str, values: list[Any], bad: Any, good: Any, current: dict[str, Any],
-                signature: str) -> Any:
-        """The value nearest ``bad`` on ``values`` that still shows the anomaly (``good`` does, ``bad`` not)."""
+                signature: str, make: Callable[[Any, Mapping[str, Any]], list[Condition]]
+                ) -> tuple[Any, list[Condition]]:
+        """The edge between ``bad`` (the anomaly vanished there) and ``good`` (it showed) on ``values``: the
+        value nearest ``bad`` that still shows the anomaly, and its conditions, ``make(edge, case)``.
+
+        In a deferred run an edge takes ``search_bisect_steps`` steps; if it is still open, its conditions are
+        those of the wide end (the ladder value next to the last one that lost the anomaly) until
+        :meth:`finish`, and the value returned is the last one that kept it.
+        """
         lo, hi = _index(values, bad), _index(values, good)
-        for _ in range(self.settings.bisect_steps):
+        steps = self.settings.bisect_steps
+        if self._defer:
+            taken = min(self.settings.search_bisect_steps, steps)
+            lo, hi = self._narrow(name, values, lo, hi, taken, current, signature)
+            refine = self._refinable(name, values[lo], values[hi]) if abs(hi - lo) == 1 else \
+                self.settings.refine and isinstance(self.space.dimension(name), IntRange)
+            edge = _OpenEdge(name, tuple(values), lo, hi, steps - taken, make, refine)
+            if edge.cost():
+                wide = values[lo + (1 if hi > lo else -1)] if abs(hi - lo) > 1 else values[hi]
+                edge = dataclasses.replace(edge, wide=tuple(make(wide, current)))
+                self._open.append(edge)
+                return values[hi], list(edge.wide)
+            return values[hi], make(values[hi], current)
+        lo, hi = self._narrow(name, values, lo, hi, steps, current, signature)
+        edge_value = self._closed(name, values, lo, hi, current, signature)
+        return edge_value, make(edge_value, current)
+
+    def _narrow(self, name: str, values: tuple[Any, ...] | list[Any], lo: int, hi: int, steps: int,
+                current: Mapping[str, Any], signature: str) -> tuple[int, int]:
+        """Up to ``steps`` bisection steps between indices ``lo`` (lost the anomaly) and ``hi`` (kept it)."""
+        for _ in range(steps):
             if abs(hi - lo) <= 1:
                 break
             mid = (lo + hi) // 2
@@ -405,21 +478,31 @@ class Minimizer:
                 hi = mid
             else:
                 lo = mid
-        return self._refined(name, values[lo], values[hi], current, signature) if self.settings.refine \
-            and abs(hi - lo) == 1 else values[hi]
+        return lo, hi
 
-    def _refined(self, name: str, bad: Any, good: Any, current: dict[str, Any], signature: str) -> Any:
+    def _closed(self, name: str, values: tuple[Any, ...] | list[Any], lo: int, hi: int,
+                current: Mapping[str, Any], signature: str) -> Any:
+        """The edge at the end of bisection: ``values[hi]``, or the refine probe's value when it keeps."""
+        return self._refined(name, values[lo], values[hi], current, signature) if abs(hi - lo) == 1 \
+            else values[hi]
+
+    def _refined(self, name: str, bad: Any, good: Any, current: Mapping[str, Any], signature: str) -> Any:
         """``good``, or the integer at the geometric middle between ``bad`` and ``good`` if it still shows the
         anomaly (one probe), when ``name`` is an integer range and its neighbouring ladder values are more than
         :data:`_REFINE_RATIO` apart: a sqrt(2) ladder leaves an edge up to 41 % inside the true one, one more
         probe halves that. An ordered choice (the MTU) has no values between its own."""
-        if not isinstance(self.space.dimension(name), IntRange) or max(bad, good) < _REFINE_RATIO * min(bad, good):
+        if not self._refinable(name, bad, good):
             return good
         mid = round(math.sqrt(bad * good))
-        if mid in (bad, good):
-            return good
         kept = self._test({**current, name: mid}, signature, f"{name} -> {mid} (refine)", recheck=False)
         return mid if kept else good
+
+    def _refinable(self, name: str, bad: Any, good: Any) -> bool:
+        """Whether :meth:`_refined` would probe between neighbouring ladder values ``bad`` and ``good``."""
+        if not self.settings.refine or not isinstance(self.space.dimension(name), IntRange) \
+                or max(bad, good) < _REFINE_RATIO * min(bad, good):
+            return False
+        return round(math.sqrt(bad * good)) not in (bad, good)
 
     def _feature_at(self, point: Mapping[str, Any], feature: str) -> Any:
         return getattr(features(self.space.build(point)), feature)
@@ -451,12 +534,41 @@ class Minimizer:
                    signature: str) -> list[Condition]:
         """The edge between the current single size (anomalous) and ``end`` (not), as a condition."""
         v = current[d.name][0]
-        edge = int(self._bisect(d.name, [[e] for e in exps], [end], [v], current, signature)[0])
-        # the original pattern was anomalous: if it held sizes beyond the edge, only its largest (for a lower
-        # edge) or smallest (for an upper edge) message can be what the anomaly needs
-        if end < v:
-            return [Condition("max_msg" if min(sizes) < edge else "min_msg", ">=", edge)]
-        return [Condition("min_msg" if max(sizes) > edge else "max_msg", "<=", edge)]
+        return self._bisect(d.name, [[e] for e in exps], [end], [v], current, signature,
+                            partial(_size_condition, sizes, end < v))[1]
+
+
+def _size_condition(sizes: list[int], lower: bool, edge: list[int], case: Mapping[str, Any]) -> list[Condition]:
+    """The condition of a single-size edge (a ``lower`` one: the anomaly needs messages of ``edge[0]`` or more).
+
+    The original pattern ``sizes`` was anomalous: if it held sizes beyond the edge, only its largest (for a lower
+    edge) or smallest (for an upper edge) message can be what the anomaly needs."""
+    value = int(edge[0])
+    if lower:
+        return [Condition("max_msg" if min(sizes) < value else "min_msg", ">=", value)]
+    return [Condition("min_msg" if max(sizes) > value else "max_msg", "<=", value)]
+
+
+@dataclass(frozen=True)
+class _OpenEdge:
+    """An edge a deferred run left open: ``values[lo]`` lost the anomaly, ``values[hi]`` kept it.
+
+    ``steps`` bisection steps are left; ``make(edge, case)`` gives its conditions, ``wide`` those standing in the
+    MFS until it is finished."""
+
+    name: str
+    values: tuple[Any, ...]
+    lo: int
+    hi: int
+    steps: int
+    make: Callable[[Any, Mapping[str, Any]], list[Condition]]
+    #: a refine probe may follow the bisection
+    refine: bool
+    wide: tuple[Condition, ...] = ()
+
+    def cost(self) -> int:
+        """At most how many probes finishing takes (the bisection steps left, and the refine probe)."""
+        return min(self.steps, math.ceil(math.log2(abs(self.hi - self.lo)))) + int(self.refine)
 
 
 @dataclass(frozen=True)

@@ -82,8 +82,9 @@ def load_preset(name_or_path: str = DEFAULT_PRESET) -> Preset:
     for k, v in settings.items():
         expect_type(v, _MIN_TYPES[k], f"{where}: minimize.{k}", _WHAT[_MIN_TYPES[k]])
     minimize = MinimizeSettings(**settings) if enabled else None
-    if minimize is not None and minimize.recheck_margin < 0:
-        raise InputError(f"{where}: minimize: recheck_margin ({minimize.recheck_margin}) must be 0 or more")
+    for k in ("recheck_margin", "bisect_steps", "search_bisect_steps"):
+        if minimize is not None and getattr(minimize, k) < 0:
+            raise InputError(f"{where}: minimize: {k} ({getattr(minimize, k)}) must be 0 or more")
     if minimize is not None and not 1 <= minimize.required <= minimize.runs:
         raise InputError(f"{where}: minimize: required ({minimize.required}) must be between 1 and runs "
                          f"({minimize.runs})")

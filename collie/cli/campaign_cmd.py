@@ -13,7 +13,7 @@ from collie.campaign import Campaign, CampaignInterrupted, CampaignSummary
 from collie.cli.render import emit, format_option, render
 from collie.cli.run_cmd import pace_option, seed_option, target_option
 from collie.errors import InputError
-from collie.events import AnomalyFound, Event, KnownAnomaly, PhaseStarted, TrialFinished, Warning
+from collie.events import AnomalyFound, Event, KnownAnomaly, MfsFinished, PhaseStarted, TrialFinished, Warning
 from collie.preset import DEFAULT_PRESET, load_preset
 from collie.space import load_space
 from collie.store import CampaignStore
@@ -40,6 +40,9 @@ def _progress(every: int) -> Any:
         elif isinstance(event, KnownAnomaly):
             widened = f"; its MFS widened to {event.widened}" if event.widened else ""
             click.echo(f"   trial {event.trial}: known anomaly {event.anomaly_id}{widened}", err=True)
+        elif isinstance(event, MfsFinished):
+            click.echo(f"   {event.anomaly_id}: edges finished ({event.experiments} experiments): {event.mfs}",
+                       err=True)
         elif isinstance(event, Warning):
             click.echo(f"warning: {event.message}", err=True)
 

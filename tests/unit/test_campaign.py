@@ -9,8 +9,8 @@ from types import TracebackType
 from typing import Any
 
 from collie.campaign import Campaign, CampaignSummary
-from collie.events import KnownAnomaly
-from collie.preset import load_preset
+from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, Warning
+from collie.preset import Preset, load_preset
 from collie.space import load_space
 from collie.store import CampaignStore
 from collie.targets.base import RunResult, TargetInfo
@@ -79,6 +79,21 @@ def test_ground_truth_is_never_read(tmp_path: Path) -> None:
            [(a.anomaly_id, a.mfs, a.point) for a in without.anomalies]
     strip = [{k: v for k, v in r.items() if k != "time"} for r in _journal(tmp_path / "a")]
     assert strip == [{k: v for k, v in r.items() if k != "time"} for r in _journal(tmp_path / "b")]
+
+
+def test_a_find_near_the_end_leaves_the_budget_kept_for_finishing_edges(tmp_path: Path) -> None:
+    # a find's confirmation and minimization may not spend what finishing the earlier open edges needs: the
+    # earlier MFSs are finished, and what finishing did not need is explored
+    events: list[Any] = []
+    campaign = _campaign(tmp_path, Wrapped(), budget=250)
+    campaign.listener = events.append
+    summary = campaign.run()
+    assert summary.experiments == 250
+    finished = {e.anomaly_id: e.mfs for e in events if isinstance(e, MfsFinished)}
+    assert finished and not [e for e in events if isinstance(e, Warning) and "finishing" in e.message]
+    assert all(a.mfs is not None and a.mfs.describe() == finished[a.anomaly_id]
+               for a in summary.anomalies if a.anomaly_id in finished)
+    assert [e.phase for e in events if isinstance(e, PhaseStarted)][-2:] == ["minimize", "explore"]
 
 
 def test_target_failures_are_recorded_and_the_campaign_goes_on(tmp_path: Path) -> None:
@@ -153,12 +168,12 @@ class _FirstThen:
 
 
 def _scripted(tmp: Path, profile_text: str, first: list[dict[str, Any]], budget: int,
-              events: list[Any] | None = None) -> CampaignSummary:
+              events: list[Any] | None = None, preset: Preset | None = None) -> CampaignSummary:
     """A campaign on a made-up profile whose search asks ``first`` before anything else."""
     profile = tmp / "profile.toml"
     profile.write_text(profile_text)
     store = CampaignStore.create(tmp / "c", {"target": "test"})
-    campaign = Campaign(target=SimTarget(str(profile)), space=load_space(), preset=load_preset("collie"),
+    campaign = Campaign(target=SimTarget(str(profile)), space=load_space(), preset=preset or load_preset("collie"),
                         store=store, seed=0, budget=budget,
                         listener=None if events is None else events.append)
     campaign.strategy = _FirstThen(first, campaign.strategy)
@@ -193,12 +208,21 @@ diagnostics = ["sim_qpc_cache_miss"]
 """
 
 
+def _undeferred() -> Preset:
+    """The collie preset with every edge bisected when its anomaly is found."""
+    preset = load_preset("collie")
+    assert preset.minimize is not None
+    return dataclasses.replace(preset, minimize=dataclasses.replace(
+        preset.minimize, search_bisect_steps=preset.minimize.bisect_steps))
+
+
 def test_a_find_just_past_a_known_edge_widens_that_mfs(tmp_path: Path) -> None:
     # the minimizer's bisection stops on a ladder step (qps_total >= 128 for a true edge of 100); a later find
     # at 100 QPs is the same anomaly: confirmed and taken in by moving the edge, not minimized again
     read = {**load_space().simplest(), "op": "RC_READ"}
     events: list[Any] = []
-    summary = _scripted(tmp_path, EDGE_PROFILE, [{**read, "qps": 181}, {**read, "qps": 100}], 60, events)
+    summary = _scripted(tmp_path, EDGE_PROFILE, [{**read, "qps": 181}, {**read, "qps": 100}], 60, events,
+                        _undeferred())
     widened = [e for e in events if isinstance(e, KnownAnomaly) and e.widened]
     assert widened and "qps_total >= 128" not in widened[0].widened  # the edge moved, from 128 to 100
     slow = [a for a in summary.anomalies if a.signature.startswith("low_throughput")]
@@ -226,7 +250,7 @@ def test_a_find_past_a_known_edge_from_another_anomaly_is_minimized_not_widened(
     read = {**load_space().simplest(), "op": "RC_READ"}
     events: list[Any] = []
     summary = _scripted(tmp_path, NEIGHBOUR_PROFILE, [{**read, "qps": 181}, {**read, "qps": 80, "batch": 64}], 90,
-                        events)
+                        events, _undeferred())
     assert not [e for e in events if isinstance(e, KnownAnomaly) and e.widened]
     described = [a.mfs.describe() for a in summary.anomalies if a.mfs is not None]
     assert len(described) >= 2 and "batch >= 32" in described[1], described
@@ -263,3 +287,45 @@ def test_an_anomaly_inside_another_ones_region_is_kept_apart(tmp_path: Path) -> 
     assert slow.mfs is not None and pause.mfs is not None
     assert "transport == RC" in slow.mfs.describe() and "opcode" not in slow.mfs.describe()
     assert "opcode == SEND" in pause.mfs.describe()
+
+
+def test_open_edges_are_finished_after_the_search_and_the_rest_of_the_budget_explored(tmp_path: Path) -> None:
+    # the search goes on after a find with the MFS's edge at the wide end of its bracket (qps_total >= 91 for a
+    # true edge of 100: wider); the campaign keeps what finishing can cost, finishes it after the search, saves
+    # the finished MFS and explores with what finishing left over, so the whole budget is spent
+    read = {**load_space().simplest(), "op": "RC_READ"}
+    events: list[Any] = []
+    summary = _scripted(tmp_path, EDGE_PROFILE, [{**read, "qps": 4096}], 120, events)
+    found = [e for e in events if isinstance(e, AnomalyFound)]
+    finished = [e for e in events if isinstance(e, MfsFinished)]
+    assert len(found) == 1 and len(finished) == 1
+    wide = _qps_edge(found[0].mfs)
+    exact = _qps_edge(finished[0].mfs)
+    assert wide < exact <= 128  # the true edge is 100; the ladder's rungs around it are 91 and 128
+    slow = summary.anomalies[0]
+    assert slow.mfs is not None and slow.mfs.describe() == finished[0].mfs
+    saved = json.loads((tmp_path / "c" / "anomalies" / slow.anomaly_id / "mfs.json").read_text())
+    assert saved["text"] == finished[0].mfs
+    assert summary.experiments == 120 and summary.minimize_experiments > finished[0].experiments > 0
+
+
+def _qps_edge(mfs_text: str) -> int:
+    return int(mfs_text.split("qps_total >= ")[1].split()[0])
+
+
+def test_a_budget_spent_before_the_edges_are_finished_keeps_the_wide_mfs(tmp_path: Path) -> None:
+    read = {**load_space().simplest(), "op": "RC_READ"}
+    events: list[Any] = []
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = _scripted(tmp_path / "a", EDGE_PROFILE, [{**read, "qps": 4096}], 120, events)
+    found = next(e for e in events if isinstance(e, AnomalyFound))
+    # the same campaign, with a budget that ends one experiment after the find was minimized
+    events = []
+    summary = _scripted(tmp_path / "b", EDGE_PROFILE, [{**read, "qps": 4096}], found.experiments + 1, events)
+    assert summary.experiments == found.experiments + 1
+    warnings = [e.message for e in events if isinstance(e, Warning)]
+    assert any("ran out while finishing the edges" in w for w in warnings)
+    slow = summary.anomalies[0]
+    assert slow.mfs is not None and slow.mfs.describe() == found.mfs  # wide, and still true of the anomaly
+    assert first.anomalies[0].mfs != slow.mfs

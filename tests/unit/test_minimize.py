@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
+import pytest
 
 from collie.features import features
 from collie.minimize import Minimizer, MinimizeSettings
@@ -243,3 +245,68 @@ def test_a_verb_half_kept_far_from_the_simplest_case_is_checked_again_on_it() ->
     text = result.mfs.describe()
     assert "transport == UD" in text and "qps_total >= 16" in text and "wq_depth >= 1024" in text, text
     assert ud_or_rc_send(result.point).anomalous and result.point["op"] == "UD_SEND"
+
+
+def _counted(probe: Any) -> tuple[Any, list[int]]:
+    calls = [0]
+
+    def counting(point: Any) -> Verdict:
+        calls[0] += 1
+        return probe(point)
+    return counting, calls
+
+
+def test_a_deferred_run_leaves_wide_edges_that_finish_like_an_undeferred_run() -> None:
+    start = {**SPACE.simplest(), "op": "UD_SEND", "batch": 100, "wq_depth": 3000, "qps": 77, "mtu": 2048,
+             "sizes": [512, 1024], "direction": "bidirectional", "mrs": 900, "signal_every": 9}
+    whole = Minimizer(SPACE, planted, MinimizeSettings()).run(start, PAUSE)
+    probe, calls = _counted(planted)
+    m = Minimizer(SPACE, probe, MinimizeSettings(search_bisect_steps=2))
+    deferred = m.run(start, PAUSE, defer=True)
+    assert deferred.open_edges == 2 and calls[0] == deferred.experiments
+    wide = {c.feature: c.value for c in deferred.mfs.conditions}
+    exact = {c.feature: c.value for c in whole.mfs.conditions}
+    # an open edge stands in at the side that lost the anomaly: a wider region, still inside the true one's
+    # ladder bracket (batch: the planted edge is 64, wq_depth: 256)
+    assert wide["batch"] < exact["batch"] and wide["wq_depth"] < exact["wq_depth"]
+    assert wide["batch"] > 8 and wide["wq_depth"] > 16
+    assert deferred.confirmed and planted(deferred.point).anomalous
+    budget = m.open_cost()
+    finished = m.finish(deferred)
+    assert 0 < finished.experiments - deferred.experiments <= budget
+    assert finished.mfs == whole.mfs and finished.open_edges == 0 and m.open_cost() == 0
+    assert finished.point == deferred.point  # the confirmed case is kept
+    # the deferred run took fewer probes before the search could go on
+    assert deferred.experiments < whole.experiments
+
+
+def test_an_edge_the_search_widened_meanwhile_is_not_finished_over() -> None:
+    start = {**SPACE.simplest(), "op": "UD_SEND", "batch": 100, "wq_depth": 3000}
+    m = Minimizer(SPACE, planted, MinimizeSettings())
+    deferred = m.run(start, PAUSE, defer=True)
+    widened = tuple(c if c.feature != "batch" else type(c)("batch", ">=", 7) for c in deferred.mfs.conditions)
+    finished = m.finish(dataclasses.replace(deferred, mfs=type(deferred.mfs)(deferred.mfs.signature, widened)))
+    conds = {c.feature: c.value for c in finished.mfs.conditions}
+    assert conds["batch"] == 7 and 181 <= conds["wq_depth"] <= 256
+
+
+def test_finishing_stops_with_the_probe_and_keeps_what_is_left_open() -> None:
+    class Spent(Exception):
+        pass
+
+    start = {**SPACE.simplest(), "op": "UD_SEND", "batch": 100, "wq_depth": 3000}
+    allowed = [10 ** 6]
+
+    def budgeted(point: Any) -> Verdict:
+        if allowed[0] <= 0:
+            raise Spent()
+        allowed[0] -= 1
+        return planted(point)
+
+    m = Minimizer(SPACE, budgeted, MinimizeSettings())
+    deferred = m.run(start, PAUSE, defer=True)
+    cost = m.open_cost()
+    allowed[0] = 1
+    with pytest.raises(Spent):
+        m.finish(deferred)
+    assert 0 < m.open_cost() <= cost

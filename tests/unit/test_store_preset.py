@@ -72,6 +72,8 @@ def test_builtin_presets_load() -> None:
         ("[minimize]\nruns = 2.5\n", "expected an integer"),
         ('[minimize]\nrecheck_margin = "some"\n', "expected a number"),
         ("[minimize]\nrecheck_margin = -0.1\n", "recheck_margin (-0.1) must be 0 or more"),
+        ("[minimize]\nsearch_bisect_steps = -1\n", "search_bisect_steps (-1) must be 0 or more"),
+        ("[minimize]\nsearch_bisect_steps = 1.5\n", "expected"),
     ],
 )
 def test_bad_presets(tmp_path: Path, text: str, fragment: str) -> None:
