@@ -379,7 +379,7 @@ class Campaign:
             finally:
                 self.summary.minimize_experiments += self.summary.experiments - before
             self._open.pop(0)
-            self._replace_mfs(record, finished.mfs)
+            self._replace_mfs(record, finished.mfs, self.summary.experiments - before)
             self._emit(MfsFinished(record.anomaly_id, finished.mfs.describe(), self.summary.experiments - before))
 
     def _confirm(self, point: dict[str, Any], verdict: Verdict, settings: MinimizeSettings) -> tuple[int, int]:
@@ -423,18 +423,19 @@ class Campaign:
         self.summary.known_hits += 1
         self._emit(KnownAnomaly(self._trial, old.anomaly_id, widened=mfs.describe()))
 
-    def _replace_mfs(self, record: AnomalyRecord, mfs: MFS) -> None:
-        """Give known anomaly ``record`` the MFS ``mfs``, in the campaign and in its store."""
+    def _replace_mfs(self, record: AnomalyRecord, mfs: MFS, cost: int = 0) -> None:
+        """Give known anomaly ``record`` the MFS ``mfs`` (found at a further ``cost`` in experiments), in the
+        campaign and in its store (the MFS, the case's description, the evidence's cost)."""
         record.mfs = mfs
         if not record.anomaly_id.startswith("corpus:"):
-            self.store.update_mfs(record.anomaly_id, mfs.to_dict())
+            case = _described(self.space.build(record.point), record, mfs)
+            self.store.update_mfs(record.anomaly_id, mfs.to_dict(), case.to_toml(), cost)
 
     def _save(self, record: AnomalyRecord, case: Workload, verdict: Verdict, mfs: MFS | None, cost: int,
               original: Mapping[str, Any] | None = None, steps: int = 0) -> None:
         self.known.append(record)
         self.summary.anomalies.append(record)
-        case = Workload(case.flows, name=record.anomaly_id,
-                        description=f"{verdict.signature}; MFS: {mfs.describe() if mfs else 'not minimized'}")
+        case = _described(case, record, mfs)
         evidence = {
             "anomaly_id": record.anomaly_id, "signature": verdict.signature, "confirmed": record.confirmed,
             "found_at_experiment": record.found_at, "minimize_experiments": cost, "minimize_steps": steps,
@@ -468,6 +469,12 @@ class Campaign:
             finally:
                 self.store.close()
         return self.summary
+
+
+def _described(case: Workload, record: AnomalyRecord, mfs: MFS | None) -> Workload:
+    """``case`` named after ``record``, its description the signature and the MFS."""
+    return Workload(case.flows, name=record.anomaly_id,
+                    description=f"{record.signature}; MFS: {mfs.describe() if mfs else 'not minimized'}")
 
 
 def _read_json(path: Path) -> dict[str, Any]:

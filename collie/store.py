@@ -138,9 +138,17 @@ class CampaignStore:
         tmp.rename(final)
         return final
 
-    def update_mfs(self, anomaly_id: str, mfs: Mapping[str, Any]) -> None:
-        """Rewrite ``anomalies/<id>/mfs.json`` atomically (a known anomaly's MFS was widened)."""
-        _atomic_write(self.root / ANOMALIES / anomaly_id / "mfs.json", json.dumps(mfs, indent=2))
+    def update_mfs(self, anomaly_id: str, mfs: Mapping[str, Any], case_toml: str, cost: int = 0) -> None:
+        """Rewrite a saved anomaly's ``mfs.json`` and ``case.toml`` (whose description names the MFS) atomically,
+        file by file (its MFS was widened or its edges finished), adding ``cost`` experiments to the
+        ``minimize_experiments`` of its ``evidence.json``."""
+        folder = self.root / ANOMALIES / anomaly_id
+        _atomic_write(folder / "mfs.json", json.dumps(mfs, indent=2))
+        _atomic_write(folder / "case.toml", case_toml)
+        if cost:
+            evidence = json.loads((folder / "evidence.json").read_text(encoding="utf-8"))
+            evidence["minimize_experiments"] = evidence.get("minimize_experiments", 0) + cost
+            _atomic_write(folder / "evidence.json", json.dumps(evidence, indent=2))
 
     def anomaly_dirs(self) -> Iterator[Path]:
         base = self.root / ANOMALIES

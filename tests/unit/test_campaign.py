@@ -304,8 +304,11 @@ def test_open_edges_are_finished_after_the_search_and_the_rest_of_the_budget_exp
     assert wide < exact <= 128  # the true edge is 100; the ladder's rungs around it are 91 and 128
     slow = summary.anomalies[0]
     assert slow.mfs is not None and slow.mfs.describe() == finished[0].mfs
-    saved = json.loads((tmp_path / "c" / "anomalies" / slow.anomaly_id / "mfs.json").read_text())
-    assert saved["text"] == finished[0].mfs
+    folder = tmp_path / "c" / "anomalies" / slow.anomaly_id
+    assert json.loads((folder / "mfs.json").read_text())["text"] == finished[0].mfs
+    assert Workload.load(folder / "case.toml").description.endswith(f"MFS: {finished[0].mfs}")
+    evidence = json.loads((folder / "evidence.json").read_text())
+    assert evidence["minimize_experiments"] == found[0].minimize_experiments + finished[0].experiments
     assert summary.experiments == 120 and summary.minimize_experiments > finished[0].experiments > 0
 
 
