@@ -43,7 +43,6 @@ remaining steps and the refine probe on the confirmed case and puts the finished
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -235,7 +234,7 @@ class Minimizer:
             finished = edge.make(value, case)
             self._open.pop(0)
             if all(c in conditions for c in edge.wide):
-                at = conditions.index(edge.wide[0]) if edge.wide else len(conditions)
+                at = conditions.index(edge.wide[0])
                 conditions = [c for c in conditions if c not in edge.wide]
                 conditions[at:at] = finished
         return MinimizeResult(MFS(result.mfs.signature, tuple(conditions)), result.point, result.confirmed,
@@ -454,12 +453,11 @@ class Minimizer:
             lo, hi = self._narrow(name, values, lo, hi, taken, current, signature)
             refine = self._refinable(name, values[lo], values[hi]) if abs(hi - lo) == 1 else \
                 self.settings.refine and isinstance(self.space.dimension(name), IntRange)
-            edge = _OpenEdge(name, tuple(values), lo, hi, steps - taken, make, refine)
-            if edge.cost():
-                wide = values[lo + (1 if hi > lo else -1)] if abs(hi - lo) > 1 else values[hi]
-                edge = dataclasses.replace(edge, wide=tuple(make(wide, current)))
+            wide = tuple(make(values[lo + (1 if hi > lo else -1)] if abs(hi - lo) > 1 else values[hi], current))
+            edge = _OpenEdge(name, tuple(values), lo, hi, steps - taken, make, refine, wide)
+            if edge.cost() and wide:  # an edge without a condition only places the case: nothing to finish
                 self._open.append(edge)
-                return values[hi], list(edge.wide)
+                return values[hi], list(wide)
             return values[hi], make(values[hi], current)
         lo, hi = self._narrow(name, values, lo, hi, steps, current, signature)
         edge_value = self._closed(name, values, lo, hi, current, signature)
@@ -564,7 +562,7 @@ class _OpenEdge:
     make: Callable[[Any, Mapping[str, Any]], list[Condition]]
     #: a refine probe may follow the bisection
     refine: bool
-    wide: tuple[Condition, ...] = ()
+    wide: tuple[Condition, ...]
 
     def cost(self) -> int:
         """At most how many probes finishing takes (the bisection steps left, and the refine probe)."""
