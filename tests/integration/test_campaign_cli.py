@@ -48,6 +48,34 @@ def test_sigkill_mid_campaign_then_resume(tmp_path: Path) -> None:
     assert done == sorted(set(done)) == list(range(1, len(done) + 1))
 
 
+def test_sigkill_while_finishing_edges_then_resume(tmp_path: Path) -> None:
+    # killed after the search, while the open edges of its MFSs are being finished: the resumed campaign
+    # re-walks to there, finishes them and saves the finished MFSs
+    out = tmp_path / "c"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "collie", "campaign", "--budget", "150", "--out", str(out),
+                             "--pace", "0.02"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "finish the edges" in line:
+            break
+    else:
+        raise AssertionError("the campaign never finished any edges")
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stderr.close()
+    r = run_cli("campaign", "--resume", "--out", str(out), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert "edges finished" in r.stderr
+    data = json.loads(r.stdout)
+    assert data["experiments"] == 150
+    for a in data["anomalies"]:
+        saved = json.loads((out / "anomalies" / a["anomaly"] / "mfs.json").read_text())
+        assert saved["text"] == a["mfs"]
+
+
 def test_campaign_bad_inputs(tmp_path: Path) -> None:
     out = tmp_path / "c"
     assert run_cli("campaign", "--budget", "20", "--out", str(out)).returncode == 0
