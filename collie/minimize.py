@@ -43,6 +43,7 @@ remaining steps and the refine probe on the confirmed case and puts the finished
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -401,7 +402,8 @@ class Minimizer:
         here = current[d.name]
         far = values[-1] if _index(values, here) <= len(values) // 2 else values[0]
         if far != here:
-            self._far.append(_Check(d.name, far, partial(self._far_edge, d, far, signature=signature)))
+            self._far.append(_retreating(d.name, _from_to(values, far, here),
+                                         lambda v: partial(self._far_edge, d, v, signature=signature)))
         return out
 
     def _far_edge(self, d: IntRange | Choice, far: Any, current: dict[str, Any], signature: str
@@ -427,10 +429,15 @@ class Minimizer:
         """
         if not group:
             return []
+        if len(group) == 1:
+            # the farthest legal value of a single move (a message larger than its MR cannot run at all)
+            check = next((c for c in (group[0], *group[0].fallbacks)
+                          if self.space.is_valid({**current, c.name: c.value})), group[0])
+            trial = {**current, check.name: check.value}
+            why = f"{check.name} -> {check.value} (far side)"
+            return check.lost(current) if self._gone(trial, signature, why) else []
         trial = {**current, **{c.name: c.value for c in group}}
         why = ", ".join(f"{c.name} -> {c.value}" for c in group) + " (far side)"
-        if len(group) == 1:
-            return group[0].lost(current) if self._gone(trial, signature, why) else []
         if self._test(trial, signature, why, recheck=False):
             return []
         mid = len(group) // 2
@@ -524,7 +531,8 @@ class Minimizer:
         exps = [1 << e for e in range((d.lo - 1).bit_length(), d.hi.bit_length())]
         for end in (exps[0], exps[-1]):
             if end != single[0]:
-                self._far.append(_Check(d.name, [end], partial(self._size_edge, d, sizes, exps, end,
+                self._far.append(_retreating(d.name, [[e] for e in _from_to(exps, end, single[0])],
+                                             lambda v: partial(self._size_edge, d, sizes, exps, v[0],
                                                                signature=signature)))
         return []
 
@@ -579,6 +587,22 @@ class _Check:
     lost: Callable[[dict[str, Any]], list[Condition]]
     #: probed on its own: a verb change grouped with others can slip onto another anomaly of the same symptom
     alone: bool = False
+    #: the same move to values nearer the case, the first legal one probed alone when ``value`` is illegal
+    fallbacks: tuple[_Check, ...] = ()
+
+
+def _retreating(name: str, values: list[Any], lost: Callable[[Any], Callable[[dict[str, Any]], list[Condition]]]
+                ) -> _Check:
+    """A check of ``name`` moving to ``values[0]``, falling back on the later ``values`` (each with its
+    ``lost(value)`` callback) when that is illegal."""
+    checks = [_Check(name, v, lost(v)) for v in values]
+    return dataclasses.replace(checks[0], fallbacks=tuple(checks[1:]))
+
+
+def _from_to(values: list[Any], far: Any, here: Any) -> list[Any]:
+    """The values of ``values`` from ``far`` toward ``here``, ``here`` excluded."""
+    i, j = _index(values, far), _index(values, here)
+    return values[i:j] if i < j else values[i:j:-1]
 
 
 def _verb_halves(d: Choice, value: str) -> list[tuple[list[str], Condition]]:

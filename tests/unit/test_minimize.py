@@ -310,3 +310,20 @@ def test_finishing_stops_with_the_probe_and_keeps_what_is_left_open() -> None:
     with pytest.raises(Spent):
         m.finish(deferred)
     assert 0 < m.open_cost() <= cost
+
+
+def test_a_far_side_that_cannot_run_falls_back_on_the_farthest_legal_value() -> None:
+    # small WRITEs over 12000+ MRs slow down (the paper's #7); an MR holds a whole message, and the case's
+    # ~14000 MRs of 8 MB would pin more memory than a host allows: the far side of the size falls back from
+    # 8 MB to the largest size that can run, and the upper edge is still found
+    def small_writes(point: Any) -> Verdict:
+        f = features(SPACE.build(point))
+        return PAUSE if f.opcode == "WRITE" and f.max_msg <= 1024 and f.mrs_host >= 12000 else CLEAN
+
+    start = {**SPACE.simplest(), "op": "RC_WRITE", "mrs": 20000, "sizes": [256]}
+    assert not SPACE.is_valid({**start, "sizes": [1 << 22]}) and SPACE.is_valid({**start, "sizes": [1 << 21]})
+    result = Minimizer(SPACE, small_writes, MinimizeSettings()).run(start, PAUSE)
+    conds = {c.feature: c for c in result.mfs.conditions}
+    assert conds["max_msg"].op == "<=" and conds["max_msg"].value == 1024
+    assert not SPACE.is_valid({**result.point, "sizes": [1 << 23]})
+    assert any(s["why"] == "sizes -> [4194304] (far side)" and s["kept"] is False for s in result.steps)
