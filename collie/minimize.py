@@ -24,7 +24,8 @@ Order and grouping:
     * last, *checks* of the simplified case, grouped the same way: every numeric dimension's far bound, both
       ends of a single size, and (on their own, since a verb change grouped with others can slip onto another
       anomaly of the same symptom) the halves of an adopted simplest verb. A check that loses the anomaly
-      yields its edge (bisected) or its verb condition.
+      yields its edge (bisected) or its verb condition; a far bound that cannot run (more memory pinned than
+      a host allows) falls back to the farthest value on its ladder that can.
 A probe of one dimension that loses the anomaly is rechecked (a second run) unless its reading of the anomaly's
 symptom missed the threshold by more than ``recheck_margin`` (a clear loss); a grouped probe is not rechecked
 (it only decides a split), but a single probe of the very point it saw counts it as its first run. A point that
