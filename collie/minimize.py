@@ -539,10 +539,21 @@ class Minimizer:
 
     def _size_edge(self, d: SizeVector, sizes: list[int], exps: list[int], end: int, current: dict[str, Any],
                    signature: str) -> list[Condition]:
-        """The edge between the current single size (anomalous) and ``end`` (not), as a condition."""
+        """The edge between the current single size (anomalous) and ``end`` (not), as a condition.
+
+        When the original pattern ``sizes`` held no message beyond the edge's side, it cannot tell whether the
+        anomaly needs every message on this side of the edge or only one: one probe of the case with a message
+        of ``end`` size added decides (kept: only the largest, or smallest, message matters)."""
         v = current[d.name][0]
+        lower = end < v
+        pattern = list(sizes)
+        if (min(sizes) >= v) if lower else (max(sizes) <= v):
+            mix = sorted([end, v])
+            if self._test({**current, d.name: mix}, signature, f"sizes -> {mix} (one message beyond)",
+                          recheck=False):
+                pattern.append(end)
         return self._bisect(d.name, [[e] for e in exps], [end], [v], current, signature,
-                            partial(_size_condition, sizes, end < v))[1]
+                            partial(_size_condition, pattern, lower))[1]
 
 
 def _size_condition(sizes: list[int], lower: bool, edge: list[int], case: Mapping[str, Any]) -> list[Condition]:

@@ -327,3 +327,21 @@ def test_a_far_side_that_cannot_run_falls_back_on_the_farthest_legal_value() -> 
     assert conds["max_msg"].op == "<=" and conds["max_msg"].value == 1024
     assert not SPACE.is_valid({**result.point, "sizes": [1 << 23]})
     assert any(s["why"] == "sizes -> [4194304] (far side)" and s["kept"] is False for s in result.steps)
+
+
+def test_a_size_edge_from_one_size_is_told_apart_as_largest_or_every_message() -> None:
+    # from a case of one size, "max_msg >= 16K" (one large message is enough) and "min_msg >= 16K" (every
+    # message large) look the same: one probe with a small message added tells them apart
+    def large_read(point: Any) -> Verdict:
+        f = features(SPACE.build(point))
+        return PAUSE if f.opcode == "READ" and f.max_msg >= 16384 else CLEAN
+
+    def all_large_read(point: Any) -> Verdict:
+        f = features(SPACE.build(point))
+        return PAUSE if f.opcode == "READ" and f.min_msg >= 16384 else CLEAN
+
+    start = {**SPACE.simplest(), "op": "RC_READ", "sizes": [1 << 20]}
+    for planted_fn, feature in ((large_read, "max_msg"), (all_large_read, "min_msg")):
+        result = Minimizer(SPACE, planted_fn, MinimizeSettings()).run(start, PAUSE)
+        sizes = [c for c in result.mfs.conditions if c.feature in ("max_msg", "min_msg")]
+        assert [(c.feature, c.op, c.value) for c in sizes] == [(feature, ">=", 16384)], result.mfs.describe()
