@@ -25,7 +25,8 @@ Order and grouping:
       ends of a single size, and (on their own, since a verb change grouped with others can slip onto another
       anomaly of the same symptom) the halves of an adopted simplest verb. A check that loses the anomaly
       yields its edge (bisected) or its verb condition; a far bound that cannot run (more memory pinned than
-      a host allows) falls back to the farthest value on its ladder that can.
+      a host allows) falls back to the farthest value on its ladder that can; a size edge found from a case
+      of one size is told apart as ``max_msg`` or ``min_msg`` by one probe with a message beyond it added.
 A probe of one dimension that loses the anomaly is rechecked (a second run) unless its reading of the anomaly's
 symptom missed the threshold by more than ``recheck_margin`` (a clear loss); a grouped probe is not rechecked
 (it only decides a split), but a single probe of the very point it saw counts it as its first run. A point that
