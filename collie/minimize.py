@@ -229,9 +229,9 @@ class Minimizer:
         (a spent budget): the edges not finished then stay open.
         """
         conditions = list(result.mfs.conditions)
+        case = dict(result.point)
         while self._open:
             edge = self._open[0]
-            case = dict(result.point)
             lo, hi = self._narrow(edge.name, edge.values, edge.lo, edge.hi, edge.steps, case, self._signature)
             value = self._closed(edge.name, edge.values, lo, hi, case, self._signature)
             finished = edge.make(value, case)
