@@ -212,7 +212,7 @@ class Minimizer:
         if not confirmed:
             # the simplified case does not hold up: keep the original (confirmed) point as the case
             current = dict(point)
-        return MinimizeResult(MFS(verdict.signature, tuple(conditions)), current, confirmed,
+        return MinimizeResult(MFS(verdict.signature, tuple(_superseded(conditions))), current, confirmed,
                               self.experiments, self.steps, len(self._open))
 
     def open_cost(self) -> int:
@@ -335,6 +335,11 @@ class Minimizer:
             if kept is None:
                 necessary.append(condition)
             elif kept is not _UNTESTABLE:
+                # alternatives that disagree (the simplest verb RC WRITE lost an RC READ anomaly, RC SEND kept
+                # it): the half is not free, whatever the check below says; it excludes the values that lost
+                losing = [v for v in others if point_key({**current, d.name: v}) in self._lost]
+                if losing:
+                    necessary.append(_half_allowed(condition, value, [v for v in others if v not in losing]))
                 # a keep this far from the simplest case may have slipped onto another anomaly of the same
                 # symptom (a UD SEND case moved to RC SEND meeting an RC SEND anomaly): checked again on the
                 # simplified case, with the far sides
@@ -628,6 +633,26 @@ def _verb_halves(d: Choice, value: str) -> list[tuple[list[str], Condition]]:
         ([v for v in d.values if v.startswith(f"{transport}_") and v != value], ("opcode", opcode)),
     )
     return [(others, Condition(feature, "==", v)) for others, (feature, v) in halves if others]
+
+
+def _half_value(condition: Condition, verb: str) -> str:
+    """The part of ``verb`` (``RC_READ``) that ``condition``'s half speaks of: ``RC`` or ``READ``."""
+    transport, opcode = verb.split("_", 1)
+    return transport if condition.feature == "transport" else opcode
+
+
+def _half_allowed(condition: Condition, value: str, allowed: list[str]) -> Condition:
+    """The half of ``condition`` (``opcode == READ``, from verb ``value``) widened to the halves of the
+    ``allowed`` verbs too: ``opcode in {READ, SEND}``."""
+    return Condition(condition.feature, "in",
+                     tuple(sorted({_half_value(condition, v) for v in (value, *allowed)})))
+
+
+def _superseded(conditions: list[Condition]) -> list[Condition]:
+    """``conditions`` without an ``in`` on a feature that an ``==`` also pins (the verb check that found the
+    half necessary after all narrows the disagreeing alternatives' set)."""
+    pinned = {c.feature for c in conditions if c.op == "=="}
+    return [c for c in conditions if c.op != "in" or c.feature not in pinned]
 
 
 def _verb_conditions(necessary: list[Condition]) -> list[Condition]:

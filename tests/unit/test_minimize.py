@@ -247,6 +247,29 @@ def test_a_verb_half_kept_far_from_the_simplest_case_is_checked_again_on_it() ->
     assert ud_or_rc_send(result.point).anomalous and result.point["op"] == "UD_SEND"
 
 
+def read_or_send(sges: int) -> Any:
+    """Pause for RC READ on 64+ QPs, and for RC SEND on 32+ QPs with ``sges`` SGEs or more (another anomaly with
+    the same symptom: the shape of p2100g-100g's #16 beside its #17)."""
+    def probe(point: Any) -> Verdict:
+        f = features(SPACE.build(point))
+        read = f.transport == "RC" and f.opcode == "READ" and f.qps_total >= 64
+        send = f.transport == "RC" and f.opcode == "SEND" and f.qps_total >= 32 and f.sges >= sges
+        return PAUSE if read or send else CLEAN
+    return probe
+
+
+@pytest.mark.parametrize(("sges", "opcode"), [(1, ("in", ("READ", "SEND"))), (2, ("==", "READ"))])
+def test_verb_alternatives_that_disagree_keep_the_opcode_half(sges: int, opcode: tuple[str, Any]) -> None:
+    # RC WRITE (the simplest verb) loses the anomaly, RC SEND keeps it: the opcode matters, though not as
+    # "== READ" alone while RC SEND keeps the symptom on the simplified case too; when the simplified case
+    # (one SGE) loses it on RC SEND, the check narrows the set to READ
+    start = {**SPACE.simplest(), "op": "RC_READ", "qps": 100, "sges": 4}
+    result = Minimizer(SPACE, read_or_send(sges), MinimizeSettings()).run(start, PAUSE)
+    conds = {c.feature: c for c in result.mfs.conditions}
+    assert set(conds) == {"opcode", "qps_total"}, result.mfs.describe()
+    assert (conds["opcode"].op, conds["opcode"].value) == opcode
+
+
 def _counted(probe: Any) -> tuple[Any, list[int]]:
     calls = [0]
 
