@@ -15,6 +15,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,6 +41,7 @@ from collie.preset import Preset
 from collie.space import SearchSpace
 from collie.store import CampaignStore
 from collie.strategies import Outcome, make_strategy
+from collie.strategies.base import Region
 from collie.targets.base import RunResult, Target, TargetInfo, Unsupported
 from collie.workload import Workload
 
@@ -118,6 +120,7 @@ class Campaign:
         self.strategy = make_strategy(preset.strategy, space, seed, preset.strategy_options)
         if preset.exclude_known:
             self.strategy.set_exclusion(self._inside_known)
+        self.strategy.set_regions(self._regions)
         self.oracle: Oracle | None = None
         self.info: TargetInfo | None = None
         self.catalog: Catalog | None = None
@@ -125,6 +128,16 @@ class Campaign:
     def _emit(self, event: Event) -> None:
         if self.listener is not None:
             self.listener(event)
+
+    def _regions(self) -> list[Region]:
+        """The known anomalies with a minimized case and a minimal feature set, as regions of the space."""
+        return [Region(a.point, partial(self._misses, a.mfs)) for a in self.known
+                if a.mfs is not None and a.mfs.conditions and a.point]
+
+    def _misses(self, mfs: MFS, point: Mapping[str, Any]) -> int:
+        """How many conditions of ``mfs`` the workload of ``point`` breaks."""
+        f = features(self.space.build(point))
+        return sum(not c.holds(f) for c in mfs.conditions)
 
     def _inside_known(self, point: Mapping[str, Any]) -> bool:
         return self._known_match(features(self.space.build(point)), None) is not None

@@ -31,6 +31,6 @@ def make_strategy(name: str, space: SearchSpace, seed: int, options: Mapping[str
             return RandomSearch(space, seed, **opts)
         if name == "bayes":
             return BayesSearch(space, seed, **opts)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise InputError(f"strategy {name!r}: bad option ({exc})") from None
     raise InputError(f"unknown strategy {name!r}; use one of {', '.join(STRATEGIES)}")

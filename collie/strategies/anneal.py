@@ -25,6 +25,13 @@ measured point, picks the most promising of ``screen`` candidate moves, each of 
 one-dimension mutations, so a confident model can take a few dimensions in one step; Metropolis still decides
 on the measured energy).
 
+Anomalies of one subsystem share causes, so their regions sit side by side (the paper's #7 and #8 are the same
+unbatched small RC WRITEs, one over many MRs, the other over many QPs). With ``shell`` > 0 that share of the
+independent samples is drawn just outside a known anomaly's region: a crossover of its case and a random point
+(each dimension from the random point with a probability drawn from 0.2..0.8) that breaks one or two of the
+region's conditions and lies in no known region. Its counters may show nothing of what lies there (a precursor
+often rises only one condition away), so the chains could not climb to it.
+
 Invariant: a chain's current point only changes on acceptance (the public code overwrote it before deciding,
 which made its annealer a random walk); a step is told to the chain that asked it.
 """
@@ -38,10 +45,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from collie.space import SearchSpace, point_key
-from collie.strategies.base import DIAG_PREFIX, THROUGHPUT, Exclusion, Outcome, Point
+from collie.strategies.base import DIAG_PREFIX, THROUGHPUT, Exclusion, Outcome, Point, Region, Regions
 from collie.strategies.surrogate import Surrogate
 
 _EPS = 1e-9
+#: crossovers tried for one sample beside a known region before a uniform sample is taken instead
+_SHELL_TRIES = 200
 
 
 @dataclass
@@ -91,7 +100,12 @@ class Anneal:
         screen_greedy: float = 0.8,
         screen_moves: int = 1,
         repair: float = 0.0,
+        shell: float = 0.0,
     ) -> None:
+        for name, share in (("elite", elite), ("explore", explore), ("screen_greedy", screen_greedy),
+                            ("repair", repair), ("shell", shell)):
+            if not 0.0 <= share <= 1.0:
+                raise ValueError(f"{name} is a probability, between 0 and 1, not {share}")
         self.space = space
         self.rng = np.random.default_rng(seed)
         self.diagnostic = diagnostic
@@ -108,6 +122,8 @@ class Anneal:
         self.screen_greedy = screen_greedy
         self.screen_moves = max(1, screen_moves)
         self.repair = repair
+        self.shell = shell
+        self._regions: Regions | None = None
         self._surrogate = Surrogate(space) if screen > 1 else None
         self._measured: set[str] = set()
         self._probe_key: str | None = None
@@ -146,8 +162,32 @@ class Anneal:
     def set_exclusion(self, exclude: Exclusion | None) -> None:
         self._exclude = exclude
 
+    def set_regions(self, regions: Regions | None) -> None:
+        self._regions = regions
+
     def _excluded(self, point: Point) -> bool:
         return self._exclude is not None and self._exclude(point)
+
+    def _independent(self) -> Point:
+        """An independent sample: beside a known region with probability ``shell`` (while there is one), else
+        uniform. Without a known region the random stream is the one a strategy without ``shell`` draws."""
+        regions = self._regions() if self.shell and self._regions is not None else ()
+        if regions and self.rng.random() < self.shell:
+            point = self._beside(regions[int(self.rng.integers(len(regions)))])
+            if point is not None:
+                return point
+        return self._fresh()
+
+    def _beside(self, region: Region) -> Point | None:
+        """A point that breaks one or two conditions of ``region`` and lies in no known region (None: none found
+        in :data:`_SHELL_TRIES` crossovers of the region's case and a random point)."""
+        for _ in range(_SHELL_TRIES):
+            other = self.space.sample(self.rng)
+            mix = self.rng.uniform(0.2, 0.8)
+            point = {n: other[n] if self.rng.random() < mix else region.point[n] for n in self.space.names}
+            if self.space.is_valid(point) and 1 <= region.misses(point) <= 2 and not self._excluded(point):
+                return point
+        return None
 
     def _fresh(self) -> Point:
         point = self.space.sample(self.rng)
@@ -162,7 +202,7 @@ class Anneal:
             return self._fresh()
         if self._started() and self.explore and self.rng.random() < self.explore:
             # an independent sample between chain steps: it feeds the archive, not the chains
-            point = self._fresh()
+            point = self._independent()
             self._probe_key = point_key(point)
             return point
         self._choose_objective()

@@ -14,7 +14,7 @@ Invariants every strategy keeps:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,6 +22,19 @@ Point = dict[str, Any]
 Exclusion = Callable[[Mapping[str, Any]], bool]
 THROUGHPUT = "throughput"
 DIAG_PREFIX = "diag:"
+
+
+@dataclass(frozen=True)
+class Region:
+    """A region of the space known to hold an anomaly: ``point`` lies inside it, and ``misses(p)`` counts the
+    conditions of the region that point ``p`` breaks (0: ``p`` is inside)."""
+
+    point: Point
+    misses: Callable[[Mapping[str, Any]], int]
+
+
+#: The known regions as they are now (they grow, and are narrowed or widened, as a campaign goes on).
+Regions = Callable[[], Sequence[Region]]
 
 
 @dataclass(frozen=True)
@@ -47,4 +60,8 @@ class Strategy(Protocol):
 
     def set_exclusion(self, exclude: Exclusion | None) -> None:
         """Points for which ``exclude(point)`` is true are not worth asking (inside a known MFS)."""
+        ...
+
+    def set_regions(self, regions: Regions | None) -> None:
+        """The regions of the anomalies known so far, for a strategy that searches beside them."""
         ...

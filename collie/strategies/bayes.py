@@ -15,7 +15,7 @@ import numpy as np
 
 from collie.dimensions import Choice, Flag, IntRange, SizeVector
 from collie.space import SearchSpace, point_key
-from collie.strategies.base import THROUGHPUT, Exclusion, Outcome, Point
+from collie.strategies.base import THROUGHPUT, Exclusion, Outcome, Point, Regions
 
 _ATTEMPTS = 3
 
@@ -123,4 +123,7 @@ class BayesSearch:
         return None
 
     def set_exclusion(self, exclude: Exclusion | None) -> None:
+        return None
+
+    def set_regions(self, regions: Regions | None) -> None:
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from collie.space import SearchSpace
-from collie.strategies.base import Exclusion, Outcome, Point
+from collie.strategies.base import Exclusion, Outcome, Point, Regions
 
 
 class RandomSearch:
@@ -36,3 +36,6 @@ class RandomSearch:
 
     def set_exclusion(self, exclude: Exclusion | None) -> None:
         self._exclude = exclude
+
+    def set_regions(self, regions: Regions | None) -> None:
+        return None  # the baseline samples uniformly

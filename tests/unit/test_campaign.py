@@ -8,8 +8,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import numpy as np
+
 from collie.campaign import Campaign, CampaignSummary
 from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, Warning
+from collie.features import features
 from collie.preset import Preset, load_preset
 from collie.space import load_space
 from collie.store import CampaignStore
@@ -94,6 +97,22 @@ def test_a_find_near_the_end_leaves_the_budget_kept_for_finishing_edges(tmp_path
     assert all(a.mfs is not None and a.mfs.describe() == finished[a.anomaly_id]
                for a in summary.anomalies if a.anomaly_id in finished)
     assert [e.phase for e in events if isinstance(e, PhaseStarted)][-2:] == ["minimize", "explore"]
+
+
+def test_the_strategy_sees_each_minimized_anomaly_as_a_region_around_its_case(tmp_path: Path) -> None:
+    campaign = _campaign(tmp_path, Wrapped(), budget=250)
+    summary = campaign.run()
+    regions = campaign.strategy._regions()  # type: ignore[attr-defined]
+    minimized = [a for a in summary.anomalies if a.mfs is not None and a.mfs.conditions and a.point]
+    assert len(minimized) >= 2 and [r.point for r in regions] == [a.point for a in minimized]
+    rng = np.random.default_rng(0)
+    space = load_space()
+    for region, anomaly in zip(regions, minimized, strict=True):
+        assert anomaly.mfs is not None and region.misses(region.point) == 0  # its case lies inside
+        for _ in range(20):
+            p = space.sample(rng)
+            f = features(space.build(p))
+            assert region.misses(p) == sum(not c.holds(f) for c in anomaly.mfs.conditions)
 
 
 def test_target_failures_are_recorded_and_the_campaign_goes_on(tmp_path: Path) -> None:

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from collie.space import load_space
 from collie.strategies import Anneal, BayesSearch, Outcome, RandomSearch, make_strategy
+from collie.strategies.base import Region
 
 SPACE = load_space()
 
@@ -88,6 +92,8 @@ def test_make_strategy_errors() -> None:
         make_strategy("genetic", SPACE, 0)
     with pytest.raises(InputError, match="bad option"):
         make_strategy("anneal", SPACE, 0, {"temperature": 3})
+    with pytest.raises(InputError, match=r"shell is a probability, between 0 and 1, not 1\.5"):
+        make_strategy("anneal", SPACE, 0, {"shell": 1.5})
     assert isinstance(make_strategy("random", SPACE, 0), RandomSearch)
     assert np.isfinite(Anneal(SPACE, 0).t0)
 
@@ -183,3 +189,36 @@ def test_a_chain_whose_point_a_new_exclusion_covers_starts_afresh() -> None:
     p = a.ask()
     assert p["op"] != here["op"]
     assert a.current is None  # a fresh start, not a step from the covered point
+
+
+def _misses(point: Mapping[str, Any]) -> int:
+    """Conditions of a made-up known region (RC WRITE, unbatched, 450+ QPs) that ``point`` breaks."""
+    return (point["op"] != "RC_WRITE") + (point["batch"] > 1) + (point["qps"] < 450)
+
+
+def test_independent_samples_beside_a_known_region_break_one_or_two_of_its_conditions() -> None:
+    case = {**SPACE.simplest(), "qps": 500}
+    inside = Region(case, _misses)
+    a = Anneal(SPACE, 4, warmup=0, explore=1.0, shell=1.0)
+    a.set_exclusion(lambda p: _misses(p) == 0)
+    a.set_regions(lambda: [inside])
+    asked = []
+    for _ in range(200):
+        p = a.ask()
+        a.tell(p, Outcome(_energy(p)))
+        asked.append(p)
+    assert all(SPACE.is_valid(p) and 1 <= _misses(p) <= 2 for p in asked[1:])
+    # the region's case is crossed with random points: the free dimensions spread, the region's are kept often
+    assert len({p["mrs"] for p in asked}) > 50
+    assert sum(p["op"] == "RC_WRITE" for p in asked) > len(asked) / 3
+
+
+def test_without_a_known_region_independent_samples_are_uniform() -> None:
+    uniform = Anneal(SPACE, 5, warmup=0, explore=1.0)
+    beside = Anneal(SPACE, 5, warmup=0, explore=1.0, shell=1.0)
+    beside.set_regions(lambda: [])
+    for _ in range(50):
+        p, q = uniform.ask(), beside.ask()
+        assert p == q
+        uniform.tell(p, Outcome(_energy(p)))
+        beside.tell(q, Outcome(_energy(q)))
