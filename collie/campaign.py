@@ -136,8 +136,7 @@ class Campaign:
 
     def _misses(self, mfs: MFS, point: Mapping[str, Any]) -> int:
         """How many conditions of ``mfs`` the workload of ``point`` breaks."""
-        f = features(self.space.build(point))
-        return sum(not c.holds(f) for c in mfs.conditions)
+        return len(mfs.broken(features(self.space.build(point))))
 
     def _inside_known(self, point: Mapping[str, Any]) -> bool:
         return self._known_match(features(self.space.build(point)), None) is not None
@@ -422,7 +421,7 @@ class Campaign:
         known = self.known[index]
         assert known.mfs is not None
         f = features(self.space.build(point))
-        failing = [c.feature for c in known.mfs.conditions if not c.holds(f)]
+        failing = [c.feature for c in known.mfs.broken(f)]
         moved = moved_to(self.space, known.point, point, failing) if known.point else None
         if moved is None or not self.space.is_valid(moved) or not widened.holds(features(self.space.build(moved))):
             return False

@@ -69,6 +69,10 @@ class MFS:
         """Whether every condition holds for already computed features (compute them once for many MFS)."""
         return all(c.holds(f) for c in self.conditions)
 
+    def broken(self, f: Features) -> list[Condition]:
+        """The conditions that do not hold for ``f`` (none: ``f`` is inside)."""
+        return [c for c in self.conditions if not c.holds(f)]
+
     def describe(self) -> str:
         return " and ".join(map(str, self.conditions)) or "(always)"
 

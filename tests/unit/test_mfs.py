@@ -27,3 +27,9 @@ def test_widening_refuses_far_points_other_categories_and_points_already_inside(
     upper = MFS("pause@sender", (Condition("max_msg", "<=", 1024),))
     assert upper.widened_to(_f(sizes=[2048])) == MFS("pause@sender", (Condition("max_msg", "<=", 2048),))
     assert upper.widened_to(_f(sizes=[4096])) is None
+
+
+def test_broken_lists_the_conditions_a_point_breaks() -> None:
+    assert MFS_QPS.broken(_f(qps=800, mtu=1024)) == []
+    assert MFS_QPS.broken(_f(qps=100, mtu=1024)) == [Condition("qps_total", ">=", 724)]
+    assert [c.feature for c in MFS_QPS.broken(_f(op="UC_WRITE", qps=100))] == ["transport", "qps_total", "mtu"]
