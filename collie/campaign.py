@@ -365,7 +365,7 @@ class Campaign:
                                result.confirmed)
         self._save(record, self.space.build(result.point), verdict, result.mfs, cost,
                    original=point, steps=len(result.steps))
-        if result.open_edges:
+        if minimizer.open_edges:
             self._open.append((record, minimizer, result))
 
     def _finish_edges(self) -> None:

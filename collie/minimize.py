@@ -102,8 +102,6 @@ class MinimizeResult:
     confirmed: bool
     experiments: int
     steps: list[dict[str, Any]] = field(default_factory=list)
-    #: edges of ``mfs`` still at the wide end of their bracket (a deferred run; :meth:`Minimizer.finish`)
-    open_edges: int = 0
 
 
 class Minimizer:
@@ -213,7 +211,12 @@ class Minimizer:
             # the simplified case does not hold up: keep the original (confirmed) point as the case
             current = dict(point)
         return MinimizeResult(MFS(verdict.signature, tuple(_superseded(conditions))), current, confirmed,
-                              self.experiments, self.steps, len(self._open))
+                              self.experiments, self.steps)
+
+    @property
+    def open_edges(self) -> int:
+        """Edges of the last deferred run's MFS still at the wide end of their bracket (see :meth:`finish`)."""
+        return len(self._open)
 
     def open_cost(self) -> int:
         """At most how many probes :meth:`finish` takes."""
