@@ -33,10 +33,12 @@ def _progress(every: int) -> Any:
             if event.status == "FAILED":
                 click.echo(f"   trial {event.trial} FAILED: {event.reason}", err=True)
         elif isinstance(event, AnomalyFound):
-            state = "confirmed" if event.confirmed else "NOT confirmed after minimizing"
+            if not event.mfs:  # the budget ran out first (a warning said so)
+                state, what = "not minimized", "saved as found"
+            else:
+                state, what = "confirmed" if event.confirmed else "NOT confirmed after minimizing", event.mfs
             click.echo(f"!! {event.anomaly_id} [{event.signature}] after {event.experiments} experiments "
-                       f"({event.minimize_experiments} to minimize, {state}): {event.mfs or 'not minimized'}",
-                       err=True)
+                       f"({event.minimize_experiments} to confirm and minimize, {state}): {what}", err=True)
         elif isinstance(event, KnownAnomaly):
             widened = f"; its MFS widened to {event.widened}" if event.widened else ""
             click.echo(f"   trial {event.trial}: known anomaly {event.anomaly_id}{widened}", err=True)
