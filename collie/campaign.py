@@ -253,6 +253,12 @@ class Campaign:
             self.summary.replayed += 1
             mfs_file = case.parent / "mfs.json" if case.name == "case.toml" else case.with_suffix(".mfs.json")
             mfs = MFS.from_dict(_read_json(mfs_file)) if mfs_file.exists() else None
+            if mfs is not None and not mfs.conditions:
+                # an MFS that holds everywhere would keep the search out of the whole space (older campaigns
+                # saved one for a find the budget left unminimized)
+                self._emit(Warning(f"{mfs_file} has no conditions; the case is replayed, but does not keep the "
+                                   "search out of any region"))
+                mfs = None
             if trial.verdict is not None and trial.verdict.anomalous:
                 self.summary.corpus_reproduced.append(str(case))
                 if mfs is not None:
@@ -454,8 +460,7 @@ class Campaign:
             "point": record.point, "original_point": dict(original or record.point),
             "verdict": verdict.to_dict(),
         }
-        mfs_dict = mfs.to_dict() if mfs else {"signature": verdict.signature, "conditions": [], "text": ""}
-        self.store.save_anomaly(record.anomaly_id, case.to_toml(), mfs_dict, evidence)
+        self.store.save_anomaly(record.anomaly_id, case.to_toml(), mfs.to_dict() if mfs else None, evidence)
         self._emit(AnomalyFound(record.anomaly_id, verdict.signature, mfs.describe() if mfs else "",
                                 self.summary.experiments, cost, record.confirmed))
 

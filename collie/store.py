@@ -123,15 +123,17 @@ class CampaignStore:
         text = "\n".join(line for line in good_lines if line.strip())
         _atomic_write(path, text + "\n" if text else "")
 
-    def save_anomaly(self, anomaly_id: str, case_toml: str, mfs: Mapping[str, Any],
+    def save_anomaly(self, anomaly_id: str, case_toml: str, mfs: Mapping[str, Any] | None,
                      evidence: Mapping[str, Any]) -> Path:
-        """Write ``anomalies/<id>/`` atomically (temporary folder, then rename)."""
+        """Write ``anomalies/<id>/`` atomically (temporary folder, then rename); an anomaly not minimized
+        (``mfs`` None) has no ``mfs.json``."""
         base = self.root / ANOMALIES
         base.mkdir(exist_ok=True)
         final = base / anomaly_id
         tmp = Path(tempfile.mkdtemp(prefix=f".{anomaly_id}.", dir=base))
         (tmp / "case.toml").write_text(case_toml, encoding="utf-8")
-        (tmp / "mfs.json").write_text(json.dumps(mfs, indent=2), encoding="utf-8")
+        if mfs is not None:
+            (tmp / "mfs.json").write_text(json.dumps(mfs, indent=2), encoding="utf-8")
         (tmp / "evidence.json").write_text(json.dumps(evidence, indent=2), encoding="utf-8")
         if final.exists():
             shutil.rmtree(final)

@@ -351,3 +351,42 @@ def test_a_budget_spent_before_the_edges_are_finished_keeps_the_wide_mfs(tmp_pat
     slow = summary.anomalies[0]
     assert slow.mfs is not None and slow.mfs.describe() == found.mfs  # wide, and still true of the anomaly
     assert first.anomalies[0].mfs != slow.mfs
+
+
+def _with_corpus(tmp: Path, corpus: Path, budget: int, events: list[Any]) -> CampaignSummary:
+    store = CampaignStore.create(tmp, {"target": "test", "seed": 5})
+    return Campaign(target=Wrapped(), space=load_space(), preset=load_preset("collie"), store=store, seed=5,
+                    budget=budget, corpus=corpus, listener=events.append).run()
+
+
+def test_a_corpus_is_replayed_first_and_keeps_the_search_out_of_its_regions(tmp_path: Path) -> None:
+    first = _campaign(tmp_path / "a", Wrapped(), budget=250).run()
+    minimized = [a for a in first.anomalies if a.mfs is not None and a.mfs.conditions]
+    assert len(minimized) >= 3
+    events: list[Any] = []
+    again = _with_corpus(tmp_path / "b", tmp_path / "a" / "anomalies", 250, events)
+    assert again.replayed == len(first.anomalies)
+    assert len(again.corpus_reproduced) >= len(minimized) - 1  # a replay is one noisy run
+    # nothing the corpus explains is found again as new
+    corpus_mfs = {a.mfs.describe() for a in minimized}
+    assert all(a.mfs is None or a.mfs.describe() not in corpus_mfs for a in again.anomalies)
+    assert all(isinstance(e, KnownAnomaly) and e.anomaly_id.startswith("corpus:")
+               for e in events if isinstance(e, KnownAnomaly) and not e.anomaly_id.startswith("A"))
+
+
+def test_a_corpus_mfs_without_conditions_does_not_hide_the_whole_space(tmp_path: Path) -> None:
+    first = _campaign(tmp_path / "a", Wrapped(), budget=120).run()
+    folder = tmp_path / "a" / "anomalies" / first.anomalies[0].anomaly_id
+    (folder / "mfs.json").write_text(json.dumps({"signature": first.anomalies[0].signature, "conditions": []}))
+    events: list[Any] = []
+    again = _with_corpus(tmp_path / "b", tmp_path / "a" / "anomalies", 200, events)
+    assert any(isinstance(e, Warning) and "has no conditions" in e.message for e in events)
+    assert again.anomalies, "the search found nothing: the empty MFS kept it out of everything"
+
+
+def test_a_find_left_unminimized_has_no_mfs_file(tmp_path: Path) -> None:
+    # seed 0, budget 177: the last find comes when what is left is kept to finish earlier edges
+    summary = _campaign(tmp_path, Wrapped(), budget=177, seed=0).run()
+    for a in summary.anomalies:
+        assert (tmp_path / "anomalies" / a.anomaly_id / "mfs.json").is_file() == (a.mfs is not None)
+    assert any(a.mfs is None for a in summary.anomalies)
