@@ -125,20 +125,10 @@ class CampaignStore:
 
     def save_anomaly(self, anomaly_id: str, case_toml: str, mfs: Mapping[str, Any] | None,
                      evidence: Mapping[str, Any]) -> Path:
-        """Write ``anomalies/<id>/`` atomically (temporary folder, then rename); an anomaly not minimized
-        (``mfs`` None) has no ``mfs.json``."""
+        """Write ``anomalies/<id>/`` (see :func:`write_case_folder`)."""
         base = self.root / ANOMALIES
         base.mkdir(exist_ok=True)
-        final = base / anomaly_id
-        tmp = Path(tempfile.mkdtemp(prefix=f".{anomaly_id}.", dir=base))
-        (tmp / "case.toml").write_text(case_toml, encoding="utf-8")
-        if mfs is not None:
-            (tmp / "mfs.json").write_text(json.dumps(mfs, indent=2), encoding="utf-8")
-        (tmp / "evidence.json").write_text(json.dumps(evidence, indent=2), encoding="utf-8")
-        if final.exists():
-            shutil.rmtree(final)
-        tmp.rename(final)
-        return final
+        return write_case_folder(base / anomaly_id, case_toml, mfs, evidence)
 
     def update_mfs(self, anomaly_id: str, mfs: Mapping[str, Any], case_toml: str, cost: int = 0) -> None:
         """Rewrite a saved anomaly's ``mfs.json`` and ``case.toml`` (whose description names the MFS) atomically,
@@ -161,6 +151,21 @@ class CampaignStore:
         if self._journal is not None:
             self._journal.close()
             self._journal = None
+
+
+def write_case_folder(final: Path, case_toml: str, mfs: Mapping[str, Any] | None,
+                      evidence: Mapping[str, Any]) -> Path:
+    """Write a case folder (``case.toml``, ``mfs.json``, ``evidence.json``) atomically: a temporary folder
+    beside it, renamed into place over any older one. A case not minimized (``mfs`` None) has no ``mfs.json``."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    (tmp / "case.toml").write_text(case_toml, encoding="utf-8")
+    if mfs is not None:
+        (tmp / "mfs.json").write_text(json.dumps(mfs, indent=2), encoding="utf-8")
+    (tmp / "evidence.json").write_text(json.dumps(evidence, indent=2), encoding="utf-8")
+    if final.exists():
+        shutil.rmtree(final)
+    tmp.rename(final)
+    return final
 
 
 def check_writable(root: Path) -> None:

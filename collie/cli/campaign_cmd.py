@@ -114,11 +114,16 @@ def campaign(target_spec: str, space_file: Path | None, preset: str, strategy: s
         click.echo(f"collie: interrupted; the journal is safe. Continue with: collie campaign --resume --out {out}",
                    err=True)
         raise SystemExit(130) from None
+    corpus_line = (f"; {len(summary.corpus_reproduced)} of {summary.replayed} known cases reproduced"
+                   if summary.replayed else "")
     click.echo(f"== done: {summary.experiments} experiments ({summary.minimize_experiments} minimizing, "
                f"{summary.calibration} calibration, {summary.pruned} pruned, {summary.failed} failed); "
-               f"{len(summary.anomalies)} anomalies in {out}", err=True)
+               f"{len(summary.anomalies)} anomalies in {out}{corpus_line}", err=True)
     if fmt == "json":
         emit(json.dumps({"out": str(out), "experiments": summary.experiments,
+                         "minimize_experiments": summary.minimize_experiments, "pruned": summary.pruned,
+                         "failed": summary.failed, "known_hits": summary.known_hits,
+                         "replayed": summary.replayed, "corpus_reproduced": summary.corpus_reproduced,
                          "anomalies": _summary_rows(summary)}, indent=2))
     else:
         emit(render(_summary_rows(summary), fmt, title=f"anomalies ({out})",
@@ -169,14 +174,24 @@ def replay(case: Path, target_spec: str, runs: int, duration: float, seed: int, 
 @click.option("--space", "space_file", type=click.Path(path_type=Path), default=None,
               help="Search space the case is a point of (default: the paper's space).")
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Preset for thresholds and runs.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
+              help="Save the result as a case folder here (case.toml, mfs.json, evidence.json), e.g. for --corpus.")
 @seed_option
 @format_option
-def minimize(case: Path, target_spec: str, space_file: Path | None, preset: str, seed: int, fmt: str) -> None:
+def minimize(case: Path, target_spec: str, space_file: Path | None, preset: str, out_dir: Path | None, seed: int,
+             fmt: str) -> None:
     """Find the minimal feature set and the simplest case of a saved anomaly."""
     from collie.cases import load_case, oracle_for
     from collie.minimize import Minimizer, MinimizeSettings
+    from collie.store import check_writable, write_case_folder
     from collie.targets.base import Unsupported
+    from collie.workload import Workload
 
+    if out_dir is not None:  # before any experiment: a result must have somewhere to go
+        if out_dir.exists():
+            raise InputError(f"{out_dir} already exists; give --out a new folder for the minimized case")
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        check_writable(out_dir.parent)
     c = load_case(case)
     chosen = load_preset(preset)
     space = load_space(space_file)
@@ -196,6 +211,15 @@ def minimize(case: Path, target_spec: str, space_file: Path | None, preset: str,
         if verdict is None or not verdict.anomalous:
             raise InputError(f"{case} is not anomalous on {target_spec}: nothing to minimize")
         result = Minimizer(space, probe, chosen.minimize or MinimizeSettings()).run(point, verdict)
+    if out_dir is not None:
+        simplest = space.build(result.point)
+        named = Workload(simplest.flows, name=out_dir.name,
+                         description=f"{verdict.signature}; MFS: {result.mfs.describe()}")
+        write_case_folder(out_dir, named.to_toml(), result.mfs.to_dict(), {
+            "anomaly_id": out_dir.name, "signature": verdict.signature, "confirmed": result.confirmed,
+            "minimize_experiments": result.experiments, "minimize_steps": len(result.steps),
+            "point": result.point, "original_point": dict(point), "minimized_from": str(case),
+            "verdict": verdict.to_dict()})
     out = {"signature": verdict.signature, "mfs": result.mfs.describe(), "confirmed": result.confirmed,
            "experiments": result.experiments, "calibration": calibration,
            "case": space.build(result.point).to_dict()}

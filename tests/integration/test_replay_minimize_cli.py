@@ -55,3 +55,24 @@ def test_minimize_the_bidirectional_read_trigger() -> None:
     mfs = json.loads(r.stdout)["mfs"]
     for needed in ("bidirectional == True", "opcode == READ", "batch >= ", "sges >= "):
         assert needed in mfs
+
+
+def test_minimize_saves_a_case_folder_a_campaign_takes_as_its_corpus(tmp_path: Path) -> None:
+    out = tmp_path / "mins" / "bi-read"
+    r = run_cli("minimize", str(EXAMPLES / "bi-rc-read-80qp.toml"), "--out", str(out), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    shown = json.loads(r.stdout)
+    saved = json.loads((out / "mfs.json").read_text())
+    assert saved["text"] == shown["mfs"] and saved["conditions"]
+    evidence = json.loads((out / "evidence.json").read_text())
+    assert evidence["signature"] == shown["signature"] and evidence["minimize_experiments"] == shown["experiments"]
+    replay = run_cli("replay", str(out), "--format", "json")
+    assert replay.returncode == 1, replay.stderr  # the simplest case still reproduces
+    campaign = run_cli("campaign", "--budget", "40", "--corpus", str(tmp_path / "mins"),
+                       "--out", str(tmp_path / "c"), "--format", "json")
+    assert campaign.returncode == 0, campaign.stderr
+    assert json.loads(campaign.stdout)["replayed"] == 1
+    # a second run never overwrites the first result, and says so before running anything
+    again = run_cli("minimize", str(EXAMPLES / "bi-rc-read-80qp.toml"), "--out", str(out))
+    assert again.returncode == 2 and "already exists" in again.stderr and "Traceback" not in again.stderr
+    assert json.loads((out / "mfs.json").read_text()) == saved
