@@ -29,3 +29,7 @@ class ConstraintError(InputError):
 
 class TargetError(CollieError):
     """A target name is unknown or the target cannot be opened."""
+
+
+class StoreError(CollieError):
+    """The campaign folder could not be written during a campaign (a full disk, a vanished mount)."""

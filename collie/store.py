@@ -12,7 +12,9 @@ Invariants:
     * the journal is only appended to; a crash loses at most the record being written, and a truncated last
       line is skipped with a warning when the journal is read back;
     * anomaly folders are written to a temporary name and renamed into place, so a folder that exists is
-      complete.
+      complete;
+    * a write that fails during a campaign (a full disk) raises :class:`~collie.errors.StoreError`, whose
+      sentence says how to continue: what was written before it stays readable.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
 import tomli_w
 
-from collie.errors import InputError
+from collie.errors import InputError, StoreError
 from collie.tomlio import read_toml
 
 CONFIG: Final = "campaign.toml"
@@ -86,16 +89,28 @@ class CampaignStore:
     def config(self) -> dict[str, Any]:
         return read_toml(self.root / CONFIG)
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Turn a failed write into one sentence that says how to go on."""
+        try:
+            yield
+        except OSError as exc:
+            raise StoreError(f"cannot write to the campaign folder {self.root} ({exc.strerror or exc}); what "
+                             f"was saved before is kept: make room, then continue with collie campaign --resume "
+                             f"--out {self.root}") from None
+
     def update_config(self, config: Mapping[str, Any]) -> None:
-        _atomic_write(self.root / CONFIG, tomli_w.dumps(_toml_safe(config)))
+        with self._writing():
+            _atomic_write(self.root / CONFIG, tomli_w.dumps(_toml_safe(config)))
 
     def append(self, record: Mapping[str, Any]) -> None:
         """Append one record to the journal, flushed and fsynced before returning."""
-        if self._journal is None:
-            self._journal = open(self.root / JOURNAL, "a", encoding="utf-8")  # noqa: SIM115 - kept open
-        self._journal.write(json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n")
-        self._journal.flush()
-        os.fsync(self._journal.fileno())
+        with self._writing():
+            if self._journal is None:
+                self._journal = open(self.root / JOURNAL, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+            self._journal.write(json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n")
+            self._journal.flush()
+            os.fsync(self._journal.fileno())
 
     def read_journal(self) -> JournalRead:
         """Every complete record in order; a truncated or garbled last line is skipped with a warning."""
@@ -127,20 +142,22 @@ class CampaignStore:
                      evidence: Mapping[str, Any]) -> Path:
         """Write ``anomalies/<id>/`` (see :func:`write_case_folder`)."""
         base = self.root / ANOMALIES
-        base.mkdir(exist_ok=True)
-        return write_case_folder(base / anomaly_id, case_toml, mfs, evidence)
+        with self._writing():
+            base.mkdir(exist_ok=True)
+            return write_case_folder(base / anomaly_id, case_toml, mfs, evidence)
 
     def update_mfs(self, anomaly_id: str, mfs: Mapping[str, Any], case_toml: str, cost: int = 0) -> None:
         """Rewrite a saved anomaly's ``mfs.json`` and ``case.toml`` (whose description names the MFS) atomically,
         file by file (its MFS was widened or its edges finished), adding ``cost`` experiments to the
         ``minimize_experiments`` of its ``evidence.json``."""
         folder = self.root / ANOMALIES / anomaly_id
-        _atomic_write(folder / "mfs.json", json.dumps(mfs, indent=2))
-        _atomic_write(folder / "case.toml", case_toml)
-        if cost:
-            evidence = json.loads((folder / "evidence.json").read_text(encoding="utf-8"))
-            evidence["minimize_experiments"] = evidence.get("minimize_experiments", 0) + cost
-            _atomic_write(folder / "evidence.json", json.dumps(evidence, indent=2))
+        with self._writing():
+            _atomic_write(folder / "mfs.json", json.dumps(mfs, indent=2))
+            _atomic_write(folder / "case.toml", case_toml)
+            if cost:
+                evidence = json.loads((folder / "evidence.json").read_text(encoding="utf-8"))
+                evidence["minimize_experiments"] = evidence.get("minimize_experiments", 0) + cost
+                _atomic_write(folder / "evidence.json", json.dumps(evidence, indent=2))
 
     def anomaly_dirs(self) -> Iterator[Path]:
         base = self.root / ANOMALIES
@@ -148,9 +165,10 @@ class CampaignStore:
             yield from sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
 
     def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
+        journal, self._journal = self._journal, None
+        if journal is not None:
+            with self._writing():
+                journal.close()
 
 
 def write_case_folder(final: Path, case_toml: str, mfs: Mapping[str, Any] | None,

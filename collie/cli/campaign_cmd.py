@@ -190,7 +190,10 @@ def minimize(case: Path, target_spec: str, space_file: Path | None, preset: str,
     if out_dir is not None:  # before any experiment: a result must have somewhere to go
         if out_dir.exists():
             raise InputError(f"{out_dir} already exists; give --out a new folder for the minimized case")
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            out_dir.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create the folder {out_dir.parent}: {exc.strerror}") from None
         check_writable(out_dir.parent)
     c = load_case(case)
     chosen = load_preset(preset)
@@ -211,21 +214,23 @@ def minimize(case: Path, target_spec: str, space_file: Path | None, preset: str,
         if verdict is None or not verdict.anomalous:
             raise InputError(f"{case} is not anomalous on {target_spec}: nothing to minimize")
         result = Minimizer(space, probe, chosen.minimize or MinimizeSettings()).run(point, verdict)
-    if out_dir is not None:
-        simplest = space.build(result.point)
-        named = Workload(simplest.flows, name=out_dir.name,
-                         description=f"{verdict.signature}; MFS: {result.mfs.describe()}")
-        write_case_folder(out_dir, named.to_toml(), result.mfs.to_dict(), {
-            "anomaly_id": out_dir.name, "signature": verdict.signature, "confirmed": result.confirmed,
-            "minimize_experiments": result.experiments, "minimize_steps": len(result.steps),
-            "point": result.point, "original_point": dict(point), "minimized_from": str(case),
-            "verdict": verdict.to_dict()})
+    simplest = space.build(result.point)
     out = {"signature": verdict.signature, "mfs": result.mfs.describe(), "confirmed": result.confirmed,
-           "experiments": result.experiments, "calibration": calibration,
-           "case": space.build(result.point).to_dict()}
+           "experiments": result.experiments, "calibration": calibration, "case": simplest.to_dict()}
     if fmt == "json":
         emit(json.dumps(out, indent=2))
     else:
         emit(render({k: v for k, v in out.items() if k != "case"}, fmt, title=f"minimized {case}"))
         if fmt == "table":
-            emit(space.build(result.point).to_toml())
+            emit(simplest.to_toml())
+    if out_dir is not None:  # after the output: a failed save loses nothing the experiments found
+        named = Workload(simplest.flows, name=out_dir.name,
+                         description=f"{verdict.signature}; MFS: {result.mfs.describe()}")
+        try:
+            write_case_folder(out_dir, named.to_toml(), result.mfs.to_dict(), {
+                "anomaly_id": out_dir.name, "signature": verdict.signature, "confirmed": result.confirmed,
+                "minimize_experiments": result.experiments, "minimize_steps": len(result.steps),
+                "point": result.point, "original_point": dict(point), "minimized_from": str(case),
+                "verdict": verdict.to_dict()})
+        except OSError as exc:
+            raise InputError(f"the result above could not be saved to {out_dir}: {exc.strerror or exc}") from None
