@@ -59,6 +59,27 @@ def test_sigkill_mid_campaign_then_resume(tmp_path: Path) -> None:
     assert done == sorted(set(done)) == list(range(1, len(done) + 1))
 
 
+def test_ctrl_c_mid_campaign_ends_cleanly_and_says_how_to_resume(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "collie", "campaign", "--budget", "150", "--out", str(out),
+                             "--pace", "0.02"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True)
+    journal = out / "trials.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not journal.exists() or journal.read_text().count("\n") < 60):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"collie campaign --resume --out {out}" in err and "Traceback" not in err
+    lines = journal.read_text().splitlines()
+    assert all(json.loads(line) for line in lines)  # no torn record: the trial in flight was abandoned cleanly
+    r = run_cli("campaign", "--resume", "--out", str(out), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert "truncated" not in r.stderr and json.loads(r.stdout)["experiments"] == 150
+
+
 def test_sigkill_while_finishing_edges_then_resume(tmp_path: Path) -> None:
     # killed after the search, while the open edges of its MFSs are being finished: the resumed campaign
     # re-walks to there, finishes them and saves the finished MFSs
