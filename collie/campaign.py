@@ -138,8 +138,10 @@ class Campaign:
         """How many conditions of ``mfs`` the workload of ``point`` breaks."""
         return len(mfs.broken(features(self.space.build(point))))
 
-    def _inside_known(self, point: Mapping[str, Any]) -> bool:
-        return self._known_match(features(self.space.build(point)), None) is not None
+    def _inside_known(self, point: Mapping[str, Any]) -> int:
+        """How many known MFSs hold ``point`` (a search's exclusion: 0 is worth asking)."""
+        f = features(self.space.build(point))
+        return sum(a.mfs is not None and a.mfs.holds(f) for a in self.known)
 
     def _known_match(self, f: Features, signature: str | None) -> AnomalyRecord | None:
         """The known anomaly whose MFS holds for ``f`` (or, unminimized, whose signature is ``signature``).

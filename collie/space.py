@@ -193,7 +193,7 @@ class SearchSpace:
                          "its fixed values and ranges contradict the constraints")
 
     def mutate(self, point: Mapping[str, Any], rng: np.random.Generator, name: str | None = None,
-               repair: float = 0.0, accept: Callable[[Mapping[str, Any]], bool] | None = None
+               repair: float = 0.0, refused: Callable[[Mapping[str, Any]], int] | None = None
                ) -> tuple[dict[str, Any], str]:
         """A legal neighbour of ``point`` differing in one dimension; returns it and that dimension's name.
 
@@ -201,11 +201,12 @@ class SearchSpace:
             point: a legal point of this space.
             rng: the random stream.
             name: mutate this dimension only (default: one chosen uniformly per try).
-            repair: chance that a mutation which breaks a constraint (or ``accept``) is repaired (see
+            repair: chance that a mutation which breaks a constraint (or is ``refused``) is repaired (see
                 :meth:`repair`) rather than redrawn. Without repair a chain cannot cross a constraint that
                 couples dimensions (UD carries 200 000 MRs that RC would have to pin: moving to RC needs
-                smaller MRs at once), nor step around a region ``accept`` rules out.
-            accept: a further test a neighbour must pass (a search's "not inside a known anomaly").
+                smaller MRs at once), nor step around a region ``refused`` rules out.
+            refused: how many reasons a legal neighbour is refused for (a search: how many known anomalies'
+                regions hold it); a neighbour must have none.
 
         Returns ``(dict(point), name)`` unchanged when no acceptable neighbour is found.
         """
@@ -219,26 +220,28 @@ class SearchSpace:
             new[d.name] = d.mutate(point[d.name], rng)
             if new[d.name] == point[d.name]:
                 continue
-            if self.is_valid(new) and (accept is None or accept(new)):
+            if self.is_valid(new) and (refused is None or not refused(new)):
                 return new, d.name
             if repair and rng.random() < repair:
-                fixed = self.repair(new, d.name, rng, accept)
+                fixed = self.repair(new, d.name, rng, refused)
                 if fixed is not None:
                     return fixed, d.name
         return dict(point), searched[0].name
 
     def repair(self, point: Mapping[str, Any], keep: str, rng: np.random.Generator,
-               accept: Callable[[Mapping[str, Any]], bool] | None = None) -> dict[str, Any] | None:
-        """Make ``point`` legal (and ``accept``-ed) by changing up to :data:`MAX_REPAIRS` dimensions but ``keep``.
+               refused: Callable[[Mapping[str, Any]], int] | None = None) -> dict[str, Any] | None:
+        """Make ``point`` legal (and not ``refused``) by changing up to :data:`MAX_REPAIRS` dimensions but
+        ``keep``.
 
         Each round changes one dimension to one of its repair values (halved, doubled, simplest, ...), drawn
-        among the changes that leave fewer problems (broken constraints, plus one if ``accept`` refuses);
-        None when no such sequence reaches an acceptable legal point.
+        among the changes that leave fewer problems (broken constraints; for a legal point, the reasons it is
+        ``refused``: a point inside two known regions gets out one at a time); None when no such sequence
+        reaches a legal point refused for nothing.
         """
 
         def broken(p: Mapping[str, Any]) -> int:
             n = len(self.problems(p))
-            return n + int(n == 0 and accept is not None and not accept(p))
+            return n if n or refused is None else int(refused(p))
 
         current = dict(point)
         worst = broken(current)

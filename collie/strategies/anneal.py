@@ -166,7 +166,7 @@ class Anneal:
         self._regions = regions
 
     def _excluded(self, point: Point) -> bool:
-        return self._exclude is not None and self._exclude(point)
+        return self._exclude is not None and self._exclude(point) > 0
 
     def _independent(self) -> Point:
         """An independent sample: beside a known region with probability ``shell`` (while there is one), else
@@ -252,15 +252,12 @@ class Anneal:
     def _mutation(self, current: Point) -> tuple[Point, str]:
         """A legal, not excluded one-dimension neighbour of ``current`` (repaired when ``repair`` says so);
         ``current`` itself when ten dimension draws found none."""
-        accept = None if self._exclude is None else self._not_excluded
         for _ in range(10):
-            candidate, dim = self.space.mutate(current, self.rng, self._pick_dimension(), self.repair, accept)
+            candidate, dim = self.space.mutate(current, self.rng, self._pick_dimension(), self.repair,
+                                               self._exclude)
             if candidate != current:
                 return candidate, dim
         return dict(current), dim
-
-    def _not_excluded(self, point: Mapping[str, object]) -> bool:
-        return not self._excluded(dict(point))
 
     def _screened_start(self) -> Point:
         """A fresh chain start: of ``screen`` random points, the one predicted best for the objective."""

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 Point = dict[str, Any]
-Exclusion = Callable[[Mapping[str, Any]], bool]
+#: how many known anomalies' regions hold a point (0: it is worth asking)
+Exclusion = Callable[[Mapping[str, Any]], int]
 THROUGHPUT = "throughput"
 DIAG_PREFIX = "diag:"
 
@@ -59,7 +60,7 @@ class Strategy(Protocol):
         ...
 
     def set_exclusion(self, exclude: Exclusion | None) -> None:
-        """Points for which ``exclude(point)`` is true are not worth asking (inside a known MFS)."""
+        """Points for which ``exclude(point)`` is not 0 are not worth asking (inside that many known MFSs)."""
         ...
 
     def set_regions(self, regions: Regions | None) -> None:

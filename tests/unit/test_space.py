@@ -236,17 +236,34 @@ mr_size = 67108864
 
 
 def test_repair_steps_around_a_region_the_caller_rules_out(space) -> None:  # type: ignore[no-untyped-def]
-    # RC WRITE with many MRs is "already explained" (accept refuses it); the move to RC WRITE stays possible
-    # by also cutting the MRs, which is how a search finds an anomaly next to a known one
+    # RC WRITE with many MRs is "already explained" (refused); the move to RC WRITE stays possible by also
+    # cutting the MRs, which is how a search finds an anomaly next to a known one
     p = {**space.simplest(), "op": "UC_WRITE", "mrs": 200000, "mr_size": 16384, "qps": 5000}
 
-    def accept(q) -> bool:  # type: ignore[no-untyped-def]
-        return not (q["op"] == "RC_WRITE" and q["mrs"] >= 12000)
+    def refused(q) -> int:  # type: ignore[no-untyped-def]
+        return int(q["op"] == "RC_WRITE" and q["mrs"] >= 12000)
 
     rng = np.random.default_rng(2)
-    moves = [space.mutate(p, rng, "op", repair=1.0, accept=accept)[0] for _ in range(200)]
-    assert all(accept(q) and space.problems(q) == [] for q in moves)
+    moves = [space.mutate(p, rng, "op", repair=1.0, refused=refused)[0] for _ in range(200)]
+    assert all(not refused(q) and space.problems(q) == [] for q in moves)
     rc = [q for q in moves if q["op"] == "RC_WRITE"]
     assert rc and all(q["mrs"] < 12000 for q in rc)
-    plain = [space.mutate(p, rng, "op", accept=accept)[0] for _ in range(200)]
+    plain = [space.mutate(p, rng, "op", refused=refused)[0] for _ in range(200)]
     assert all(q["op"] != "RC_WRITE" for q in plain)
+
+
+def test_repair_steps_out_of_two_overlapping_regions_one_at_a_time(space) -> None:  # type: ignore[no-untyped-def]
+    # going bidirectional from here enters two known regions at once (bidirectional with remote memory, and
+    # bidirectional with many SGEs and a size mix): no single repair leaves both, two in turn do
+    p = {**space.simplest(), "op": "RC_READ", "direction": "incast", "memory": "remote", "sges": 8,
+         "sizes": [256, 65536]}
+
+    def refused(q) -> int:  # type: ignore[no-untyped-def]
+        bi = q["direction"] == "bidirectional"
+        return int(bi and q["memory"] == "remote") + int(bi and q["sges"] >= 3 and len(set(q["sizes"])) > 1)
+
+    rng = np.random.default_rng(3)
+    moves = [space.mutate(p, rng, "direction", repair=1.0, refused=refused)[0] for _ in range(100)]
+    assert all(not refused(q) and space.problems(q) == [] for q in moves)
+    bi = [q for q in moves if q["direction"] == "bidirectional"]
+    assert bi and all(q["memory"] != "remote" for q in bi)
