@@ -143,16 +143,15 @@ class Campaign:
         f = features(self.space.build(point))
         return sum(a.mfs is not None and a.mfs.holds(f) for a in self.known)
 
-    def _known_match(self, f: Features, signature: str | None) -> AnomalyRecord | None:
-        """The known anomaly whose MFS holds for ``f`` (or, unminimized, whose signature is ``signature``).
+    def _known_match(self, f: Features, signature: str) -> AnomalyRecord | None:
+        """The known anomaly that explains a run of ``f`` showing ``signature``: one whose MFS holds for ``f``
+        and leads with the same symptom, or an unminimized one of that very signature.
 
-        With a ``signature``, a known MFS explains ``f`` only if it leads with the same symptom: a run inside
-        one anomaly's region that leads with another symptom has met a second anomaly overlapping it (an RC
-        SEND pause inside the region of a low-throughput anomaly that any RC verb shows).
+        A run inside one anomaly's region that leads with another symptom has met a second anomaly overlapping
+        it (an RC SEND pause inside the region of a low-throughput anomaly that any RC verb shows).
         """
         for a in self.known:
-            if a.mfs is not None and a.mfs.holds(f) and \
-                    (signature is None or leading_symptom(a.signature) == leading_symptom(signature)):
+            if a.mfs is not None and a.mfs.holds(f) and leading_symptom(a.signature) == leading_symptom(signature):
                 return a
             if a.mfs is None and a.signature == signature:
                 return a
