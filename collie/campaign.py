@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any, Final
 
 from collie import calibrate
+from collie.cases import CorpusCase
 from collie.collectors.catalog import Catalog
 from collie.errors import InputError
 from collie.events import (
@@ -92,7 +92,7 @@ class Campaign:
     """One campaign over one target, space and preset, writing to one store."""
 
     def __init__(self, *, target: Target, space: SearchSpace, preset: Preset, store: CampaignStore, seed: int,
-                 budget: int, listener: Listener | None = None, corpus: Path | None = None,
+                 budget: int, listener: Listener | None = None, corpus: Sequence[CorpusCase] = (),
                  resume: bool = False) -> None:
         self.target = target
         self.space = space
@@ -244,27 +244,23 @@ class Campaign:
         self.store.update_config(config)
 
     def _replay_corpus(self) -> None:
-        if self.corpus is None:
+        if not self.corpus:
             return
-        cases = sorted(self.corpus.glob("*/case.toml")) + sorted(self.corpus.glob("*.toml"))
-        self._emit(PhaseStarted("replay", f"{len(cases)} known cases from {self.corpus}"))
-        for case in cases:
-            workload = Workload.load(case)
-            trial = self._experiment("replay", workload, None)
+        self._emit(PhaseStarted("replay", f"{len(self.corpus)} known cases"))
+        for case in self.corpus:
+            trial = self._experiment("replay", case.workload, None)
             self.summary.replayed += 1
-            mfs_file = case.parent / "mfs.json" if case.name == "case.toml" else case.with_suffix(".mfs.json")
-            mfs = MFS.from_dict(_read_json(mfs_file)) if mfs_file.exists() else None
+            mfs = case.mfs
             if mfs is not None and not mfs.conditions:
                 # an MFS that holds everywhere would keep the search out of the whole space (older campaigns
                 # saved one for a find the budget left unminimized)
-                self._emit(Warning(f"{mfs_file} has no conditions; the case is replayed, but does not keep the "
-                                   "search out of any region"))
+                self._emit(Warning(f"the MFS of {case.path} has no conditions; the case is replayed, but does not "
+                                   "keep the search out of any region"))
                 mfs = None
             if trial.verdict is not None and trial.verdict.anomalous:
-                self.summary.corpus_reproduced.append(str(case))
+                self.summary.corpus_reproduced.append(str(case.path))
                 if mfs is not None:
-                    self.known.append(AnomalyRecord(f"corpus:{case.parent.name}", mfs.signature, mfs, {}, 0,
-                                                    True))
+                    self.known.append(AnomalyRecord(f"corpus:{case.name}", mfs.signature, mfs, {}, 0, True))
 
     def _search(self) -> None:
         """Explore, keeping what finishing the open edges of the MFSs found may cost; finish them; go on
@@ -493,13 +489,3 @@ def _described(case: Workload, record: AnomalyRecord, mfs: MFS | None) -> Worklo
     """``case`` named after ``record``, its description the signature and the MFS."""
     return Workload(case.flows, name=record.anomaly_id,
                     description=f"{record.signature}; MFS: {mfs.describe() if mfs else 'not minimized'}")
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    import json
-
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
-    return data

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from collie.campaign import Campaign, CampaignInterrupted, CampaignSummary
+from collie.cases import CorpusCase, load_case, load_corpus, oracle_for
 from collie.cli.render import emit, format_option, render
 from collie.cli.run_cmd import pace_option, seed_option, target_option
 from collie.errors import InputError
@@ -49,6 +50,18 @@ def _progress(every: int) -> Any:
             click.echo(f"warning: {event.message}", err=True)
 
     return listen
+
+
+def _corpus(folder: Path | None) -> tuple[CorpusCase, ...]:
+    """The corpus cases, read and checked before the campaign folder is made (a bad case costs nothing)."""
+    if folder is None:
+        return ()
+    if not folder.is_dir():
+        raise InputError(f"the corpus folder {folder} does not exist (a resumed campaign needs the same corpus)")
+    cases = load_corpus(folder)
+    if not cases:
+        click.echo(f"warning: the corpus folder {folder} holds no cases (*/case.toml or *.toml)", err=True)
+    return cases
 
 
 def _summary_rows(summary: CampaignSummary) -> list[dict[str, Any]]:
@@ -91,11 +104,11 @@ def campaign(target_spec: str, space_file: Path | None, preset: str, strategy: s
         corpus = Path(cfg["corpus"]) if cfg.get("corpus") else None
     chosen = load_preset(preset)
     if strategy is not None and strategy != chosen.strategy:
-        chosen = load_preset(preset)
         from dataclasses import replace
 
         chosen = replace(chosen, strategy=strategy, strategy_options={})
     space = load_space(space_file)
+    known_cases = _corpus(corpus)
     target = open_target(target_spec, seed=seed, pace=pace)
     final_budget = budget or chosen.budget
     if not resume:
@@ -107,7 +120,7 @@ def campaign(target_spec: str, space_file: Path | None, preset: str, strategy: s
         })
     assert out is not None
     run = Campaign(target=target, space=space, preset=chosen, store=store, seed=seed, budget=final_budget,
-                   listener=_progress(max(10, final_budget // 10)), corpus=corpus, resume=resume)
+                   listener=_progress(max(10, final_budget // 10)), corpus=known_cases, resume=resume)
     try:
         summary = run.run()
     except CampaignInterrupted:
@@ -143,7 +156,6 @@ case_argument = click.argument("case", type=click.Path(path_type=Path, exists=Tr
 @format_option
 def replay(case: Path, target_spec: str, runs: int, duration: float, seed: int, fmt: str) -> None:
     """Re-run a saved case; exit 1 if it still reproduces (anomalous in more than half the runs), else 0."""
-    from collie.cases import load_case, oracle_for
     from collie.targets.base import Unsupported
 
     c = load_case(case)
@@ -181,7 +193,6 @@ def replay(case: Path, target_spec: str, runs: int, duration: float, seed: int, 
 def minimize(case: Path, target_spec: str, space_file: Path | None, preset: str, out_dir: Path | None, seed: int,
              fmt: str) -> None:
     """Find the minimal feature set and the simplest case of a saved anomaly."""
-    from collie.cases import load_case, oracle_for
     from collie.minimize import Minimizer, MinimizeSettings
     from collie.store import check_writable, write_case_folder
     from collie.targets.base import Unsupported

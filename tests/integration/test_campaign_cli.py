@@ -125,5 +125,17 @@ def test_campaign_bad_inputs(tmp_path: Path) -> None:
     assert nothing.returncode == 2 and "holds no campaign" in nothing.stderr
     preset = run_cli("campaign", "--preset", "fastest", "--out", str(tmp_path / "p"))
     assert preset.returncode == 2 and "unknown preset 'fastest'" in preset.stderr
-    for r in (again, bad, nothing, preset):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "junk.toml").write_text("x = 1\n")
+    junk = run_cli("campaign", "--budget", "20", "--corpus", str(corpus), "--out", str(tmp_path / "j"))
+    assert junk.returncode == 2 and "junk.toml" in junk.stderr
+    assert not (tmp_path / "j").exists()  # refused before the campaign folder was made
+    (corpus / "junk.toml").unlink()
+    empty = run_cli("campaign", "--budget", "20", "--corpus", str(corpus), "--out", str(tmp_path / "e"))
+    assert empty.returncode == 0 and "holds no cases" in empty.stderr
+    corpus.rmdir()
+    gone = run_cli("campaign", "--resume", "--out", str(tmp_path / "e"))
+    assert gone.returncode == 2 and "does not exist" in gone.stderr
+    for r in (again, bad, nothing, preset, junk, gone):
         assert "Traceback" not in r.stderr

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from collie.campaign import Campaign, CampaignSummary
+from collie.cases import load_corpus
 from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, Warning
 from collie.features import features
 from collie.preset import Preset, load_preset
@@ -372,7 +373,7 @@ def test_a_budget_spent_before_the_edges_are_finished_keeps_the_wide_mfs(tmp_pat
 def _with_corpus(tmp: Path, corpus: Path, budget: int, events: list[Any]) -> CampaignSummary:
     store = CampaignStore.create(tmp, {"target": "test", "seed": 5})
     return Campaign(target=Wrapped(), space=load_space(), preset=load_preset("collie"), store=store, seed=5,
-                    budget=budget, corpus=corpus, listener=events.append).run()
+                    budget=budget, corpus=load_corpus(corpus), listener=events.append).run()
 
 
 def test_a_corpus_is_replayed_first_and_keeps_the_search_out_of_its_regions(tmp_path: Path) -> None:
