@@ -41,18 +41,26 @@ def test_a_find_the_budget_cannot_minimize_is_said_to_be_saved_unminimized(tmp_p
     assert line.endswith("not minimized): saved as found"), line
 
 
+def _paced_campaign(out: Path, *options: str) -> subprocess.Popen[str]:
+    """A campaign of budget 150 slowed down (``--pace``) so that a test can interrupt it; stderr is piped."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "collie", "campaign", "--budget", "150", "--out", str(out),
+                             *options], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True)
+
+
+def _wait_for_journal_lines(journal: Path, lines: int) -> None:
+    deadline = time.time() + 60
+    while time.time() < deadline and (not journal.exists() or journal.read_text().count("\n") < lines):
+        time.sleep(0.05)
+
+
 def test_sigkill_mid_campaign_then_resume(tmp_path: Path) -> None:
     out = tmp_path / "c"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "collie", "campaign", "--preset", "quick", "--budget", "150",
-                             "--out", str(out), "--pace", "0.01"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    proc = _paced_campaign(out, "--preset", "quick", "--pace", "0.01")
     journal = out / "trials.jsonl"
-    deadline = time.time() + 60
-    while time.time() < deadline and (not journal.exists() or journal.read_text().count("\n") < 60):
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    _wait_for_journal_lines(journal, 60)
+    proc.communicate()
     before = journal.read_text().count('"status":"COMPLETE"')
     assert before > 10
     r = run_cli("campaign", "--resume", "--out", str(out), "--format", "json")
@@ -65,14 +73,9 @@ def test_sigkill_mid_campaign_then_resume(tmp_path: Path) -> None:
 
 def test_ctrl_c_mid_campaign_ends_cleanly_and_says_how_to_resume(tmp_path: Path) -> None:
     out = tmp_path / "c"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "collie", "campaign", "--budget", "150", "--out", str(out),
-                             "--pace", "0.02"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True)
+    proc = _paced_campaign(out, "--pace", "0.02")
     journal = out / "trials.jsonl"
-    deadline = time.time() + 60
-    while time.time() < deadline and (not journal.exists() or journal.read_text().count("\n") < 60):
-        time.sleep(0.05)
+    _wait_for_journal_lines(journal, 60)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -88,10 +91,7 @@ def test_sigkill_while_finishing_edges_then_resume(tmp_path: Path) -> None:
     # killed after the search, while the open edges of its MFSs are being finished: the resumed campaign
     # re-walks to there, finishes them and saves the finished MFSs
     out = tmp_path / "c"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "collie", "campaign", "--budget", "150", "--out", str(out),
-                             "--pace", "0.02"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True)
+    proc = _paced_campaign(out, "--pace", "0.02")
     assert proc.stderr is not None
     for line in proc.stderr:
         if "finish the edges" in line:
