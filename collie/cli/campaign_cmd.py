@@ -116,7 +116,8 @@ def campaign(target_spec: str, space_file: Path | None, preset: str, strategy: s
         store = CampaignStore.create(out, {
             "target": target_spec, "seed": seed, "budget": final_budget, "preset": preset,
             "strategy": chosen.strategy, "space": str(space_file) if space_file else "",
-            "corpus": str(corpus) if corpus else "", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "corpus": str(corpus.resolve()) if corpus else "",
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         })
     assert out is not None
     run = Campaign(target=target, space=space, preset=chosen, store=store, seed=seed, budget=final_budget,
