@@ -11,8 +11,9 @@ from collections.abc import Callable
 from typing import Final
 
 from collie import rocev2
-from collie.collectors.catalog import Catalog, available_dialects, load_catalogs
-from collie.oracle import Ceilings, Oracle, Thresholds, loss_rates
+from collie.collectors.catalog import Catalog
+from collie.collectors.normalize import catalog_for
+from collie.oracle import Ceilings, Oracle, Thresholds, event_rates, normalized_hosts
 from collie.targets.base import RunResult, TargetInfo
 from collie.workload import Endpoint, Flow, Workload
 
@@ -45,10 +46,7 @@ def wire_bps_from_payload(payload_bps: float) -> float:
 
 def catalog_of(info: TargetInfo) -> Catalog:
     """The counter catalog a target's results are read with (its dialect, plus ``sim`` on the simulator)."""
-    dialects = [info.counter_dialect]
-    if info.kind == "sim" and "sim" in available_dialects():
-        dialects.append("sim")
-    return load_catalogs(*dialects)
+    return catalog_for(info.counter_dialect, simulated=info.kind == "sim")
 
 
 def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, info: TargetInfo,
@@ -56,7 +54,7 @@ def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, in
     """Run every calibration workload through ``run`` and build the oracle from what they measured.
 
     Ceilings are the best receiving host's rates per direction kind; the baseline is the highest loss and
-    retransmission rate any clean calibration run showed.
+    retransmission rate any clean calibration run showed, read from the counters' normal form.
     """
     wire: dict[str, float] = {}
     pps: dict[str, float] = {}
@@ -69,6 +67,6 @@ def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, in
             wire[kind] = wire_bps_from_payload(best)
         else:
             pps[kind] = max(sum(fr.pps for fr in result.flows if fr.server == h) for h in receivers)
-        for name, rate in loss_rates(result, catalog).items():
+        for name, rate in event_rates(normalized_hosts(result, catalog, info.line_rate_bps)).items():
             baseline[name] = max(baseline.get(name, 0.0), rate)
     return Oracle(catalog, Ceilings(wire, pps, info.line_rate_bps), thresholds, baseline)

@@ -25,17 +25,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from collie import rocev2
-from collie.collectors.catalog import Catalog, CounterSpec
+from collie.collectors.catalog import Catalog
+from collie.collectors.normalize import NormalizedCounters, Work, normalize
 from collie.features import features
-from collie.strategies.base import DIAG_PREFIX, THROUGHPUT
-from collie.targets.base import RunResult
+from collie.metrics import DIAG_PREFIX, THROUGHPUT
+from collie.targets.base import HostResult, RunResult
 from collie.workload import Workload
 
 SYMPTOM_ORDER: Final = ("pause", "low_throughput", "loss", "retransmission")
 DIRECTION_KINDS: Final = ("oneway", "bidirectional", "loopback")
-_UNIT_SECONDS: Final = {"us": 1e-6, "ms": 1e-3}
-#: Longest pause one PFC XOFF frame can request: 65535 quanta of 512 bit times.
-_XOFF_BITS: Final = 65535 * 512
 
 
 @dataclass(frozen=True)
@@ -73,7 +71,18 @@ class Ceilings:
 
 @dataclass(frozen=True)
 class Symptom:
-    """One reason a run is anomalous."""
+    """One reason a run is anomalous.
+
+    Attributes:
+        kind: ``pause``, ``low_throughput``, ``loss`` or ``retransmission``.
+        host, end: where it showed, and whether that host received or sent the payload.
+        value, threshold: the reading and the limit it passed (a pause ratio, a fraction of the ceiling, events
+            per second).
+        counter: the counter it rests on (``tx_prio3_pause_duration``); ``""`` for low throughput, which rests
+            on the traffic the target measured.
+        estimate: the pause ratio is an upper bound from XOFF frame counts, not a measured duration.
+        source: where ``counter`` was read (``ethtool``, ``hw``, ...).
+    """
 
     kind: str
     host: str
@@ -82,6 +91,7 @@ class Symptom:
     threshold: float
     counter: str = ""
     estimate: bool = False
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -149,19 +159,25 @@ def _receiver(client: str, server: str, opcode: str) -> str:
     return client if opcode == "READ" else server
 
 
-def loss_rates(run: RunResult, catalog: Catalog) -> dict[str, float]:
-    """Per-second rates of loss and retransmission counters, ``host:counter`` -> rate."""
-    out: dict[str, float] = {}
-    for h in run.hosts:
-        for name, value in h.counters.items():
-            spec = catalog.lookup(name)
-            if spec is not None and spec.role in ("loss", "retransmission"):
-                out[f"{h.host}:{spec.name}"] = value / run.duration_s
-    return out
+def normalized_hosts(run: RunResult, catalog: Catalog, line_rate_bps: float = 0.0
+                     ) -> dict[str, NormalizedCounters]:
+    """Each host's counters of ``run`` in the one normal form (:func:`~collie.collectors.normalize.normalize`);
+    ``line_rate_bps`` (0: unknown) turns XOFF frame counts into upper-bound pause ratios."""
+    line = line_rate_bps if line_rate_bps > 0 else None
+    return {h.host: normalize(h.counters, run.duration_s, catalog, line_rate_bps=line, sources=h.sources)
+            for h in run.hosts}
+
+
+def event_rates(views: Mapping[str, NormalizedCounters]) -> dict[str, float]:
+    """Per-second rates of the loss and retransmission counters of every host, ``host:counter`` -> rate (what
+    the clean baseline holds)."""
+    return {f"{host}:{name}": rate for host, n in views.items()
+            for name, rate in {**n.loss_rates, **n.retransmission_rates}.items()}
 
 
 class Oracle:
-    """Judges runs of one target against its ceilings and clean baseline."""
+    """Judges runs of one target against its ceilings and clean baseline, reading each host's counters only in
+    their normal form."""
 
     def __init__(self, catalog: Catalog, ceilings: Ceilings, thresholds: Thresholds | None = None,
                  baseline: Mapping[str, float] | None = None) -> None:
@@ -170,9 +186,6 @@ class Oracle:
         self.thresholds = thresholds or Thresholds()
         self.baseline = dict(baseline or {})
 
-    def _spec(self, name: str) -> CounterSpec | None:
-        return self.catalog.lookup(name)
-
     def judge(self, run: RunResult, workload: Workload) -> Verdict:
         t = self.thresholds
         symptoms: list[Symptom] = []
@@ -180,62 +193,43 @@ class Oracle:
         receivers = {_receiver(f.client.host, f.server.host, f.opcode) for f in workload.flows}
         diag: dict[str, float] = defaultdict(float)
         levels: dict[str, float] = defaultdict(float)
-        seconds = run.duration_s
+        views = normalized_hosts(run, self.catalog, self.ceilings.line_rate_bps)
+        notes: list[str] = []
         for h in run.hosts:
+            n = views[h.host]
             end = "receiver" if h.host in receivers else "sender"
-            pause: dict[str, dict[int, float]] = {"rx": defaultdict(float), "tx": defaultdict(float)}
-            frames: dict[str, dict[int, float]] = {"rx": defaultdict(float), "tx": defaultdict(float)}
-            loss: dict[str, float] = {}
             packets = h.tx_pps + h.rx_pps
             # work requests this host handled: each flow's messages once per end on this host
             messages = sum(f.msg_rate * ((f.client == h.host) + (f.server == h.host)) for f in run.flows)
-            for name, value in h.counters.items():
-                spec = self._spec(name)
-                if spec is None:
-                    continue
-                prio = spec.priority if spec.priority is not None else -1
-                if spec.role in ("pause_duration_rx", "pause_duration_tx"):
-                    pause[spec.role[-2:]][prio] += value * _UNIT_SECONDS.get(spec.unit, 1e-6) / seconds
-                elif spec.role in ("pause_frames_rx", "pause_frames_tx"):
-                    frames[spec.role[-2:]][prio] += value
-                elif spec.role in ("loss", "retransmission"):
-                    loss[spec.name] = value / seconds
-                if spec.diagnostic and spec.kind == "gauge":
-                    diag[spec.name] = max(diag[spec.name], value)
-                elif spec.diagnostic:
+            for name, value in n.diagnostic_per_s.items():
+                work = n.diagnostic_work[name]
+                if work is Work.LEVEL:
+                    diag[name] = max(diag[name], value)
+                else:
                     # events per packet (or per message) the host handled: a miss *ratio*, which rises with a
                     # resource's working set rather than with the traffic rate alone
-                    work = messages if spec.per == "message" else packets
-                    if work > 0:
-                        diag[spec.name] = max(diag[spec.name], value / seconds / work)
-            estimated = {d: not pause[d] and bool(frames[d]) for d in ("rx", "tx")}
-            for d in ("rx", "tx"):
-                if estimated[d] and self.ceilings.line_rate_bps > 0:
-                    for prio, n in frames[d].items():
-                        pause[d][prio] = min(1.0, n * _XOFF_BITS / self.ceilings.line_rate_bps / seconds)
-            tx_max = max(pause["tx"].values(), default=0.0)
+                    per = messages if work is Work.MESSAGE else packets
+                    if per > 0:
+                        diag[name] = max(diag[name], value / per)
+            tx_max = n.max_pause_ratio_tx or 0.0
             levels[f"pause@{end}"] = max(levels[f"pause@{end}"], tx_max / t.pause_ratio)
             if tx_max > t.pause_ratio:
-                prio = max(pause["tx"], key=lambda p: pause["tx"][p])
-                symptoms.append(Symptom("pause", h.host, end, tx_max, t.pause_ratio,
-                                        f"tx priority {prio}", estimated["tx"]))
-            for counter, rate in loss.items():
-                spec = self._spec(counter)
-                base = self.baseline.get(f"{h.host}:{counter}", self.baseline.get(counter, 0.0))
-                limit = base * t.loss_margin + t.loss_floor_per_s
-                if spec is not None:
-                    tag = f"{spec.role}@{end}"
+                counter = _strongest_pause_counter(n)
+                symptoms.append(Symptom("pause", h.host, end, tx_max, t.pause_ratio, counter,
+                                        n.pause_estimated_tx, n.sources.get(counter, "")))
+            for role, rates in (("loss", n.loss_rates), ("retransmission", n.retransmission_rates)):
+                for counter, rate in rates.items():
+                    base = self.baseline.get(f"{h.host}:{counter}", self.baseline.get(counter, 0.0))
+                    limit = base * t.loss_margin + t.loss_floor_per_s
+                    tag = f"{role}@{end}"
                     levels[tag] = max(levels[tag], rate / limit)
-                if rate > limit and spec is not None:
-                    symptoms.append(Symptom(spec.role, h.host, end, rate, limit, counter))
-            evidence["hosts"][h.host] = {
-                "end": end,
-                "pause_ratio_tx": {str(p): r for p, r in sorted(pause["tx"].items())},
-                "pause_ratio_rx": {str(p): r for p, r in sorted(pause["rx"].items())},
-                "pause_estimated_from_frames": estimated,
-                "loss_rates": loss,
-                "tx_bps": h.tx_bps, "rx_bps": h.rx_bps, "tx_pps": h.tx_pps, "rx_pps": h.rx_pps,
-            }
+                    if rate > limit:
+                        symptoms.append(Symptom(role, h.host, end, rate, limit, counter, False,
+                                                n.sources.get(counter, "")))
+            evidence["hosts"][h.host] = _host_evidence(h, n, end)
+            notes.extend(f"{h.host}: {note}" for note in n.notes)
+        if notes:
+            evidence["notes"] = notes
         fraction = self._throughput(run, workload, symptoms, evidence)
         if fraction > 0:
             levels["low_throughput@receiver"] = t.throughput_fraction / fraction
@@ -282,6 +276,55 @@ class Oracle:
             if bps < t.throughput_fraction * bps_ceiling and pps < t.throughput_fraction * pps_ceiling:
                 symptoms.append(Symptom("low_throughput", host, "receiver", frac, t.throughput_fraction))
         return lowest if lowest < math.inf else 0.0
+
+
+def _strongest_pause_counter(n: NormalizedCounters) -> str:
+    """The counter behind the largest TX pause ratio (a priority's, or the link's global pause)."""
+    ratios = {f"pause_ratio_tx_p{p}": r for p, r in n.pause_ratio_tx.items()}
+    if n.global_pause_ratio_tx is not None:
+        ratios["global_pause_ratio_tx"] = n.global_pause_ratio_tx
+    key = max(ratios, key=lambda k: ratios[k])
+    return n.basis.get(key, ("",))[0]
+
+
+def _host_evidence(h: HostResult, n: NormalizedCounters, end: str) -> dict[str, Any]:
+    """What a report shows of one host: its rates, pause ratios, event rates and every counter those rest on,
+    with its delta and source."""
+    used = sorted({name for names in n.basis.values() for name in names} | set(n.loss_rates)
+                  | set(n.retransmission_rates) | set(n.diagnostic_per_s))
+    out: dict[str, Any] = {
+        "end": end,
+        "tx_bps": h.tx_bps, "rx_bps": h.rx_bps, "tx_pps": h.tx_pps, "rx_pps": h.rx_pps,
+        "pause_readable": n.pause_readable,
+        "pause_ratio_tx": _pause_map(n.pause_ratio_tx, n.global_pause_ratio_tx),
+        "pause_ratio_rx": _pause_map(n.pause_ratio_rx, n.global_pause_ratio_rx),
+        "pause_basis": {"tx": n.pause_basis_tx, "rx": n.pause_basis_rx},
+        "loss_rates": dict(n.loss_rates),
+        "retransmission_rates": dict(n.retransmission_rates),
+        "counters": {name: {"delta": _delta_of(h, name), "source": n.sources.get(name, "")} for name in used},
+    }
+    if h.unreadable:
+        out["unreadable"] = dict(h.unreadable)
+    if n.notes:
+        out["notes"] = list(n.notes)
+    return out
+
+
+def _pause_map(per_priority: Mapping[int, float], global_ratio: float | None) -> dict[str, float]:
+    out = {str(p): r for p, r in sorted(per_priority.items())}
+    if global_ratio is not None:
+        out["global"] = global_ratio
+    return out
+
+
+def _delta_of(h: HostResult, name: str) -> float | None:
+    """A counter's delta as the host reported it (under its current name, or a ``source:`` or older name)."""
+    if name in h.counters:
+        return h.counters[name]
+    for reported, value in h.counters.items():
+        if reported.partition(":")[2] == name:
+            return value
+    return None
 
 
 def _strength(s: Symptom) -> float:

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from typing import Final
 
 PACKET_OVERHEAD: Final = 8 + 12 + 14 + 4 + 20 + 8 + 12 + 4
+#: Longest pause one PFC XOFF frame can request: 65535 quanta of 512 bit times.
+XOFF_BITS: Final = 65535 * 512
 
 
 def packets(size: int, mtu: int) -> int:

@@ -91,7 +91,8 @@ def parse_ethtool(text: str, source: str = "<ethtool -S>") -> EthtoolStats:
 def ethtool_snapshot(stats: EthtoolStats, device: str, *, timestamp: float | None = None,
                      source: str = "ethtool") -> Snapshot:
     """The port-wide counters as a :class:`Snapshot` (per-queue counters are left out)."""
-    return Snapshot(now() if timestamp is None else timestamp, dict(stats.port), source, device)
+    return Snapshot(now() if timestamp is None else timestamp, dict(stats.port), source, device,
+                    sources=dict.fromkeys(stats.port, "ethtool"))
 
 
 def read_ethtool(netdev: str, *, timeout: float = 10.0) -> Snapshot:

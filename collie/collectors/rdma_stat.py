@@ -62,7 +62,8 @@ def parse_rdma_stat_text(text: str, source: str = "<rdma statistic show>") -> li
                          f"'link DEV/PORT name value ...', got {shown!r})")
     if not ports:
         raise InputError(f"{source}: no counters found; expected 'link DEV/PORT name value ...' lines")
-    return [Snapshot(ts, vals, "rdma-stat", label) for label, vals in ports.items()]
+    return [Snapshot(ts, vals, "rdma-stat", label, sources=dict.fromkeys(vals, "rdma-stat"))
+            for label, vals in ports.items()]
 
 
 def parse_rdma_stat_json(text: str, source: str = "<rdma -j statistic show>") -> list[Snapshot]:
@@ -93,7 +94,7 @@ def parse_rdma_stat_json(text: str, source: str = "<rdma -j statistic show>") ->
             if isinstance(v, bool) or not isinstance(v, int | float):
                 raise InputError(f"{source}: {label}: counter {name!r} has value {v!r}; expected an integer")
             values[str(name)] = v
-        out.append(Snapshot(ts, values, "rdma-stat", label))
+        out.append(Snapshot(ts, values, "rdma-stat", label, sources=dict.fromkeys(values, "rdma-stat")))
     return out
 
 

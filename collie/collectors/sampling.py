@@ -99,6 +99,8 @@ def summarize(readings: Sequence[Snapshot], catalog: Catalog | None = None) -> S
         wraps=tuple(dict.fromkeys(w for d in intervals for w in d.wraps)),
         uncatalogued=tuple(dict.fromkeys(u for d in intervals for u in d.uncatalogued)),
         device=last.device,
+        sources=dict(last.sources),
+        unreadable={k: v for d in intervals for k, v in d.unreadable.items()},
     )
     return Sampled(total, stats, intervals)
 

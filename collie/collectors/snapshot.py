@@ -10,7 +10,10 @@ Invariants:
       the 32-bit range wrapped once and is corrected by 2^32; gauges are averaged, never differenced;
       settings (``lifespan``) are reported apart, never as counters;
     * a name the catalog does not know is treated as a monotonic 64-bit counter and listed in
-      ``Delta.uncatalogued``.
+      ``Delta.uncatalogued``;
+    * every counter of a snapshot read by a collector knows its source (``Snapshot.sources``: ``port``,
+      ``hw``, ``dev``, ``ethtool``, ``rdma-stat``, ``sim``); a source the host could not read is named in
+      ``Snapshot.unreadable`` with the reason, and its counters are absent (missing, never 0).
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ class Snapshot:
         source: where it came from (``sysfs``, ``ethtool``, ``rdma-stat``, ``combined``, ``sim``, a file).
         device: what it describes, ``DEV/PORT`` for RDMA ports (``mlx5_0/1``) or a netdev name.
         problems: one sentence per counter that could not be read (permission, ``N/A (no PMA)``, garbage).
+        sources: counter name -> the source it was read from (see :data:`SOURCE_ORDER`); empty for a snapshot
+            of unknown provenance (a file saved by an older collie).
+        unreadable: source -> one sentence saying why that whole source could not be read on this host.
     """
 
     timestamp: float
@@ -47,11 +53,14 @@ class Snapshot:
     source: str
     device: str
     problems: tuple[str, ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
+    unreadable: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (read back by :meth:`from_dict`)."""
         return {"timestamp": self.timestamp, "source": self.source, "device": self.device,
-                "values": dict(self.values), "problems": list(self.problems)}
+                "values": dict(self.values), "problems": list(self.problems), "sources": dict(self.sources),
+                "unreadable": dict(self.unreadable)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "snapshot") -> Snapshot:
@@ -75,8 +84,16 @@ class Snapshot:
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
                 raise InputError(f"{where}: counter {name!r} has value {v!r}; expected a number or null")
             values[str(name)] = v
+        sources = _str_map(d.get("sources", {}), f"{where}: sources")
+        unreadable = _str_map(d.get("unreadable", {}), f"{where}: unreadable")
         return cls(float(ts), values, str(d.get("source", "file")), str(d.get("device", "")),
-                   tuple(str(p) for p in d.get("problems", ())))
+                   tuple(str(p) for p in d.get("problems", ())), sources, unreadable)
+
+
+def _str_map(raw: Any, where: str) -> dict[str, str]:
+    if not isinstance(raw, Mapping) or not all(isinstance(v, str) for v in raw.values()):
+        raise InputError(f"{where} must be an object of names to strings")
+    return {str(k): v for k, v in raw.items()}
 
 
 def now() -> float:
@@ -92,22 +109,27 @@ def combine(parts: Iterable[tuple[str, Snapshot]], *, device: str | None = None)
         device: the device label of the result (default: the first part's).
 
     A name already taken by an earlier source is stored as ``<source_tag>:<name>`` (bnxt's ``rx_bytes`` is in
-    both hw_counters and ``ethtool -S``); :meth:`Catalog.lookup` understands that form. The timestamp is the
-    earliest of the parts.
+    both hw_counters and ``ethtool -S``); :meth:`Catalog.lookup` understands that form. Each counter's source
+    is the part's own (``Snapshot.sources``) or else its tag. The timestamp is the earliest of the parts.
     """
     items = list(parts)
     if not items:
         raise ValueError("combine needs at least one snapshot")
     values: dict[str, float | None] = {}
+    sources: dict[str, str] = {}
     problems: list[str] = []
+    unreadable: dict[str, str] = {}
     for tag, snap in items:
         for name, v in snap.values.items():
             key = name if name not in values else f"{tag}:{name}"
             if key not in values:
                 values[key] = v
+                sources[key] = snap.sources.get(name, tag)
         problems.extend(snap.problems)
+        unreadable.update(snap.unreadable)
     return Snapshot(min(s.timestamp for _, s in items), values, "combined",
-                    device if device is not None else items[0][1].device, tuple(problems))
+                    device if device is not None else items[0][1].device, tuple(problems), sources,
+                    unreadable)
 
 
 @dataclass(frozen=True)
@@ -137,6 +159,8 @@ class Delta:
         wraps: 32-bit counters that wrapped once and were corrected.
         uncatalogued: names the catalog does not know (treated as monotonic 64-bit).
         device: the device of the later snapshot.
+        sources: counter name -> source, from the snapshots.
+        unreadable: source -> why it could not be read, from either snapshot.
     """
 
     seconds: float
@@ -146,6 +170,8 @@ class Delta:
     wraps: tuple[str, ...] = ()
     uncatalogued: tuple[str, ...] = ()
     device: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
+    unreadable: Mapping[str, str] = field(default_factory=dict)
 
     def counters(self) -> dict[str, float]:
         """Known values only (what ``HostResult.counters`` holds: absent = not available, never 0)."""
@@ -211,7 +237,8 @@ def delta(a: Snapshot, b: Snapshot, seconds: float | None = None, catalog: Catal
             continue
         values[name] = None
         resets.append(Reset(name, va, vb))
-    return Delta(secs, values, settings, tuple(resets), tuple(wraps), tuple(unknown), b.device or a.device)
+    return Delta(secs, values, settings, tuple(resets), tuple(wraps), tuple(unknown), b.device or a.device,
+                 {**a.sources, **b.sources}, {**a.unreadable, **b.unreadable})
 
 
 def read_snapshot_file(path: str | Path) -> list[Snapshot]:

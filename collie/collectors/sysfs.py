@@ -26,6 +26,7 @@ from collie.collectors.snapshot import Snapshot, combine, now
 from collie.errors import InputError
 
 CLASS_DIR: Final = Path("sys/class/infiniband")
+_NETDEV: Final = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 _GREP_LINE: Final = re.compile(
     r"^(?:.*?/)?(?:(?P<dev>[^/\s]+)/ports/(?P<port>\d+)/)?(?P<dir>counters|hw_counters)/(?P<name>[^/:\s]+):(?P<val>.*)$"
 )
@@ -128,7 +129,7 @@ def read_port(root: str | Path, ref: PortRef, *, timestamp: float | None = None)
         values, problems = _read_dir(path, rel)
         parts.append((tag, Snapshot(ts, values, "sysfs", ref.label, tuple(problems))))
     snap = combine(parts, device=ref.label)
-    return Snapshot(ts, snap.values, "sysfs", ref.label, snap.problems)
+    return Snapshot(ts, snap.values, "sysfs", ref.label, snap.problems, snap.sources)
 
 
 def read_sysfs(root: str | Path = "/", device: str | None = None, port: int | None = None) -> list[Snapshot]:
@@ -149,6 +150,38 @@ def device_netdevs(root: str | Path, device: str) -> list[str]:
     """The netdev names of an RDMA device (``DEV/device/net/*``), sorted; empty if unknown."""
     net = class_dir(root) / device / "device" / "net"
     return sorted(p.name for p in net.iterdir()) if net.is_dir() else []
+
+
+def port_netdev(root: str | Path, ref: PortRef) -> str | None:
+    """The netdev that backs an RDMA port, or ``None`` (InfiniBand ports have none).
+
+    Looked up, in order: the port's GID table (``ports/P/gid_attrs/ndevs/N``, the netdev of the RoCE GIDs), the
+    device's ``parent`` (soft-RoCE: the netdev rxe was created on), and ``device/net/*`` when the device has
+    exactly one netdev, or as many as ports (port P -> the P-th, sorted).
+    """
+    dev_dir = class_dir(root) / ref.device
+    ndevs = dev_dir / "ports" / str(ref.port) / "gid_attrs" / "ndevs"
+    if ndevs.is_dir():
+        for entry in sorted(ndevs.iterdir(), key=lambda e: int(e.name) if e.name.isdigit() else 1 << 30):
+            try:
+                name = entry.read_text(encoding="ascii", errors="replace").strip()
+            except OSError:
+                continue
+            if name and _NETDEV.fullmatch(name):
+                return name
+    try:
+        parent = (dev_dir / "parent").read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        parent = ""
+    if parent and _NETDEV.fullmatch(parent):
+        return parent
+    netdevs = device_netdevs(root, ref.device)
+    if len(netdevs) == 1:
+        return netdevs[0]
+    ports = list_ports(root, ref.device)
+    if netdevs and len(netdevs) == len(ports):
+        return netdevs[[p.port for p in ports].index(ref.port)]
+    return None
 
 
 def device_driver(root: str | Path, device: str) -> str | None:
@@ -194,7 +227,7 @@ def parse_grep_dump(text: str, source: str = "<sysfs dump>") -> list[Snapshot]:
     for label, tags in per.items():
         parts = [(tag, Snapshot(ts, tags[tag], "sysfs", label)) for tag in ("port", "hw") if tag in tags]
         snap = combine(parts, device=label)
-        out.append(Snapshot(ts, snap.values, source, label, tuple(problems.get(label, ()))))
+        out.append(Snapshot(ts, snap.values, source, label, tuple(problems.get(label, ())), snap.sources))
     return out
 
 
@@ -204,7 +237,8 @@ def read_counter_dir(path: str | Path) -> Snapshot:
     values, problems = _read_dir(p, p.name)
     if not values:
         raise InputError(f"{p}: no counter files in this folder")
-    return Snapshot(now(), values, "sysfs", p.name, tuple(problems))
+    tag = "port" if p.name == "counters" else "hw"
+    return Snapshot(now(), values, "sysfs", p.name, tuple(problems), dict.fromkeys(values, tag))
 
 
 def read_sysfs_path(path: str | Path) -> list[Snapshot]:

@@ -99,6 +99,9 @@ class HostResult:
         tx_bps, rx_bps: bits/s sent and received by the NIC (payload; loopback counts both ways).
         tx_pps, rx_pps: packets/s sent and received.
         counters: counter deltas (gauges: means) under the driver's names; absent = not available.
+        sources: counter name -> where it was read (``port``, ``hw``, ``ethtool``, ``rdma-stat``, ...); empty
+            when the target does not say (the simulator: its counters stand where the catalog declares them).
+        unreadable: source -> why this host could not read it (its counters are absent, not 0).
     """
 
     host: str
@@ -107,6 +110,24 @@ class HostResult:
     tx_pps: float
     rx_pps: float
     counters: Mapping[str, float] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
+    unreadable: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form; ``sources`` and ``unreadable`` only when there are any."""
+        d: dict[str, Any] = {"host": self.host, "tx_bps": self.tx_bps, "rx_bps": self.rx_bps,
+                             "tx_pps": self.tx_pps, "rx_pps": self.rx_pps, "counters": dict(self.counters)}
+        if self.sources:
+            d["sources"] = dict(self.sources)
+        if self.unreadable:
+            d["unreadable"] = dict(self.unreadable)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> HostResult:
+        return cls(host=d["host"], tx_bps=float(d["tx_bps"]), rx_bps=float(d["rx_bps"]),
+                   tx_pps=float(d["tx_pps"]), rx_pps=float(d["rx_pps"]), counters=dict(d["counters"]),
+                   sources=dict(d.get("sources", {})), unreadable=dict(d.get("unreadable", {})))
 
 
 @dataclass(frozen=True)
@@ -138,7 +159,7 @@ class RunResult:
             "duration_s": self.duration_s,
             "setup_s": self.setup_s,
             "flows": [asdict(f) for f in self.flows],
-            "hosts": [{**asdict(h), "counters": dict(h.counters)} for h in self.hosts],
+            "hosts": [h.to_dict() for h in self.hosts],
             "errors": list(self.errors),
             "engine_bound": self.engine_bound,
         }
@@ -154,7 +175,7 @@ class RunResult:
             duration_s=float(d["duration_s"]),
             setup_s=float(d["setup_s"]),
             flows=tuple(FlowResult(**f) for f in d["flows"]),
-            hosts=tuple(HostResult(**{**h, "counters": dict(h["counters"])}) for h in d["hosts"]),
+            hosts=tuple(HostResult.from_dict(h) for h in d["hosts"]),
             errors=tuple(d.get("errors", ())),
             engine_bound=bool(d.get("engine_bound", False)),
             truth=tuple(d.get("truth", ())),

@@ -33,6 +33,9 @@ def test_pause_over_threshold_from_mlx5_and_bnxt_names() -> None:
     v = oracle().judge(run(97e9, 3e6, {"tx_prio3_pause_duration": 400_000.0}), W)  # 20 %
     assert v.anomalous and v.signature == "pause@receiver" and v.symptoms[0].host == "b"
     assert abs(v.evidence["hosts"]["b"]["pause_ratio_tx"]["3"] - 0.2) < 1e-9
+    assert (v.symptoms[0].counter, v.symptoms[0].source) == ("tx_prio3_pause_duration", "ethtool")
+    assert v.evidence["hosts"]["b"]["counters"]["tx_prio3_pause_duration"] == {"delta": 400_000.0,
+                                                                              "source": "ethtool"}
     bnxt = oracle("bnxt_re").judge(run(97e9, 3e6, {"pfc_pri3_tx_duration_us": 400_000.0}), W)
     assert bnxt.signature == "pause@receiver"
 
@@ -68,7 +71,8 @@ def test_pause_estimated_from_xoff_frames_without_durations() -> None:
     assert names, "ice reports XOFF frame counts"
     v = Oracle(cat, CEIL).judge(run(97e9, 3e6, {names[0]: 20000.0}), W)
     host = v.evidence["hosts"]["b"]
-    assert host["pause_estimated_from_frames"]["tx"] and v.anomalous and v.symptoms[0].estimate
+    assert host["pause_basis"]["tx"] == "xoff-estimate" and v.anomalous and v.symptoms[0].estimate
+    assert v.symptoms[0].counter == names[0] and v.symptoms[0].source == "ethtool"
 
 
 def test_diagnostic_metrics_are_per_packet_or_per_message() -> None:
@@ -95,3 +99,18 @@ def test_levels_say_how_near_each_symptom_a_run_came() -> None:
     # a run the oracle does not judge says nothing of how near it came
     bound = o.judge(run(3e9, 0.1e6, {}, engine_bound=True), W)
     assert bound.levels == {}
+
+
+def test_a_host_without_pause_counters_gets_no_pause_verdict_and_says_why() -> None:
+    v = oracle().judge(run(30e9, 0.9e6, {"out_of_sequence": 0.0}), W)
+    assert not v.shows("pause@receiver")
+    assert not v.evidence["hosts"]["b"]["pause_readable"]
+    assert any(n.startswith("b: pause counters were not readable") for n in v.evidence["notes"])
+
+
+def test_the_source_a_host_reported_wins_over_the_catalogs() -> None:
+    r = run(97e9, 3e6, {"ethtool:tx_prio3_pause_duration": 400_000.0})
+    b = dataclasses.replace(r.hosts[1], sources={"ethtool:tx_prio3_pause_duration": "rdma-stat"})
+    v = oracle().judge(dataclasses.replace(r, hosts=(r.hosts[0], b)), W)
+    assert (v.symptoms[0].counter, v.symptoms[0].source) == ("tx_prio3_pause_duration", "rdma-stat")
+    assert v.evidence["hosts"]["b"]["counters"]["tx_prio3_pause_duration"]["delta"] == 400_000.0

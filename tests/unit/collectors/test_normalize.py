@@ -18,10 +18,15 @@ RXE = load_catalog("rxe")
 def test_empty_counters_give_none_everywhere_never_zero() -> None:
     n = normalize({}, 2.0, MLX5)
     for key, value in n.to_dict().items():
-        if key in ("seconds", "pause_estimated_rx", "pause_estimated_tx", "pause_basis_rx", "pause_basis_tx"):
+        if key in ("seconds", "pause_estimated_rx", "pause_estimated_tx", "pause_basis_rx", "pause_basis_tx",
+                   "pause_readable", "notes"):
             continue
         assert value in (None, {}, []), key
     assert n.pause_basis_rx == "none" and not n.pause_estimated_tx
+    assert not n.pause_readable
+    assert n.notes == ("pause counters were not readable: none of this driver's pause counters is among the "
+                       "host's counters (mlx5 and bnxt_en count pause in 'ethtool -S' of the port's netdev), so "
+                       "no pause verdict is possible",)
 
 
 def test_mlx5_pause_from_durations_per_priority() -> None:
