@@ -19,7 +19,6 @@ from typing import Any
 
 from collie.collectors.snapshot import Snapshot
 from collie.targets.verbs.compat import Pyverbs
-from collie.targets.verbs.counters import read_counters
 from collie.targets.verbs.job import WorkerJob
 from collie.targets.verbs.measure import MAX_LAT_SAMPLES, FlowStats
 from collie.targets.verbs.plan import signal_positions
@@ -111,9 +110,8 @@ class Engine:
         self.verbs_fraction = 0.0
 
     def _snap(self) -> None:
-        if self.job.read_counters:
-            spec = self.job.spec
-            self.counters.append((time.monotonic_ns(), read_counters(spec.device, spec.port)))
+        if self.job.collector is not None:
+            self.counters.append((time.monotonic_ns(), self.job.collector.snapshot()))
 
     # ---- receive side -------------------------------------------------------------------------------
     def post_initial_recvs(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from collie.collectors.host import HostCollector
 from collie.targets.verbs.spec import VerbsSpec
 from collie.workload import Flow
 
@@ -40,8 +41,9 @@ class Timing:
 
 @dataclass(frozen=True)
 class WorkerJob:
-    """Everything a worker needs: the device, its shares, the timing, whether to verify data, and whether
-    this worker reads the device counters at the edges of the measured interval (exactly one worker does)."""
+    """Everything a worker needs: the device, its shares, the timing, whether to verify data, and the
+    collector this worker reads the device counters with at the edges of the measured interval (exactly one
+    worker has one)."""
 
     worker: int
     spec: VerbsSpec
@@ -49,4 +51,4 @@ class WorkerJob:
     timing: Timing
     verify: bool
     seed: int
-    read_counters: bool = False
+    collector: HostCollector | None = None

@@ -20,7 +20,8 @@ from typing import Any, Self
 from collie.errors import InputError, TargetError
 from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
 from collie.targets.verbs.compat import Pyverbs, load
-from collie.targets.verbs.counters import counter_deltas
+from collie.collectors.host import HostCollector
+from collie.targets.verbs.counters import counter_delta, port_collector
 from collie.targets.verbs.device import DeviceFacts, kernel_release, numa_nodes, query
 from collie.targets.verbs.job import Share, Timing, WorkerJob
 from collie.targets.verbs.limits import check_workload
@@ -44,8 +45,10 @@ def payload_sender_is_client(flow: Flow) -> bool:
 
 
 def plan_jobs(workload: Workload, spec: VerbsSpec, timing: Timing, verify: bool, seed: int,
-              nic_node: int | None, nodes: list[int]) -> list[WorkerJob]:
-    """One :class:`WorkerJob` per worker process (see the module docstring); worker 0 reads the counters."""
+              nic_node: int | None, nodes: list[int], collector: HostCollector | None = None) -> list[WorkerJob]:
+    """One :class:`WorkerJob` per worker process (see the module docstring); worker 0 reads the counters with
+    ``collector`` (default: every source of the spec's port)."""
+    reader = collector if collector is not None else port_collector(spec.device, spec.port)
     workers = max(f.processes for f in workload.flows)
     per_worker: list[list[Share]] = [[] for _ in range(workers)]
 
@@ -66,7 +69,7 @@ def plan_jobs(workload: Workload, spec: VerbsSpec, timing: Timing, verify: bool,
                                        client_node=node(f.client.memory), server_node=node(f.server.memory)))
     rng = random.Random(seed)
     return [WorkerJob(worker=w, spec=spec, shares=tuple(s), timing=timing, verify=verify,
-                      seed=rng.randrange(1 << 30), read_counters=(w == 0))
+                      seed=rng.randrange(1 << 30), collector=reader if w == 0 else None)
             for w, s in enumerate(per_worker)]
 
 
@@ -88,11 +91,13 @@ class VerbsTarget:
         warmup: seconds of unmeasured traffic before each measured interval (default: ``default_warmup``).
         seed: seeds the PSNs (runs are not otherwise random).
         pyverbs: an already loaded :class:`Pyverbs` (tests); default: import it on ``__enter__``.
+        collector: reads the port's counters (tests); default: sysfs, ethtool and netlink of the port.
     """
 
     def __init__(self, spec_rest: str, *, verify: bool = False, warmup: float | None = None, seed: int = 0,
-                 pyverbs: Pyverbs | None = None, **_: Any) -> None:
+                 pyverbs: Pyverbs | None = None, collector: HostCollector | None = None, **_: Any) -> None:
         self.spec = parse_spec(spec_rest)
+        self.collector = collector
         self.verify = verify
         self.warmup = warmup
         self.seed = seed
@@ -151,7 +156,7 @@ class VerbsTarget:
         timing = Timing(warmup=warmup, duration=duration)
         self._runs += 1
         jobs = plan_jobs(workload, self.spec, timing, self.verify, self.seed * 1_000_003 + self._runs,
-                         facts.numa_node, numa_nodes())
+                         facts.numa_node, numa_nodes(), self.collector)
         gathered = run_jobs(jobs, run_timeout_s=warmup + duration + timing.drain_timeout + 120)
         return self._result(workload, duration, gathered)
 
@@ -168,10 +173,14 @@ class VerbsTarget:
             if self.verify and not s.verified and not s.verify_errors:
                 errors.append(f"flow {s.flow}: data not verified")
         counters: dict[str, float] = {}
+        sources: dict[str, str] = {}
+        unreadable: dict[str, str] = {}
         for r in g.reports:
             if r.counters_before is not None and r.counters_after is not None:
-                counters = counter_deltas(r.counters_before, r.counters_after, r.counter_seconds,
-                                          self.facts.driver)
+                d = counter_delta(r.counters_before, r.counters_after, r.counter_seconds, self.facts.driver)
+                counters = d.counters()
+                sources = {name: d.sources[name] for name in counters if name in d.sources}
+                unreadable = dict(d.unreadable)
         flows = []
         tx: dict[str, list[float]] = {h: [0.0, 0.0] for h in workload.hosts}
         rx: dict[str, list[float]] = {h: [0.0, 0.0] for h in workload.hosts}
@@ -187,7 +196,8 @@ class VerbsTarget:
             rx[receiver][0] += s.bps
             rx[receiver][1] += s.pps
         hosts = tuple(HostResult(host=h, tx_bps=tx[h][0], rx_bps=rx[h][0], tx_pps=tx[h][1], rx_pps=rx[h][1],
-                                 counters=dict(counters)) for h in workload.hosts)
+                                 counters=dict(counters), sources=dict(sources), unreadable=dict(unreadable))
+                      for h in workload.hosts)
         self.last_details = RunDetails(summaries=summaries,
                                        worker_setup_s=tuple(r.setup_s for r in g.reports),
                                        workers=len(g.reports))

@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collie.targets.verbs.counters import counter_deltas, read_counters
+from collie.collectors.host import HostCollector, SourceUse
+from collie.collectors.snapshot import Snapshot
+from collie.targets.verbs.counters import counter_delta
 
 RXE = ["sent_pkts", "rcvd_pkts", "duplicate_request", "out_of_seq_request", "rcvd_rnr_err", "send_rnr_err",
        "rcvd_seq_err", "ack_deferred", "retry_exceeded_err", "retry_rnr_exceeded_err", "completer_retry_err",
        "send_err", "link_downed", "rdma_sends", "rdma_recvs"]
+
+
+def read_counters(device: str, port: int, root: Path) -> Snapshot:
+    """sysfs only: the tree has no netdev, and the host's own tools must not be asked about it."""
+    return HostCollector(device, port, str(root), ethtool=SourceUse.OFF, netlink=SourceUse.OFF).snapshot()
+
+
+def counter_deltas(a: Snapshot, b: Snapshot, seconds: float, dialect: str) -> dict[str, float]:
+    d = counter_delta(a, b, seconds, dialect)
+    assert set(d.sources.values()) <= {"hw"}
+    return d.counters()
 
 
 def tree(root: Path, values: dict[str, str]) -> None:
