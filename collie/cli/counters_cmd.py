@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,16 @@ import click
 from collie.cli.render import emit, format_option, render
 from collie.collectors.catalog import Catalog, guess_dialect, load_catalog
 from collie.collectors.ethtool import EthtoolStats, ethtool_snapshot, parse_ethtool, read_ethtool
+from collie.collectors.host import HostCollector, SourceUse
 from collie.collectors.normalize import normalize
-from collie.collectors.rdma_stat import parse_rdma_stat, read_rdma_stat
-from collie.collectors.snapshot import Delta, Snapshot, combine, delta, read_snapshot_file
-from collie.collectors.sysfs import device_driver, list_ports, read_port, read_sysfs_path
+from collie.collectors.rdma_stat import parse_rdma_stat
+from collie.collectors.snapshot import Delta, Snapshot, delta, read_snapshot_file
+from collie.collectors.sysfs import list_ports, read_sysfs_path
 from collie.errors import InputError
 from collie.tomlio import read_text
 
 PARSE_KINDS = ("ethtool", "sysfs", "rdma-stat")
-TABLE_COLUMNS = ("device", "name", "value", "kind", "unit", "role")
+TABLE_COLUMNS = ("device", "name", "value", "source", "kind", "unit", "role")
 
 
 def _warn(lines: Iterable[str]) -> None:
@@ -67,8 +69,8 @@ def _snapshot_rows(snaps: Sequence[Snapshot], cats: Mapping[str, Catalog | None]
             cols = _spec_cols(cat, name)
             if role is not None and cols["role"] != role:
                 continue
-            rows.append({"device": s.device, "name": name, "value": _num(value), **cols,
-                         "timestamp": s.timestamp})
+            rows.append({"device": s.device, "name": name, "value": _num(value),
+                         "source": s.sources.get(name), **cols, "timestamp": s.timestamp})
     return rows
 
 
@@ -89,49 +91,71 @@ def counters() -> None:
     """NIC counters from upstream sources: sysfs, ethtool -S and rdma statistic (no vendor tool)."""
 
 
-def _read_all(sysfs_root: str, device: str | None, port: int | None, netdev: str | None,
-              driver: str | None, netlink: bool = False) -> tuple[list[Snapshot], dict[str, Catalog | None]]:
-    snaps: list[Snapshot] = []
-    hints: dict[str, str] = {}
+@dataclass(frozen=True)
+class _Reader:
+    """What ``show`` and ``watch`` read on each pass: one host collector per RDMA port (or, with ``--netdev`` on a
+    host without RDMA devices, that netdev's ``ethtool -S`` alone), and the catalog of each."""
+
+    collectors: tuple[HostCollector, ...]
+    netdev_only: str | None
+    driver: str | None
+
+    def read(self) -> tuple[list[Snapshot], dict[str, Catalog | None]]:
+        snaps = [c.snapshot() for c in self.collectors]
+        if self.netdev_only is not None:
+            snaps.append(read_ethtool(self.netdev_only))
+        cats: dict[str, Catalog | None] = {}
+        for c, snap in zip(self.collectors, snaps, strict=False):
+            cats[snap.device] = load_catalog(self.driver) if self.driver else c.catalog(snap)
+        if self.netdev_only is not None:
+            cats[snaps[-1].device] = _catalog(self.driver, snaps[-1].values)
+        return snaps, cats
+
+
+def _reader(sysfs_root: str, device: str | None, port: int | None, netdev: str | None, driver: str | None,
+            ethtool: bool | None, netlink: bool | None) -> _Reader:
+    """The collectors for the options: ``--netdev``/``--netlink`` require that source; without them, a live
+    host (``--sysfs-root /``) reads every source it has and a copied sysfs tree reads sysfs alone."""
+    live = Path(sysfs_root).resolve() == Path("/")
     try:
         refs = list_ports(sysfs_root, device)
     except InputError:
         if netdev is None or device is not None:
             raise
-        refs = []
+        return _Reader((), netdev, driver)
     if port is not None:
         refs = [r for r in refs if r.port == port]
         if not refs:
             raise InputError(f"port {port} not found on {device or 'any RDMA device'}")
-    for ref in refs:
-        snaps.append(read_port(sysfs_root, ref))
-        named = guess_dialect((), ref.device) is not None
-        hints[ref.label] = ref.device if named else (device_driver(sysfs_root, ref.device) or "")
-    if netlink:
-        snaps = [_with_netlink(s) for s in snaps]
-    if netdev is not None:
-        eth = read_ethtool(netdev)
-        if len(snaps) == 1:
-            label = snaps[0].device
-            snaps = [combine([("sysfs", snaps[0]), ("ethtool", eth)], device=label)]
-        else:
-            snaps.append(eth)
-            hints.setdefault(netdev, "")
-    cats = {s.device: _catalog(driver, s.values, hints.get(s.device, s.device)) for s in snaps}
-    return snaps, cats
+    if netdev is not None and len(refs) > 1:
+        raise InputError(f"--netdev {netdev} names the netdev of one port, but {len(refs)} ports match "
+                         f"({', '.join(r.label for r in refs)}); give --device and --port too")
+
+    def use(flag: bool | None, explicit: bool) -> SourceUse:
+        if flag is False:
+            return SourceUse.OFF
+        if flag or explicit:
+            return SourceUse.REQUIRED
+        return SourceUse.AUTO if live else SourceUse.OFF
+
+    collectors = tuple(HostCollector(r.device, r.port, root=sysfs_root, netdev=netdev,
+                                     ethtool=use(ethtool, netdev is not None), netlink=use(netlink, False))
+                       for r in refs)
+    return _Reader(collectors, None, driver)
 
 
-def _with_netlink(snap: Snapshot) -> Snapshot:
-    """Add the counters only netlink shows (optional counters) to a sysfs snapshot of one port."""
-    extra = [s for s in read_rdma_stat(snap.device) if s.device == snap.device]
-    if not extra:
-        return snap
-    new = {k: v for k, v in extra[0].values.items() if k not in snap.values}
-    return Snapshot(snap.timestamp, {**snap.values, **new}, snap.source, snap.device, snap.problems)
+def _warn_unreadable(snaps: Iterable[Snapshot]) -> None:
+    _warn(f"{s.device}: {source} not read: {why}" for s in snaps for source, why in s.unreadable.items())
 
 
-netlink_option = click.option("--netlink", is_flag=True,
-                              help="Also run 'rdma -j statistic show' for counters sysfs lacks (optional ones).")
+netlink_option = click.option("--netlink/--no-netlink", default=None,
+                              help="Read 'rdma -j statistic show' for counters sysfs lacks (optional ones); "
+                                   "default: on a live host, off on a copied --sysfs-root.")
+ethtool_option = click.option("--ethtool/--no-ethtool", default=None,
+                              help="Read 'ethtool -S' of the netdev behind each port (PFC pause, PHY, PCIe); "
+                                   "default: on a live host, off on a copied --sysfs-root.")
+netdev_option = click.option("--netdev", default=None,
+                             help="The netdev to read with 'ethtool -S' (default: the one behind the port).")
 
 
 sysfs_root_option = click.option("--sysfs-root", default="/", show_default=True,
@@ -142,7 +166,8 @@ sysfs_root_option = click.option("--sysfs-root", default="/", show_default=True,
 @counters.command("show")
 @click.option("--device", default=None, help="RDMA device (e.g. mlx5_0); default: all.")
 @click.option("--port", type=int, default=None, help="Port number; default: all.")
-@click.option("--netdev", default=None, help="Also read 'ethtool -S NETDEV' (PFC, PCIe, PHY counters).")
+@netdev_option
+@ethtool_option
 @netlink_option
 @sysfs_root_option
 @driver_option
@@ -151,11 +176,13 @@ sysfs_root_option = click.option("--sysfs-root", default="/", show_default=True,
 @click.option("--save", type=click.Path(dir_okay=False), default=None,
               help="Also write the snapshot(s) as JSON, for 'collie counters diff'.")
 @format_option
-def show(device: str | None, port: int | None, netdev: str | None, netlink: bool, sysfs_root: str,
-         driver: str | None, role: str | None, nonzero: bool, save: str | None, fmt: str) -> None:
-    """Current counter values of every RDMA port (and optionally a netdev), with kind and role."""
-    snaps, cats = _read_all(sysfs_root, device, port, netdev, driver, netlink)
+def show(device: str | None, port: int | None, netdev: str | None, ethtool: bool | None, netlink: bool | None,
+         sysfs_root: str, driver: str | None, role: str | None, nonzero: bool, save: str | None, fmt: str) -> None:
+    """Current counter values of every RDMA port from every source (sysfs, ethtool -S, rdma statistic), with
+    each counter's source, kind and role."""
+    snaps, cats = _reader(sysfs_root, device, port, netdev, driver, ethtool, netlink).read()
     _warn(p for s in snaps for p in s.problems)
+    _warn_unreadable(snaps)
     if save is not None:
         _save(save, snaps)
     _emit_rows(_snapshot_rows(snaps, cats, nonzero, role), fmt, "counters", TABLE_COLUMNS)
@@ -218,7 +245,8 @@ line_rate_option = click.option("--line-rate", "line_rate_gbps", type=float, def
 @counters.command("watch")
 @click.option("--device", default=None, help="RDMA device (e.g. mlx5_0); default: all.")
 @click.option("--port", type=int, default=None, help="Port number; default: all.")
-@click.option("--netdev", default=None, help="Also read 'ethtool -S NETDEV'.")
+@netdev_option
+@ethtool_option
 @netlink_option
 @sysfs_root_option
 @driver_option
@@ -233,19 +261,21 @@ line_rate_option = click.option("--line-rate", "line_rate_gbps", type=float, def
 @view_option
 @line_rate_option
 @format_option
-def watch(device: str | None, port: int | None, netdev: str | None, netlink: bool, sysfs_root: str,
-          driver: str | None, role: str | None, interval: float, count: int | None, show_all: bool,
-          summary: bool, view: str, line_rate_gbps: float | None, fmt: str) -> None:
+def watch(device: str | None, port: int | None, netdev: str | None, ethtool: bool | None, netlink: bool | None,
+          sysfs_root: str, driver: str | None, role: str | None, interval: float, count: int | None,
+          show_all: bool, summary: bool, view: str, line_rate_gbps: float | None, fmt: str) -> None:
     """Rates per second, one table per interval."""
     if summary and count is None:
         raise InputError("--summary needs --count N (the summary is printed after the last interval)")
-    prev, cats = _read_all(sysfs_root, device, port, netdev, driver, netlink)
+    reader = _reader(sysfs_root, device, port, netdev, driver, ethtool, netlink)
+    prev, cats = reader.read()
     _warn(p for s in prev for p in s.problems)
+    _warn_unreadable(prev)
     history: dict[str, list[Snapshot]] = {s.device: [s] for s in prev}
     k = 0
     while count is None or k < count:
         time.sleep(interval)
-        cur, _ = _read_all(sysfs_root, device, port, netdev, driver, netlink)
+        cur, _ = reader.read()
         k += 1
         for s in cur:
             history.setdefault(s.device, []).append(s)

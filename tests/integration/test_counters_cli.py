@@ -47,6 +47,8 @@ def test_show_on_the_procfs_tree_json_and_csv(cli: Cli, mlx5_root: Path) -> None
     assert rows["duplicate_request"]["kind"] == "wrap32"
     assert rows["port_xmit_data"]["unit"] == "octets/4"
     assert rows["lifespan"]["kind"] == "setting"
+    assert rows["duplicate_request"]["source"] == "hw" and rows["port_xmit_data"]["source"] == "port"
+    assert all(r["source"] in ("port", "hw") for r in rows.values())  # a copied tree: sysfs alone
     proc = cli("counters", "show", "--sysfs-root", str(mlx5_root), "--role", "loss", "--format", "csv")
     names = {r["name"] for r in csv.DictReader(io.StringIO(proc.stdout))}
     assert names == {"out_of_sequence", "packet_seq_err", "implied_nak_seq_err", "local_ack_timeout_err"}
@@ -147,7 +149,7 @@ def test_parse_sysfs_tree_grep_dump_and_rdma_stat(cli: Cli, mlx5_root: Path, tmp
     stat.write_text(json.dumps([{"ifindex": 0, "ifname": "rxe0", "port": 1, "sent_pkts": 5,
                                  "rcvd_seq_err": 2}]))
     proc = cli("counters", "parse", str(stat), "--kind", "rdma-stat", "--format", "csv")
-    assert proc.returncode == 0 and "rxe0/1,rcvd_seq_err,2,monotonic,events,loss" in proc.stdout
+    assert proc.returncode == 0 and "rxe0/1,rcvd_seq_err,2,rdma-stat,monotonic,events,loss" in proc.stdout
     text = tmp_path / "stat.txt"
     text.write_text("link rxe0/1 sent_pkts 5 rcvd_pkts 4\n")
     assert "rcvd_pkts" in cli("counters", "parse", str(text), "--kind", "rdma-stat").stdout

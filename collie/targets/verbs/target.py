@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
+from collie.collectors.host import HostCollector
 from collie.errors import InputError, TargetError
 from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
 from collie.targets.verbs.compat import Pyverbs, load
-from collie.collectors.host import HostCollector
 from collie.targets.verbs.counters import counter_delta, port_collector
 from collie.targets.verbs.device import DeviceFacts, kernel_release, numa_nodes, query
 from collie.targets.verbs.job import Share, Timing, WorkerJob
