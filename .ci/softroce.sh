@@ -20,8 +20,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TIMEOUT=${COLLIE_SOFTROCE_TIMEOUT:-900}        # seconds for the guest run, boot included
 VENV=${COLLIE_VNG_VENV:-/opt/collie-vng}
 VNG_VERSION=1.42
-PKGS=(qemu-system-x86 linux-image-amd64 busybox-static kmod iproute2 rdma-core ibverbs-providers ibverbs-utils
-      perftest python3-pyverbs python3-click python3-numpy python3-rich python3-tomli-w python3-pytest)
+PKGS=(qemu-system-x86 linux-image-amd64 busybox-static kmod iproute2 ethtool rdma-core ibverbs-providers
+      ibverbs-utils perftest python3-pyverbs python3-click python3-numpy python3-rich python3-tomli-w python3-pytest)
 
 mode=test
 guest_cmd=""

@@ -8,8 +8,8 @@ Sources, merged in this order (a name already taken by an earlier source is kept
 2. ``ethtool -S`` of the netdev that backs the port (``ethtool``): PFC pause, PHY and PCIe counters of mlx5
    and bnxt_en live only there; the netdev is found from sysfs (:func:`~collie.collectors.sysfs.port_netdev`)
    unless given;
-3. ``rdma -j statistic show link DEV/P`` over netlink (``rdma-stat``): only the names sysfs lacks (optional
-   counters) are added, since the others are the same hw counters again.
+3. ``rdma -j statistic show link DEV/P`` over netlink (``rdma-stat``): the hw counters again (kept as
+   ``rdma-stat:<name>``, a second reading of the same counter) and the optional counters sysfs lacks.
 
 Invariants:
     * every counter of a snapshot knows its source (``Snapshot.sources``);
@@ -93,24 +93,17 @@ class HostCollector:
         sysfs = read_port(self.root, self.ref)
         parts: list[tuple[str, Snapshot]] = [("sysfs", sysfs)]
         unreadable: dict[str, str] = {}
-        if self.ethtool is not SourceUse.OFF:
-            eth = self._read_ethtool()
-            if isinstance(eth, str):
-                unreadable[ETHTOOL] = eth
+        for source, use, read in ((ETHTOOL, self.ethtool, self._read_ethtool),
+                                  (NETLINK, self.netlink, self._read_netlink)):
+            if use is SourceUse.OFF:
+                continue
+            part = read()
+            if isinstance(part, str):
+                unreadable[source] = part
             else:
-                parts.append((ETHTOOL, eth))
+                parts.append((source, part))
         snap = combine(parts, device=self.label)
-        values, sources = dict(snap.values), dict(snap.sources)
-        if self.netlink is not SourceUse.OFF:
-            extra = self._read_netlink()
-            if isinstance(extra, str):
-                unreadable[NETLINK] = extra
-            else:
-                for name, value in extra.values.items():
-                    if name not in values:
-                        values[name] = value
-                        sources[name] = NETLINK
-        return Snapshot(sysfs.timestamp, values, "host", self.label, snap.problems, sources, unreadable)
+        return Snapshot(sysfs.timestamp, snap.values, "host", self.label, snap.problems, snap.sources, unreadable)
 
     def _read_ethtool(self) -> Snapshot | str:
         netdev = self.netdev if self.netdev is not None else port_netdev(self.root, self.ref)

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from collie.calibrate import catalog_of
+from collie.oracle import DIRECTION_KINDS, Ceilings, Oracle
 from collie.targets.base import Unsupported
 from collie.workload import Endpoint, Flow, Workload
 from tests.softroce.conftest import rdma_resources
@@ -75,6 +77,30 @@ def test_counter_deltas_match_the_traffic(target: Any) -> None:
     assert 0.5 * packets <= sent <= 4 * packets + 100, (sent, packets)
     # both hosts are the one device: their counters are the same readings
     assert r.hosts[0].counters == r.hosts[1].counters
+
+
+def test_counters_come_from_every_source_each_with_its_source(target: Any) -> None:
+    r = target.run(one(sizes=(65536,), mtu=4096), DURATION)
+    host = r.hosts[0]
+    assert set(host.sources) == set(host.counters)
+    by_source: dict[str, set[str]] = {}
+    for name, source in host.sources.items():
+        by_source.setdefault(source, set()).add(name)
+    assert "sent_pkts" in by_source["hw"]  # sysfs hw_counters
+    assert "rdma-stat:sent_pkts" in by_source["rdma-stat"]  # the same counter read over netlink
+    # the two readings of one interval agree within the traffic between the two reads
+    assert abs(host.counters["sent_pkts"] - host.counters["rdma-stat:sent_pkts"]) <= 0.2 * host.counters["sent_pkts"]
+    # rxe0 sits on a dummy netdev, whose driver has no ethtool statistics: said, never counted as 0
+    assert "ethtool" in by_source or "ethtool" in host.unreadable, host.unreadable
+    journaled = json.loads(json.dumps(r.to_dict()))["hosts"][0]
+    assert journaled["sources"]["sent_pkts"] == "hw"
+    # the verdict's evidence names the counters it rests on with their sources, and says what it cannot see
+    info = target.describe()
+    ceilings = Ceilings(dict.fromkeys(DIRECTION_KINDS, 1e9), dict.fromkeys(DIRECTION_KINDS, 1e6))
+    verdict = Oracle(catalog_of(info), ceilings).judge(r, one(sizes=(65536,), mtu=4096))
+    counters = verdict.evidence["hosts"]["b"]["counters"]
+    assert counters["rcvd_pkts"]["source"] == "hw" and counters["rcvd_pkts"]["delta"] > 0
+    assert any("rxe driver has no pause counters" in n for n in verdict.evidence["notes"])
 
 
 def test_rates_scale_with_message_size(target: Any) -> None:

@@ -97,6 +97,8 @@ def test_one_snapshot_merges_every_source_with_its_name(mlx5_root: Path) -> None
     assert snap.values["duplicate_request"] == 41 and snap.sources["duplicate_request"] == "hw"  # sysfs first
     assert snap.sources["port_xmit_data"] == "port"
     assert snap.values["np_cnp_sent"] == 1333 and snap.sources["np_cnp_sent"] == "rdma-stat"  # netlink only
+    assert snap.values["rdma-stat:duplicate_request"] == 99  # the same counter read again over netlink
+    assert snap.sources["rdma-stat:duplicate_request"] == "rdma-stat"
     assert snap.values["tx_pci_signal_integrity"] == 34 and snap.sources["tx_pci_signal_integrity"] == "ethtool"
     assert set(snap.sources) == set(snap.values) and snap.unreadable == {}
     assert c.dialect(snap) == "mlx5" and c.catalog(snap) is not None
