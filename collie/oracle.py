@@ -290,8 +290,7 @@ def _strongest_pause_counter(n: NormalizedCounters) -> str:
 def _host_evidence(h: HostResult, n: NormalizedCounters, end: str) -> dict[str, Any]:
     """What a report shows of one host: its rates, pause ratios, event rates and every counter those rest on,
     with its delta and source."""
-    used = sorted({name for names in n.basis.values() for name in names} | set(n.loss_rates)
-                  | set(n.retransmission_rates) | set(n.diagnostic_per_s))
+    used = sorted(n.counters_used())
     out: dict[str, Any] = {
         "end": end,
         "tx_bps": h.tx_bps, "rx_bps": h.rx_bps, "tx_pps": h.tx_pps, "rx_pps": h.rx_pps,

@@ -26,7 +26,7 @@ Invariants of a :class:`NormalizedCounters`:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Final
 
@@ -118,6 +118,11 @@ class NormalizedCounters:
     sources: Mapping[str, str] = field(default_factory=dict)
     uncatalogued: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+
+    def counters_used(self) -> set[str]:
+        """Every counter a quantity of this view rests on."""
+        return ({name for names in self.basis.values() for name in names} | set(self.diagnostic_per_s)
+                | set(self.pcie_stall_pct) | set(self.loss_rates) | set(self.retransmission_rates))
 
     def to_dict(self) -> dict[str, Any]:
         """Flat JSON-ready form: per-priority ratios become ``pause_ratio_rx_p3``; mappings stay nested."""
@@ -293,13 +298,7 @@ def normalize(counters: Mapping[str, float | None], seconds: float, catalog: Cat
         if s.name in values:
             diag[s.name] = values[s.name] if s.kind == "gauge" else values[s.name] * s.scale / seconds
             work[s.name] = Work.LEVEL if s.kind == "gauge" else Work(s.per)
-    loss_rates, retransmission_rates = per_counter("loss"), per_counter("retransmission")
-    used = {name for names in basis.values() for name in names} | set(diag) | set(gauges) \
-        | set(loss_rates) | set(retransmission_rates)
-    given = sources or {}
-    where = {name: given.get(read_as[name]) or _declared(catalog, name) for name in sorted(used)}
-
-    return NormalizedCounters(
+    n = NormalizedCounters(
         seconds=seconds,
         pause_ratio_rx=rx[0], pause_ratio_tx=tx[0],
         global_pause_ratio_rx=rx[1], global_pause_ratio_tx=tx[1],
@@ -326,14 +325,16 @@ def normalize(counters: Mapping[str, float | None], seconds: float, catalog: Cat
         error_events=count("error", "error_events"),
         diagnostic_per_s=diag,
         diagnostic_work=work,
-        loss_rates=loss_rates,
-        retransmission_rates=retransmission_rates,
+        loss_rates=per_counter("loss"),
+        retransmission_rates=per_counter("retransmission"),
         pause_readable=pause_readable,
         basis=basis,
-        sources=where,
         uncatalogued=tuple(unknown),
         notes=tuple(notes),
     )
+    given = sources or {}
+    return replace(n, sources={name: given.get(read_as[name]) or _declared(catalog, name)
+                               for name in sorted(n.counters_used())})
 
 
 def _per_s(value: float | None, seconds: float) -> float | None:

@@ -175,6 +175,7 @@ def test_pause_counters_moved_in_ethtool_give_a_pause_verdict(driver: str, mlx5_
     assert b["pause_readable"] and b["pause_basis"]["tx"] == "duration"
     assert b["pause_ratio_tx"]["3"] > 0.1  # 60 ms of pause in an interval of about 0.1 s
     assert b["counters"][counter] == {"delta": 60_000, "source": "ethtool"}
+    assert all(c["source"] in ("port", "hw", "ethtool") for c in b["counters"].values()), b["counters"]
     assert b["unreadable"] == {"rdma-stat": "the 'rdma' tool (iproute2) is not installed"}
 
     blind = replace(collector, ethtool=SourceUse.OFF, ethtool_reader=Dumps(texts[:]))

@@ -151,3 +151,17 @@ def test_record_is_frozen() -> None:
     with pytest.raises(AttributeError):
         n.seconds = 2.0  # type: ignore[misc]
     assert isinstance(n, NormalizedCounters)
+
+
+def test_every_counter_a_quantity_rests_on_has_a_source() -> None:
+    counters = {"rx_vport_rdma_unicast_bytes": 1e9, "port_rcv_packets": 5.0, "ethtool:out_of_sequence": 3.0,
+                "tx_prio3_pause_duration": 10.0, "outbound_pci_stalled_rd": 1.0}
+    n = normalize(counters, 1.0, MLX5, sources={"rx_vport_rdma_unicast_bytes": "rdma-stat",
+                                                "ethtool:out_of_sequence": "ethtool"})
+    assert n.basis["bytes_rx_per_s"] == ("rx_vport_rdma_unicast_bytes",)
+    assert n.basis["packets_rx_per_s"] == ("port_rcv_packets",)
+    assert n.sources == {"rx_vport_rdma_unicast_bytes": "rdma-stat",  # what the host said
+                         "port_rcv_packets": "port",  # what the catalog declares, where the host said nothing
+                         "out_of_sequence": "ethtool", "tx_prio3_pause_duration": "ethtool",
+                         "outbound_pci_stalled_rd": "ethtool"}
+    assert set(n.sources) == n.counters_used()
