@@ -44,8 +44,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collie.metrics import DIAG_PREFIX, THROUGHPUT
 from collie.space import SearchSpace, point_key
-from collie.strategies.base import DIAG_PREFIX, THROUGHPUT, Exclusion, Outcome, Point, Region, Regions
+from collie.strategies.base import Exclusion, Outcome, Point, Region, Regions
 from collie.strategies.surrogate import Surrogate
 
 _EPS = 1e-9

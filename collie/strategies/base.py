@@ -1,8 +1,9 @@
 """The strategy protocol: ``ask()`` for a point, ``tell(point, outcome)`` what it did. Knows nothing about RDMA.
 
 An :class:`Outcome` is a bag of named metrics plus the oracle's yes/no. Metric names are conventions shared with
-the campaign: ``throughput`` is the fraction of the target's ceiling a run reached (lower is more anomalous);
-``diag:<counter>`` is the rate of a NIC-internal diagnostic counter (higher is closer to trouble).
+the oracle (:mod:`collie.metrics`): ``throughput`` is the fraction of the target's ceiling a run reached (lower
+is more anomalous); ``diag:<counter>`` is the rate of a NIC-internal diagnostic counter (higher is closer to
+trouble).
 
 Invariants every strategy keeps:
     * it is deterministic for a seed and a sequence of tells (so a campaign can be resumed by replaying its
@@ -21,8 +22,6 @@ from typing import Any, Protocol
 Point = dict[str, Any]
 #: how many known anomalies' regions hold a point (0: it is worth asking)
 Exclusion = Callable[[Mapping[str, Any]], int]
-THROUGHPUT = "throughput"
-DIAG_PREFIX = "diag:"
 
 
 @dataclass(frozen=True)

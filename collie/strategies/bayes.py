@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from collie.dimensions import Choice, Flag, IntRange, SizeVector
+from collie.metrics import THROUGHPUT
 from collie.space import SearchSpace, point_key
-from collie.strategies.base import THROUGHPUT, Exclusion, Outcome, Point, Regions
+from collie.strategies.base import Exclusion, Outcome, Point, Regions
 
 _ATTEMPTS = 3
 
