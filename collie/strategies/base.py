@@ -5,6 +5,10 @@ the oracle (:mod:`collie.metrics`): ``throughput`` is the fraction of the target
 is more anomalous); ``diag:<counter>`` is the rate of a NIC-internal diagnostic counter (higher is closer to
 trouble).
 
+What a strategy is given, it is given through narrow interfaces, so it never imports what a point means:
+    * an :data:`Encoder` (a point's regression columns) for a strategy that models its objectives, made by
+      whoever builds the strategy (for workloads: :func:`collie.features.point_encoder`).
+
 Invariants every strategy keeps:
     * it is deterministic for a seed and a sequence of tells (so a campaign can be resumed by replaying its
       journal);
@@ -22,6 +26,10 @@ from typing import Any, Protocol
 Point = dict[str, Any]
 #: how many known anomalies' regions hold a point (0: it is worth asking)
 Exclusion = Callable[[Mapping[str, Any]], int]
+#: A point's regression columns: column name -> value (absent columns are 0).
+Row = Mapping[str, float]
+#: How a point becomes regression columns (injected by whoever builds a strategy: it knows what points mean).
+Encoder = Callable[[Mapping[str, Any]], Row]
 
 
 @dataclass(frozen=True)
