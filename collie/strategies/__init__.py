@@ -6,18 +6,18 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from collie.errors import InputError
-from collie.space import SearchSpace
 from collie.strategies.anneal import Anneal
-from collie.strategies.base import Encoder, Outcome, Strategy
+from collie.strategies.base import Encoder, Outcome, Space, Strategy
 from collie.strategies.bayes import BayesSearch
 from collie.strategies.random_search import RandomSearch
 
 STRATEGIES: Final = ("anneal", "random", "bayes")
 
-__all__ = ["STRATEGIES", "Anneal", "BayesSearch", "Encoder", "Outcome", "RandomSearch", "Strategy", "make_strategy"]
+__all__ = ["STRATEGIES", "Anneal", "BayesSearch", "Encoder", "Outcome", "RandomSearch", "Space", "Strategy",
+           "make_strategy"]
 
 
-def make_strategy(name: str, space: SearchSpace, seed: int, options: Mapping[str, Any] | None = None, *,
+def make_strategy(name: str, space: Space, seed: int, options: Mapping[str, Any] | None = None, *,
                   encoder: Encoder | None = None) -> Strategy:
     """Build a strategy by name with preset options.
 

@@ -20,7 +20,7 @@ point. Points inside a known minimal feature set (the exclusion predicate) are n
 
 Two options make a chain more than a random walk on the plateaus around rare anomalies: ``repair`` (a move
 that breaks a constraint or enters a known anomaly's region is completed by up to two other changes rather than
-redrawn; see :meth:`SearchSpace.repair`) and ``screen`` (a log-linear surrogate per objective, fitted on every
+redrawn; see the space's ``mutate``) and ``screen`` (a log-linear surrogate per objective, fitted on every
 measured point as the injected ``encoder`` encodes it, picks the most promising of ``screen`` candidate moves,
 each of 1 to ``screen_moves`` one-dimension mutations, so a confident model can take a few dimensions in one
 step; Metropolis still decides on the measured energy).
@@ -45,8 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from collie.metrics import DIAG_PREFIX, THROUGHPUT
-from collie.space import SearchSpace, point_key
-from collie.strategies.base import Encoder, Exclusion, Outcome, Point, Region, Regions
+from collie.points import point_key
+from collie.strategies.base import Encoder, Exclusion, Outcome, Point, Region, Regions, Space
 from collie.strategies.surrogate import Surrogate
 
 _EPS = 1e-9
@@ -91,7 +91,7 @@ class Anneal:
 
     def __init__(
         self,
-        space: SearchSpace,
+        space: Space,
         seed: int = 0,
         *,
         encoder: Encoder | None = None,

@@ -6,6 +6,8 @@ is more anomalous); ``diag:<counter>`` is the rate of a NIC-internal diagnostic 
 trouble).
 
 What a strategy is given, it is given through narrow interfaces, so it never imports what a point means:
+    * a :class:`Space` (names and typed dimensions, sampling, one-dimension mutation, legality), which
+      :class:`collie.space.SearchSpace` is;
     * an :data:`Encoder` (a point's regression columns) for a strategy that models its objectives, made by
       whoever builds the strategy (for workloads: :func:`collie.features.point_encoder`).
 
@@ -23,6 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
+from collie.dimensions import Dimension
+
 Point = dict[str, Any]
 #: how many known anomalies' regions hold a point (0: it is worth asking)
 Exclusion = Callable[[Mapping[str, Any]], int]
@@ -30,6 +36,40 @@ Exclusion = Callable[[Mapping[str, Any]], int]
 Row = Mapping[str, float]
 #: How a point becomes regression columns (injected by whoever builds a strategy: it knows what points mean).
 Encoder = Callable[[Mapping[str, Any]], Row]
+
+
+class Space(Protocol):
+    """What a strategy uses of a search space (:class:`collie.space.SearchSpace` is one).
+
+    Invariant (the space keeps it): :meth:`sample` and :meth:`mutate` only return points :meth:`is_valid`
+    accepts.
+    """
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The searched dimensions' names, in the space's order."""
+        ...
+
+    @property
+    def dimensions(self) -> Sequence[Dimension]:
+        """The searched dimensions (typed: :mod:`collie.dimensions`), in the order of :attr:`names`."""
+        ...
+
+    def is_valid(self, point: Mapping[str, Any]) -> bool:
+        """Whether ``point`` is a legal point of the space."""
+        ...
+
+    def sample(self, rng: np.random.Generator) -> dict[str, Any]:
+        """A uniformly sampled legal point."""
+        ...
+
+    def mutate(self, point: Mapping[str, Any], rng: np.random.Generator, name: str | None = None,
+               repair: float = 0.0, refused: Callable[[Mapping[str, Any]], int] | None = None
+               ) -> tuple[dict[str, Any], str]:
+        """A legal neighbour of ``point`` differing in one dimension (``name``, or one drawn) and that
+        dimension's name; with chance ``repair``, an illegal or ``refused`` move is completed by a few other
+        changes rather than redrawn; ``(dict(point), name)`` when no acceptable neighbour is found."""
+        ...
 
 
 @dataclass(frozen=True)
