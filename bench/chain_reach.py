@@ -16,7 +16,7 @@ import statistics
 from typing import Any
 
 from collie import calibrate
-from collie.features import features
+from collie.features import features, point_encoder
 from collie.oracle import Thresholds
 from collie.space import load_space
 from collie.strategies.anneal import Anneal
@@ -40,7 +40,7 @@ def reach(profile: str, quirk: str, objective: str, seed: int, cap: int, options
     info = target.describe()
     oracle = calibrate.calibrated_oracle(lambda w: target.run(w, 5.0), calibrate.catalog_of(info), info,
                                          Thresholds())
-    chain = Anneal(space, seed, diagnostic=False, warmup=0, **options)
+    chain = Anneal(space, seed, encoder=point_encoder(space.build), diagnostic=False, warmup=0, **options)
     chain.objectives = [objective]
     others = [q for q in target.profile.active_quirks if q.id != quirk]
 

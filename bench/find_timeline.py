@@ -22,7 +22,7 @@ from search_efficiency import run_one, variants
 
 from collie.campaign import Campaign
 from collie.events import Event, TrialFinished
-from collie.strategies.base import DIAG_PREFIX
+from collie.metrics import DIAG_PREFIX
 from collie.targets.sim import SimTarget
 
 

@@ -33,7 +33,7 @@ from collie.events import (
     TrialStarted,
     Warning,
 )
-from collie.features import Features, features
+from collie.features import Features, features, point_encoder
 from collie.mfs import MFS
 from collie.minimize import Minimizer, MinimizeResult, MinimizeSettings, moved_to
 from collie.oracle import Oracle, Verdict, leading_symptom
@@ -117,7 +117,8 @@ class Campaign:
             for rec in read.records:
                 if rec.get("status") in ("COMPLETE", "PRUNED", "FAILED"):
                     self._cache[int(rec["trial"])] = rec
-        self.strategy = make_strategy(preset.strategy, space, seed, preset.strategy_options)
+        self.strategy = make_strategy(preset.strategy, space, seed, preset.strategy_options,
+                                      encoder=point_encoder(space.build))
         if preset.exclude_known:
             self.strategy.set_exclusion(self._inside_known)
         self.strategy.set_regions(self._regions)

@@ -10,13 +10,18 @@ Aggregation rules (for workloads of several flows):
       smallest: the most packets per message) and ``min_msg`` (the smallest message);
     * flags (``bidirectional``, ``loopback``, ``incast``, ``remote_numa``, ``gpu``, ``burst``) are true when any
       flow has them.
+
+:func:`encode` turns features into regression columns, and :func:`point_encoder` makes the encoder a search
+strategy's surrogate is given (the strategies know nothing of workloads; whoever builds them injects it).
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Final
+from typing import Any, Final
 
 from collie.workload import Workload
 
@@ -128,3 +133,35 @@ def features(workload: Workload) -> Features:
         signal_every=max(f.signal_every for f in flows),
         burst=any(f.burst for f in flows),
     )
+
+
+def encode(feats: Features) -> dict[str, float]:
+    """The regression columns of one feature vector: numeric features as ``log2(1 + x)``, flags as 0/1,
+    categorical features one-hot (``name=value``; absent columns are 0).
+
+    Counters of NIC-internal events and rates tend to move multiplicatively with sizes, counts and depths, so a
+    model linear in these columns captures the direction in which a metric grows.
+    """
+    row: dict[str, float] = {}
+    for name in FEATURE_NAMES:
+        value = getattr(feats, name)
+        if isinstance(value, bool):
+            row[name] = float(value)
+        elif isinstance(value, int):
+            row[name] = math.log2(1.0 + max(value, 0))
+        else:
+            row[f"{name}={value}"] = 1.0
+    return row
+
+
+def point_encoder(build: Callable[[Mapping[str, Any]], Workload]) -> Callable[[Mapping[str, Any]], dict[str, float]]:
+    """The encoder of a search space's points: ``point -> encode(features(build(point)))``.
+
+    Args:
+        build: how a point becomes a workload (``SearchSpace.build``).
+    """
+
+    def encoder(point: Mapping[str, Any]) -> dict[str, float]:
+        return encode(features(build(point)))
+
+    return encoder

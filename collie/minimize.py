@@ -56,7 +56,8 @@ from collie.dimensions import Choice, Dimension, Flag, IntRange, SizeVector
 from collie.features import features
 from collie.mfs import MFS, Condition
 from collie.oracle import Verdict
-from collie.space import SearchSpace, point_key
+from collie.points import point_key
+from collie.space import SearchSpace
 
 Probe = Callable[[Mapping[str, Any]], "Verdict | None"]
 

@@ -286,11 +286,6 @@ class SearchSpace:
         return out
 
 
-def point_key(point: Mapping[str, Any]) -> str:
-    """A hashable identity of a point (equal for equal points, whatever the order of their keys)."""
-    return repr(sorted(point.items()))
-
-
 def constraint_rows() -> list[dict[str, str]]:
     """The named constraints, for ``collie space show``."""
     rows = [{"constraint": c.name, "rule": c.summary} for c in CONSTRAINTS]

@@ -20,10 +20,10 @@ point. Points inside a known minimal feature set (the exclusion predicate) are n
 
 Two options make a chain more than a random walk on the plateaus around rare anomalies: ``repair`` (a move
 that breaks a constraint or enters a known anomaly's region is completed by up to two other changes rather than
-redrawn; see :meth:`SearchSpace.repair`) and ``screen`` (a log-linear surrogate per objective, fitted on every
-measured point, picks the most promising of ``screen`` candidate moves, each of 1 to ``screen_moves``
-one-dimension mutations, so a confident model can take a few dimensions in one step; Metropolis still decides
-on the measured energy).
+redrawn; see the space's ``mutate``) and ``screen`` (a log-linear surrogate per objective, fitted on every
+measured point as the injected ``encoder`` encodes it, picks the most promising of ``screen`` candidate moves,
+each of 1 to ``screen_moves`` one-dimension mutations, so a confident model can take a few dimensions in one
+step; Metropolis still decides on the measured energy).
 
 Anomalies of one subsystem share causes, so their regions sit side by side (the paper's #7 and #8 are the same
 unbatched small RC WRITEs, one over many MRs, the other over many QPs). With ``shell`` > 0 that share of the
@@ -44,8 +44,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collie.space import SearchSpace, point_key
-from collie.strategies.base import DIAG_PREFIX, THROUGHPUT, Exclusion, Outcome, Point, Region, Regions
+from collie.metrics import DIAG_PREFIX, THROUGHPUT
+from collie.points import point_key
+from collie.strategies.base import Encoder, Exclusion, Outcome, Point, Region, Regions, Space
 from collie.strategies.surrogate import Surrogate
 
 _EPS = 1e-9
@@ -75,15 +76,25 @@ class _Chain:
 
 
 class Anneal:
-    """Metropolis simulated annealing with restarts and diagnostic-counter objectives."""
+    """Metropolis simulated annealing with restarts and diagnostic-counter objectives.
+
+    Args:
+        space: the space searched.
+        seed: the random stream's seed.
+        encoder: a point's regression columns, for the surrogate; needed with ``screen`` > 1.
+
+    Raises:
+        ValueError: a share outside 0..1, or ``screen`` > 1 without an ``encoder``.
+    """
 
     name = "anneal"
 
     def __init__(
         self,
-        space: SearchSpace,
+        space: Space,
         seed: int = 0,
         *,
+        encoder: Encoder | None = None,
         diagnostic: bool = True,
         warmup: int = 10,
         t0: float = 0.3,
@@ -106,6 +117,8 @@ class Anneal:
                             ("repair", repair), ("shell", shell)):
             if not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} is a probability, between 0 and 1, not {share}")
+        if screen > 1 and encoder is None:
+            raise ValueError(f"screen = {screen} needs an encoder of points for its surrogate")
         self.space = space
         self.rng = np.random.default_rng(seed)
         self.diagnostic = diagnostic
@@ -124,7 +137,7 @@ class Anneal:
         self.repair = repair
         self.shell = shell
         self._regions: Regions | None = None
-        self._surrogate = Surrogate(space) if screen > 1 else None
+        self._surrogate = Surrogate(encoder) if screen > 1 and encoder is not None else None
         self._measured: set[str] = set()
         self._probe_key: str | None = None
         self._told_probe = False  # the last point told was an independent sample, no chain's step

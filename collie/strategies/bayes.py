@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from collie.dimensions import Choice, Flag, IntRange, SizeVector
-from collie.space import SearchSpace, point_key
-from collie.strategies.base import THROUGHPUT, Exclusion, Outcome, Point, Regions
+from collie.metrics import THROUGHPUT
+from collie.points import point_key
+from collie.strategies.base import Exclusion, Outcome, Point, Regions, Space
 
 _ATTEMPTS = 3
 
@@ -25,7 +26,7 @@ class BayesSearch:
 
     name = "bayes"
 
-    def __init__(self, space: SearchSpace, seed: int = 0, *, base: str = "ET", initial: int = 10,
+    def __init__(self, space: Space, seed: int = 0, *, base: str = "ET", initial: int = 10,
                  trees: int = 24, points: int = 500) -> None:
         try:
             from skopt import Optimizer

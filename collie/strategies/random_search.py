@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from collie.space import SearchSpace
-from collie.strategies.base import Exclusion, Outcome, Point, Regions
+from collie.strategies.base import Exclusion, Outcome, Point, Regions, Space
 
 
 class RandomSearch:
@@ -13,7 +12,7 @@ class RandomSearch:
 
     name = "random"
 
-    def __init__(self, space: SearchSpace, seed: int = 0, use_exclusion: bool = False) -> None:
+    def __init__(self, space: Space, seed: int = 0, use_exclusion: bool = False) -> None:
         self.space = space
         self.rng = np.random.default_rng(seed)
         self.use_exclusion = use_exclusion

@@ -1,9 +1,10 @@
 """A cheap surrogate of each search objective, to screen an annealer's proposals before they cost an experiment.
 
-The model is ridge regression of ``log(metric)`` on an encoding of the point's workload features: numeric
-features as ``log2(1 + x)``, flags as 0/1, categorical features one-hot. Counters of NIC-internal events and
-rates tend to move multiplicatively with sizes, counts and depths, so a log-linear model captures the direction
-in which a metric grows even where it cannot predict its value; that direction is all screening needs.
+The model is ridge regression of ``log(metric)`` on an encoding of the point, made by the :data:`Encoder` the
+surrogate is given (for workloads, :func:`collie.features.point_encoder`: numeric features as ``log2(1 + x)``,
+flags as 0/1, categorical features one-hot). Metrics that move multiplicatively with the encoded quantities are
+log-linear in such columns, so the model captures the direction in which a metric grows even where it cannot
+predict its value; that direction is all screening needs.
 
 Invariants:
     * predictions use only what the strategy was told (points and their measured metrics);
@@ -19,39 +20,20 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from collie.features import FEATURE_NAMES, Features, features
-from collie.space import SearchSpace
-from collie.strategies.base import Point
-
-#: An encoded point: column name -> value (absent columns are 0).
-Row = dict[str, float]
-
-
-def encode(feats: Features) -> Row:
-    """The regression columns of one feature vector (log2 numerics, 0/1 flags, one-hot categories)."""
-    row: Row = {}
-    for name in FEATURE_NAMES:
-        value = getattr(feats, name)
-        if isinstance(value, bool):
-            row[name] = float(value)
-        elif isinstance(value, int):
-            row[name] = math.log2(1.0 + max(value, 0))
-        else:
-            row[f"{name}={value}"] = 1.0
-    return row
+from collie.strategies.base import Encoder, Point, Row
 
 
 class Surrogate:
-    """Per-objective ridge regressions of log(metric) on encoded workload features.
+    """Per-objective ridge regressions of log(metric) on encoded points.
 
     Args:
-        space: the search space, to build a point's workload and compute its features.
+        encoder: a point's regression columns.
         ridge: the L2 penalty on standardized coefficients.
         min_points: observations of an objective needed before it is predicted.
     """
 
-    def __init__(self, space: SearchSpace, *, ridge: float = 1.0, min_points: int = 20) -> None:
-        self.space = space
+    def __init__(self, encoder: Encoder, *, ridge: float = 1.0, min_points: int = 20) -> None:
+        self.encoder = encoder
         self.ridge = ridge
         self.min_points = min_points
         self._columns: dict[str, int] = {}
@@ -62,7 +44,8 @@ class Surrogate:
         self._fits: dict[str, tuple[int, int, np.ndarray, np.ndarray, np.ndarray, float]] = {}
 
     def row(self, point: Point) -> Row:
-        return encode(features(self.space.build(point)))
+        """The regression columns of ``point``."""
+        return self.encoder(point)
 
     def _vector(self, row: Row, width: int) -> np.ndarray:
         out = np.zeros(width)

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
-from collie.features import FEATURE_NAMES, features
+from collie.features import FEATURE_NAMES, encode, features, point_encoder
+from collie.space import load_space
 from collie.workload import Endpoint, Flow, Workload
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "workloads" / "examples"
@@ -43,3 +45,13 @@ def test_mixed_flows_and_size_mix() -> None:
     assert f.size_mix and f.min_msg == 128 and f.max_msg == 65536 and f.mtu == 1024
     assert f.remote_numa and f.gpu
     assert set(f.as_dict()) == set(FEATURE_NAMES)
+
+
+def test_encoding_is_log2_for_counts_flags_as_01_and_categories_one_hot() -> None:
+    space = load_space()
+    point = {**space.simplest(), "qps": 255, "op": "UD_SEND", "direction": "bidirectional"}
+    row = encode(features(space.build(point)))
+    assert row["qps_total"] == math.log2(1 + 2 * 255)  # one flow of 255 QPs per direction
+    assert row["bidirectional"] == 1.0 and row["loopback"] == 0.0
+    assert row["transport=UD"] == 1.0 and "transport=RC" not in row
+    assert point_encoder(space.build)(point) == row

@@ -5,11 +5,13 @@ from typing import Any
 
 import numpy as np
 
+from collie.features import point_encoder
 from collie.space import load_space
 from collie.strategies import Anneal, BayesSearch, Outcome, RandomSearch, make_strategy
 from collie.strategies.base import Region
 
 SPACE = load_space()
+ENCODER = point_encoder(SPACE.build)
 
 
 def _energy(point: dict) -> dict[str, float]:  # type: ignore[type-arg]
@@ -94,15 +96,18 @@ def test_make_strategy_errors() -> None:
         make_strategy("anneal", SPACE, 0, {"temperature": 3})
     with pytest.raises(InputError, match=r"shell is a probability, between 0 and 1, not 1\.5"):
         make_strategy("anneal", SPACE, 0, {"shell": 1.5})
+    with pytest.raises(InputError, match="screen = 8 needs an encoder"):
+        make_strategy("anneal", SPACE, 0, {"screen": 8})
     assert isinstance(make_strategy("random", SPACE, 0), RandomSearch)
+    assert isinstance(make_strategy("anneal", SPACE, 0, {"screen": 8}, encoder=ENCODER), Anneal)
     assert np.isfinite(Anneal(SPACE, 0).t0)
 
 
 def test_screening_proposes_the_predicted_best_unmeasured_neighbour() -> None:
     # the diagnostic counter grows with queue depth: once the surrogate has data, a screened step that
     # changes wq_depth goes up, and no screened proposal repeats a measured point
-    a = Anneal(SPACE, 6, warmup=0, explore=0.0, elite=0.0, patience=0, screen=24, screen_greedy=1.0,
-               adaptive=False)
+    a = Anneal(SPACE, 6, encoder=ENCODER, warmup=0, explore=0.0, elite=0.0, patience=0, screen=24,
+               screen_greedy=1.0, adaptive=False)
     a.objectives = ["diag:x"]
     measured = []
     for _ in range(120):
@@ -125,7 +130,7 @@ def test_screening_proposes_the_predicted_best_unmeasured_neighbour() -> None:
 
 def test_screened_and_repaired_runs_are_deterministic_per_seed() -> None:
     def run(seed: int) -> list[dict]:  # type: ignore[type-arg]
-        a = Anneal(SPACE, seed, warmup=5, screen=8, repair=0.5)
+        a = Anneal(SPACE, seed, encoder=ENCODER, warmup=5, screen=8, repair=0.5)
         out = []
         for _ in range(60):
             p = a.ask()
@@ -139,8 +144,8 @@ def test_screened_and_repaired_runs_are_deterministic_per_seed() -> None:
 
 def test_screened_candidates_change_up_to_screen_moves_dimensions() -> None:
     def changed(moves: int) -> list[int]:
-        a = Anneal(SPACE, 4, warmup=0, explore=0.0, elite=0.0, patience=0, screen=24, screen_greedy=1.0,
-                   screen_moves=moves, adaptive=False)
+        a = Anneal(SPACE, 4, encoder=ENCODER, warmup=0, explore=0.0, elite=0.0, patience=0, screen=24,
+                   screen_greedy=1.0, screen_moves=moves, adaptive=False)
         a.objectives = ["diag:x"]
         for _ in range(40):
             p = a.ask()
