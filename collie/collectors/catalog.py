@@ -17,6 +17,8 @@ Names read from more than one source with the same text (e.g. bnxt_re's ``rx_byt
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,11 +45,13 @@ _TOP_FIELDS: Final = ("driver", "description", "device_prefixes", "counter")
 _TOP_REQUIRED: Final = ("driver", "description", "counter")
 _COUNTER_FIELDS: Final = (
     "name", "source", "kind", "unit", "role", "meaning", "aliases", "diagnostic", "direction", "group", "per",
+    "sim", "sim_scale",
 )
 #: What a diagnostic event counter is divided by to become a ratio the search can climb.
 PER: Final = ("packet", "message")
 _COUNTER_REQUIRED: Final = ("name", "source", "kind", "unit", "role", "meaning")
 _DURATION_UNITS: Final = ("us", "ms")
+_SIM_NAME: Final = re.compile(r"[a-z][a-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,11 @@ class CounterSpec:
             reports the counter per unit, a miss *ratio*.
         template: the name as written in the catalog (with ``{p}``).
         dialect: the catalog this spec belongs to.
+        sim: the simulated quantity the simulator reports under this counter (``tx_wire``, ``pause_tx_time``;
+            the names are defined in ``collie.targets.sim.counters``), or ``""``: the simulator does not
+            report it. A ``{p}`` template is reported at the simulator's lossless priority only.
+        sim_scale: the factor the simulator applies to that quantity before rounding (``0.1`` of the lost
+            packets are duplicate requests).
     """
 
     name: str
@@ -92,6 +101,8 @@ class CounterSpec:
     template: str = ""
     dialect: str = ""
     per: str = "packet"
+    sim: str = ""
+    sim_scale: float = 1.0
 
     @property
     def scale(self) -> float:
@@ -327,18 +338,35 @@ def _parse_counter(entry: Any, where: str, dialect: str) -> list[CounterSpec]:
         raise InputError(f"{label}.per: only a diagnostic counter has a unit of work; remove per or set "
                          "diagnostic = true")
     _check_consistency(label, kind, unit, role, diagnostic)
+    sim, sim_scale = _parse_sim(entry, label)
     if PRIORITY_PLACEHOLDER not in name:
         return [CounterSpec(name, source, kind, unit, role, meaning, tuple(aliases), diagnostic, direction,
-                            group or name, None, name, dialect, per)]
+                            group or name, None, name, dialect, per, sim, sim_scale)]
     specs = []
     for p in PRIORITIES:
         expanded = name.replace(PRIORITY_PLACEHOLDER, str(p))
         specs.append(CounterSpec(
             expanded, source, kind, unit, role, meaning,
             tuple(a.replace(PRIORITY_PLACEHOLDER, str(p)) for a in aliases), diagnostic, direction,
-            expanded, p, name, dialect, per,
+            expanded, p, name, dialect, per, sim, sim_scale,
         ))
     return specs
+
+
+def _parse_sim(entry: Mapping[str, Any], label: str) -> tuple[str, float]:
+    sim = expect_type(entry.get("sim", ""), str, f"{label}.sim", "the name of a simulated quantity")
+    if "sim" in entry and not _SIM_NAME.fullmatch(sim):
+        raise InputError(f"{label}.sim: {sim!r} is not a simulated quantity name (lowercase letters, digits "
+                         "and _)")
+    if "sim_scale" not in entry:
+        return sim, 1.0
+    if not sim:
+        raise InputError(f"{label}.sim_scale: only a counter the simulator reports has a scale; remove "
+                         "sim_scale or add sim")
+    scale = expect_type(entry["sim_scale"], (int, float), f"{label}.sim_scale", "a number > 0")
+    if not (math.isfinite(scale) and scale > 0):
+        raise InputError(f"{label}.sim_scale: {scale!r} is not allowed; use a finite number > 0")
+    return sim, float(scale)
 
 
 def _check_name(name: str, where: str) -> None:

@@ -157,6 +157,24 @@ def test_merging_two_catalogs_with_one_name_is_an_error() -> None:
      "toy.toml: device_prefixes[0]: 'toy 0' is not a device-name prefix (non-empty, no blanks)"),
     (('description = "a toy"', 'description = "a toy"\ndevice_prefixes = ["toy", "toy"]'),
      "toy.toml: device_prefixes[1]: 'toy' is listed twice"),
+    (('diagnostic = true', 'diagnostic = true\nsim = 5'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim: expected the name of a simulated quantity, got 5"),
+    (('diagnostic = true', 'diagnostic = true\nsim = "Rx WQE"'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim: 'Rx WQE' is not a simulated quantity name (lowercase "
+     "letters, digits and _)"),
+    (('diagnostic = true', 'diagnostic = true\nsim = ""'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim: '' is not a simulated quantity name"),
+    (('diagnostic = true', 'diagnostic = true\nsim_scale = 0.5'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim_scale: only a counter the simulator reports has a scale; "
+     "remove sim_scale or add sim"),
+    (('diagnostic = true', 'diagnostic = true\nsim = "diag_rx_wqe"\nsim_scale = "half"'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim_scale: expected a number > 0, got 'half'"),
+    (('diagnostic = true', 'diagnostic = true\nsim = "diag_rx_wqe"\nsim_scale = true'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim_scale: expected a number > 0, got True"),
+    (('diagnostic = true', 'diagnostic = true\nsim = "diag_rx_wqe"\nsim_scale = 0'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim_scale: 0 is not allowed; use a finite number > 0"),
+    (('diagnostic = true', 'diagnostic = true\nsim = "diag_rx_wqe"\nsim_scale = inf'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim_scale: inf is not allowed; use a finite number > 0"),
 ])
 def test_bad_catalogs_fail_with_one_clear_sentence(change: tuple[str, str], message: str) -> None:
     old, new = change
@@ -165,6 +183,22 @@ def test_bad_catalogs_fail_with_one_clear_sentence(change: tuple[str, str], mess
         _parse(GOOD.replace(old, new, 1))
     assert message in str(exc.value)
     assert "\n" not in str(exc.value)
+
+
+def test_sim_fields_parse_and_expand_with_templates() -> None:
+    toy = _parse(GOOD.replace('diagnostic = true', 'diagnostic = true\nsim = "diag_rx_wqe"'))
+    spec = toy.lookup("sim_rx_wqe_cache_miss")  # type: ignore[attr-defined]
+    assert (spec.sim, spec.sim_scale) == ("diag_rx_wqe", 1.0)
+    templated = _parse(GOOD.replace('name = "sim_rx_wqe_cache_miss"', 'name = "miss_prio{p}"').replace(
+        'diagnostic = true', 'diagnostic = true\nsim = "diag_rx_wqe"\nsim_scale = 2'))
+    specs = [templated.lookup(f"miss_prio{p}") for p in range(8)]  # type: ignore[attr-defined]
+    assert {(s.sim, s.sim_scale) for s in specs} == {("diag_rx_wqe", 2.0)}
+    plain = _parse(GOOD).lookup("sim_rx_wqe_cache_miss")  # type: ignore[attr-defined]
+    assert (plain.sim, plain.sim_scale) == ("", 1.0)
+    mlx5 = load_catalog("mlx5")
+    dup = mlx5.lookup("duplicate_request")
+    assert dup is not None and (dup.sim, dup.sim_scale) == ("lost_rx", 0.1)
+    assert mlx5.lookup("tx_prio5_pause_duration").sim == "pause_tx_time"  # type: ignore[union-attr]
 
 
 def test_duplicate_names_and_alias_rules() -> None:
