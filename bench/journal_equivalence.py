@@ -5,11 +5,12 @@ and compare the two sets of campaign folders.
                                                  [--seeds 1-3] [--budget 600]
     python bench/journal_equivalence.py compare OLD NEW
 
-``record`` runs ``collie campaign`` (the installed one, so run it from the checkout under test after
-``pip install -e .``) once per profile and seed into ``OUT/<profile>-s<seed>``. ``compare`` checks, per campaign:
-every ``trials.jsonl`` row equal after removing timestamps (``time``) and durations (``setup_s``); the
-calibrated ceilings and baseline of ``campaign.toml``; and each anomaly folder's signature, MFS and case. It
-prints one line per campaign and exits 1 on any difference.
+``record`` runs ``python -m collie campaign`` with this script's interpreter, so the collie it imports (the
+checkout on ``PYTHONPATH``, else the installed one), once per profile and seed into ``OUT/<profile>-s<seed>``:
+``PYTHONPATH=CHECKOUT python bench/journal_equivalence.py record OUT``. ``compare`` checks, per campaign: every
+``trials.jsonl`` row equal after removing timestamps (``time``) and durations (``setup_s``); the calibrated
+ceilings and baseline of ``campaign.toml``; and each anomaly folder's signature, MFS and case. It prints one line
+per campaign and exits 1 on any difference.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def record(out: Path, profiles: list[str], seeds: list[int], budget: int) -> Non
     for profile in profiles:
         for seed in seeds:
             folder = out / f"{profile.replace(':', '-')}-s{seed}"
-            cmd = ["collie", "campaign", "--target", profile, "--seed", str(seed), "--budget", str(budget),
-                   "--out", str(folder), "--no-live", "--format", "json"]
+            cmd = [sys.executable, "-m", "collie", "campaign", "--target", profile, "--seed", str(seed),
+                   "--budget", str(budget), "--out", str(folder), "--no-live", "--format", "json"]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
@@ -59,6 +60,8 @@ def _rows(folder: Path) -> list[Any]:
 
 def _anomalies(folder: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    if not (folder / "anomalies").is_dir():  # a campaign that found nothing
+        return out
     for case in sorted((folder / "anomalies").iterdir()):
         mfs = case / "mfs.json"
         evidence = json.loads((case / "evidence.json").read_text(encoding="utf-8"))
