@@ -60,6 +60,8 @@ def _rows(folder: Path) -> list[Any]:
 
 def _anomalies(folder: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    if not (folder / "anomalies").is_dir():  # a campaign that found nothing
+        return out
     for case in sorted((folder / "anomalies").iterdir()):
         mfs = case / "mfs.json"
         evidence = json.loads((case / "evidence.json").read_text(encoding="utf-8"))

@@ -17,6 +17,8 @@ Names read from more than one source with the same text (e.g. bnxt_re's ``rx_byt
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,14 +41,17 @@ DIRECTIONS: Final = ("rx", "tx")
 PRIORITIES: Final = tuple(range(8))
 PRIORITY_PLACEHOLDER: Final = "{p}"
 
-_TOP_FIELDS: Final = ("driver", "description", "counter")
+_TOP_FIELDS: Final = ("driver", "description", "device_prefixes", "counter")
+_TOP_REQUIRED: Final = ("driver", "description", "counter")
 _COUNTER_FIELDS: Final = (
     "name", "source", "kind", "unit", "role", "meaning", "aliases", "diagnostic", "direction", "group", "per",
+    "sim", "sim_scale",
 )
 #: What a diagnostic event counter is divided by to become a ratio the search can climb.
 PER: Final = ("packet", "message")
 _COUNTER_REQUIRED: Final = ("name", "source", "kind", "unit", "role", "meaning")
 _DURATION_UNITS: Final = ("us", "ms")
+_SIM_NAME: Final = re.compile(r"[a-z][a-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,11 @@ class CounterSpec:
             reports the counter per unit, a miss *ratio*.
         template: the name as written in the catalog (with ``{p}``).
         dialect: the catalog this spec belongs to.
+        sim: the simulated quantity the simulator reports under this counter (``tx_wire``, ``pause_tx_time``;
+            the names are defined in ``collie.targets.sim.counters``), or ``""``: the simulator does not
+            report it. A ``{p}`` template is reported at the simulator's lossless priority only.
+        sim_scale: the factor the simulator applies to that quantity before rounding (``0.1`` of the lost
+            packets are duplicate requests).
     """
 
     name: str
@@ -91,6 +101,8 @@ class CounterSpec:
     template: str = ""
     dialect: str = ""
     per: str = "packet"
+    sim: str = ""
+    sim_scale: float = 1.0
 
     @property
     def scale(self) -> float:
@@ -117,11 +129,15 @@ class Catalog:
         description: one line about the driver family.
         counters: every expanded spec, in catalog order (order matters: for the traffic roles the first
             present counter wins, see ``docs/counters.md``).
+        device_prefixes: beginnings of RDMA device or kernel driver names that belong to this dialect
+            (``mlx5_0`` and ``mlx4_0`` start with ``mlx5`` and ``mlx4``); :func:`guess_dialect` decides by them
+            first. Merged catalogs hold those of every part.
     """
 
     driver: str
     description: str
     counters: tuple[CounterSpec, ...]
+    device_prefixes: tuple[str, ...] = ()
     _index: Mapping[str, CounterSpec] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -216,14 +232,21 @@ def load_catalogs(*dialects: str) -> Catalog:
 
 
 def merge_catalogs(catalogs: Iterable[Catalog]) -> Catalog:
-    """One catalog holding every spec of ``catalogs`` in order; a name declared in two of them is an error."""
+    """One catalog holding every spec and device prefix of ``catalogs`` in order.
+
+    Raises:
+        InputError: a counter name, or a device prefix, declared in two of them.
+    """
     cats = list(catalogs)
     if len(cats) == 1:
         return cats[0]
+    driver = "+".join(c.driver for c in cats)
+    _prefix_owners(cats)
     return Catalog(
-        driver="+".join(c.driver for c in cats),
+        driver=driver,
         description="; ".join(c.description for c in cats),
         counters=tuple(s for c in cats for s in c.counters),
+        device_prefixes=tuple(p for c in cats for p in c.device_prefixes),
     )
 
 
@@ -241,18 +264,32 @@ def parse_catalog(doc: Mapping[str, Any], where: str, *, stem: str | None = None
         where: the file name for messages.
         stem: if given, ``driver`` must equal it.
     """
-    check_fields(doc, where, _TOP_FIELDS, required=_TOP_FIELDS)
+    check_fields(doc, where, _TOP_FIELDS, required=_TOP_REQUIRED)
     driver = expect_type(doc["driver"], str, f"{where}: driver", "a dialect name string")
     if stem is not None and driver != stem:
         raise InputError(f"{where}: driver {driver!r} must equal the file name {stem!r}")
     description = expect_type(doc["description"], str, f"{where}: description", "a string")
+    prefixes = _parse_prefixes(doc.get("device_prefixes", []), f"{where}: device_prefixes")
     entries = expect_type(doc["counter"], list, f"{where}: counter", "an array of [[counter]] tables")
     if not entries:
         raise InputError(f"{where}: counter: the catalog declares no counters")
     specs: list[CounterSpec] = []
     for i, entry in enumerate(entries):
         specs.extend(_parse_counter(entry, f"{where}: counter[{i}]", driver))
-    return Catalog(driver=driver, description=description, counters=tuple(specs))
+    return Catalog(driver=driver, description=description, counters=tuple(specs), device_prefixes=prefixes)
+
+
+def _parse_prefixes(value: Any, where: str) -> tuple[str, ...]:
+    expect_type(value, list, where, "an array of device-name prefixes")
+    out: list[str] = []
+    for j, prefix in enumerate(value):
+        expect_type(prefix, str, f"{where}[{j}]", "a device-name prefix string")
+        if not prefix or any(ch.isspace() for ch in prefix):
+            raise InputError(f"{where}[{j}]: {prefix!r} is not a device-name prefix (non-empty, no blanks)")
+        if prefix in out:
+            raise InputError(f"{where}[{j}]: {prefix!r} is listed twice")
+        out.append(prefix)
+    return tuple(out)
 
 
 def _choice(value: Any, allowed: tuple[str, ...], where: str) -> str:
@@ -301,18 +338,35 @@ def _parse_counter(entry: Any, where: str, dialect: str) -> list[CounterSpec]:
         raise InputError(f"{label}.per: only a diagnostic counter has a unit of work; remove per or set "
                          "diagnostic = true")
     _check_consistency(label, kind, unit, role, diagnostic)
+    sim, sim_scale = _parse_sim(entry, label)
     if PRIORITY_PLACEHOLDER not in name:
         return [CounterSpec(name, source, kind, unit, role, meaning, tuple(aliases), diagnostic, direction,
-                            group or name, None, name, dialect, per)]
+                            group or name, None, name, dialect, per, sim, sim_scale)]
     specs = []
     for p in PRIORITIES:
         expanded = name.replace(PRIORITY_PLACEHOLDER, str(p))
         specs.append(CounterSpec(
             expanded, source, kind, unit, role, meaning,
             tuple(a.replace(PRIORITY_PLACEHOLDER, str(p)) for a in aliases), diagnostic, direction,
-            expanded, p, name, dialect, per,
+            expanded, p, name, dialect, per, sim, sim_scale,
         ))
     return specs
+
+
+def _parse_sim(entry: Mapping[str, Any], label: str) -> tuple[str, float]:
+    sim = expect_type(entry.get("sim", ""), str, f"{label}.sim", "the name of a simulated quantity")
+    if "sim" in entry and not _SIM_NAME.fullmatch(sim):
+        raise InputError(f"{label}.sim: {sim!r} is not a simulated quantity name (lowercase letters, digits "
+                         "and _)")
+    if "sim_scale" not in entry:
+        return sim, 1.0
+    if not sim:
+        raise InputError(f"{label}.sim_scale: only a counter the simulator reports has a scale; remove "
+                         "sim_scale or add sim")
+    scale = expect_type(entry["sim_scale"], (int, float), f"{label}.sim_scale", "a number > 0")
+    if not (math.isfinite(scale) and scale > 0):
+        raise InputError(f"{label}.sim_scale: {scale!r} is not allowed; use a finite number > 0")
+    return sim, float(scale)
 
 
 def _check_name(name: str, where: str) -> None:
@@ -338,10 +392,33 @@ def _check_consistency(where: str, kind: str, unit: str, role: str, diagnostic: 
         raise InputError(f"{where}: role 'diagnostic' needs diagnostic = true")
 
 
-_NAME_HINTS: Final = (
-    ("mlx5", "mlx5"), ("mlx4", "mlx5"), ("bnxt", "bnxt_re"), ("irdma", "irdma"), ("i40iw", "irdma"),
-    ("ice", "irdma"), ("rxe", "rxe"),
-)
+def _prefix_owners(catalogs: Iterable[Catalog]) -> dict[str, str]:
+    """Device prefix -> the driver of the catalog that declares it; a prefix in two catalogs is an error."""
+    owners: dict[str, str] = {}
+    for cat in catalogs:
+        for prefix in cat.device_prefixes:
+            other = owners.get(prefix)
+            if other is not None and other != cat.driver:
+                raise InputError(
+                    f"{_catalog_label(cat.driver)}: device_prefixes: {prefix!r} is already claimed by "
+                    f"{_catalog_label(other)}; a device prefix may belong to one catalog only"
+                )
+            owners[prefix] = cat.driver
+    return owners
+
+
+def _catalog_label(dialect: str) -> str:
+    path = catalog_path(dialect)
+    return str(path) if path.is_file() else f"the {dialect} catalog"
+
+
+def device_prefixes() -> dict[str, str]:
+    """Every device-name prefix of the shipped catalogs -> its dialect (the ``device_prefixes`` fields).
+
+    Raises:
+        InputError: a catalog breaks the schema, or two catalogs claim one prefix.
+    """
+    return _prefix_owners(load_catalog(d) for d in available_dialects())
 
 
 def guess_dialect(names: Iterable[str], hint: str = "") -> str | None:
@@ -349,13 +426,17 @@ def guess_dialect(names: Iterable[str], hint: str = "") -> str | None:
 
     Args:
         names: counter names seen (current names, aliases or ``source:name``).
-        hint: a device or driver name (``mlx5_0``, ``bnxt_en``, ``rxe0``); a known prefix decides at once.
+        hint: a device or driver name (``mlx5_0``, ``bnxt_en``, ``rxe0``); if it starts with a catalog's
+            ``device_prefixes`` (the longest such prefix), that catalog's dialect is chosen at once.
+
+    Raises:
+        InputError: a shipped catalog breaks the schema, or two catalogs claim one device prefix.
 
     The simulator's own catalog (``sim``) is never guessed: it only adds ``sim_*`` counters to a dialect.
     """
-    for prefix, dialect in _NAME_HINTS:
-        if hint.startswith(prefix) and dialect in available_dialects():
-            return dialect
+    matches = [(len(p), d) for p, d in device_prefixes().items() if hint.startswith(p) and d != "sim"]
+    if matches:
+        return max(matches)[1]
     seen = list(dict.fromkeys(names))
     best: tuple[int, str] | None = None
     for dialect in available_dialects():

@@ -1,154 +1,178 @@
 """Counter deltas of one simulated host under the real driver names of the profile's dialect.
 
-Names follow ``/work/shared/COUNTERS.md`` (and the catalogs in ``counters/``): mlx5 (ethtool -S PFC and vport
-counters, hw_counters, port counters), bnxt_re/bnxt_en (2025 names for the renamed hw counters), rxe
-(hw_counters only: it has no PFC of its own). Every dialect also gets the simulator's ``sim_*`` diagnostic
-counters (``counters/sim.toml``).
+Which counters a simulated host reports is data: every counter of its dialect's catalog (``counters/*.toml``,
+merged with ``counters/sim.toml`` for the simulator's own ``sim_*`` diagnostic counters) that has a ``sim``
+field, which names one of the simulated quantities below (``sim = "tx_wire"``), optionally scaled
+(``sim_scale = 0.1``). This module holds the quantities: how each is computed from one host's accumulator and
+the measured interval, in which catalog units it can be reported, and how it is rounded.
 
 Invariants:
     * values are deltas over the measured interval (gauges, e.g. ``outbound_pci_stalled_rd``: the mean);
-    * pause durations in µs are ``pause ratio x duration x 1e6`` (priority 3, as in Collie);
+    * a counter's value is ``rounding(amount x sim_scale x unit factor)``, in that order (``octets/4``: a
+      quarter of the bytes; ``us``/``ms``: seconds x 1e6 / 1e3);
+    * pause durations are ``pause ratio x duration`` and per-priority templates are reported at
+      :data:`PRIO` only (the lossless priority, as in Collie);
     * byte and packet counters equal rate x duration, so they agree with
       :class:`~collie.targets.base.HostResult`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from operator import attrgetter
 from typing import Final
 
+from collie.collectors.catalog import Catalog, CounterSpec, catalog_path, load_catalogs
+from collie.errors import InputError
+from collie.rocev2 import XOFF_BITS
 from collie.targets.sim.model import HostAcc
 
+#: The lossless priority the simulator's traffic and pause use; ``{p}`` templates are reported at it only.
 PRIO: Final = 3
-#: µs one pause frame covers at a refresh of half its quanta (65535 x 512 bit times at the line rate).
-_QUANTA_BITS: Final = 65535 * 512 / 2
+#: Bit times one simulated pause frame covers: frames are refreshed at half the quanta an XOFF can request.
+_QUANTA_BITS: Final = XOFF_BITS / 2
+#: One XOFF->XON transition per this many µs of pause (at least one when paused at all).
+_US_PER_TRANSITION: Final = 200.0
+
+CounterFunction = Callable[[HostAcc, float, float], dict[str, float]]
 
 
-def _diag(acc: HostAcc, d: float) -> dict[str, float]:
-    return {
-        "sim_rx_wqe_cache_miss": acc.diag_rx_wqe * d,
-        "sim_qpc_cache_miss": acc.diag_qpc * d,
-        "sim_mtt_cache_miss": acc.diag_mtt * d,
-        "sim_pcie_backpressure": acc.diag_pcie * d,
-        "sim_pkt_pipeline_stall": acc.diag_pkt * d,
-    }
+@dataclass(frozen=True)
+class Quantity:
+    """A simulated quantity a catalog counter can report (``sim = "<name>"``).
 
+    Attributes:
+        amount: ``(acc, duration, line_rate_bps)`` -> the quantity over the interval, in its own unit (bytes,
+            packets, seconds, ...), before scaling and rounding.
+        units: catalog units it can be reported in -> factor from its own unit; empty: any unit.
+        rounding: turns the scaled amount into the counter's value.
+    """
 
-def _frames(ratio: float, d: float, line: float) -> float:
-    if ratio <= 0:
-        return 0.0
-    per_frame_s = _QUANTA_BITS / line
-    return float(round(ratio * d / per_frame_s))
-
-
-def _transitions(ratio: float, d: float) -> float:
-    # one XOFF->XON transition per ~200 µs of pause, at least one when paused at all
-    return float(max(1, round(ratio * d * 1e6 / 200.0))) if ratio > 0 else 0.0
+    amount: Callable[[HostAcc, float, float], float]
+    units: Mapping[str, float]
+    rounding: Callable[[float], float]
 
 
 def _int(x: float) -> float:
     return float(int(x + 0.5))
 
 
-def mlx5(acc: HostAcc, d: float, line: float) -> dict[str, float]:
-    """ConnectX (mlx5_core ethtool -S, mlx5_ib hw_counters, IB port counters)."""
-    p = PRIO
-    c = {
-        "tx_vport_rdma_unicast_bytes": _int(acc.tx_wire * d),
-        "tx_vport_rdma_unicast_packets": _int(acc.tx_pkts * d),
-        "rx_vport_rdma_unicast_bytes": _int(acc.rx_wire * d),
-        "rx_vport_rdma_unicast_packets": _int(acc.rx_pkts * d),
-        f"tx_prio{p}_bytes": _int(acc.tx_wire * d),
-        f"tx_prio{p}_packets": _int(acc.tx_pkts * d),
-        f"rx_prio{p}_bytes": _int(acc.rx_wire * d),
-        f"rx_prio{p}_packets": _int(acc.rx_pkts * d),
-        f"tx_prio{p}_pause": _frames(acc.pause_tx, d, line),
-        f"tx_prio{p}_pause_duration": _int(acc.pause_tx * d * 1e6),
-        f"rx_prio{p}_pause": _frames(acc.pause_rx, d, line),
-        f"rx_prio{p}_pause_duration": _int(acc.pause_rx * d * 1e6),
-        f"rx_prio{p}_pause_transition": _transitions(acc.pause_rx, d),
-        "port_xmit_data": _int(acc.tx_wire * d / 4),
-        "port_rcv_data": _int(acc.rx_wire * d / 4),
-        "port_xmit_packets": _int(acc.tx_pkts * d),
-        "port_rcv_packets": _int(acc.rx_pkts * d),
-        "out_of_buffer": 0.0,
-        "out_of_sequence": _int(acc.lost_rx * d),
-        "duplicate_request": _int(acc.lost_rx * d * 0.1),
-        "packet_seq_err": _int(acc.lost_tx * d * 0.9),
-        "implied_nak_seq_err": 0.0,
-        "local_ack_timeout_err": _int(acc.lost_tx * d * 0.01),
-        "rnr_nak_retry_err": 0.0,
-        "roce_adp_retrans": _int(acc.lost_tx * d * 0.05),
-        "rx_write_requests": _int(acc.rx_write * d),
-        "rx_read_requests": _int(acc.rx_read * d),
-        "rx_atomic_requests": _int(acc.rx_atomic * d),
-        "np_ecn_marked_roce_packets": 0.0,
-        "np_cnp_sent": 0.0,
-        "rp_cnp_handled": 0.0,
-        "rx_discards_phy": 0.0,
-        "tx_pause_storm_warning_events": 0.0,
-        "tx_pause_storm_error_events": 0.0,
-        "outbound_pci_stalled_rd": round(acc.pcie_stall * 0.4, 3),
-        "outbound_pci_stalled_wr": round(acc.pcie_stall, 3),
-    }
-    c.update(_diag(acc, d))
-    return c
+def _whole(x: float) -> float:
+    return float(round(x))
 
 
-def bnxt_re(acc: HostAcc, d: float, line: float) -> dict[str, float]:
-    """Broadcom (bnxt_re hw_counters with the 2025 names, bnxt_en ethtool -S PFC counters)."""
-    p = PRIO
-    c = {
-        "tx_bytes": _int(acc.tx_wire * d),
-        "tx_pkts": _int(acc.tx_pkts * d),
-        "rx_bytes": _int(acc.rx_wire * d),
-        "rx_pkts": _int(acc.rx_pkts * d),
-        f"pfc_pri{p}_tx_duration_us": _int(acc.pause_tx * d * 1e6),
-        f"pfc_pri{p}_tx_transitions": _transitions(acc.pause_tx, d),
-        f"pfc_pri{p}_rx_duration_us": _int(acc.pause_rx * d * 1e6),
-        f"pfc_pri{p}_rx_transitions": _transitions(acc.pause_rx, d),
-        f"tx_pfc_ena_frames_pri{p}": _frames(acc.pause_tx, d, line),
-        f"rx_pfc_ena_frames_pri{p}": _frames(acc.pause_rx, d, line),
-        "continuous_roce_pause_events": 0.0,
-        "resume_roce_pause_events": 0.0,
-        "out_of_sequence": _int(acc.lost_rx * d),
-        "duplicate_request": _int(acc.lost_rx * d * 0.1),
-        "packet_seq_err": _int(acc.lost_tx * d * 0.9),
-        "local_ack_timeout_err": _int(acc.lost_tx * d * 0.01),
-        "rnr_nak_retry_err": 0.0,
-        "implied_nak_seq_err": 0.0,
-        "out_of_buffer": 0.0,
-        "rx_roce_errors": 0.0,
-        "rx_roce_discards": 0.0,
-        f"rx_discard_packets_cos{p}": 0.0,
-    }
-    c.update(_diag(acc, d))
-    return c
+def _at_least_one(x: float) -> float:
+    return float(max(1, round(x))) if x > 0 else 0.0
 
 
-def rxe(acc: HostAcc, d: float, line: float) -> dict[str, float]:
-    """soft-RoCE (rxe hw_counters; no PFC of its own)."""
-    c = {
-        "sent_pkts": _int(acc.tx_pkts * d),
-        "rcvd_pkts": _int(acc.rx_pkts * d),
-        "duplicate_request": _int(acc.lost_rx * d * 0.1),
-        "out_of_seq_request": _int(acc.lost_rx * d),
-        "rcvd_rnr_err": 0.0,
-        "send_rnr_err": 0.0,
-        "rcvd_seq_err": _int(acc.lost_tx * d * 0.9),
-        "ack_deferred": 0.0,
-        "retry_exceeded_err": 0.0,
-        "retry_rnr_exceeded_err": 0.0,
-        "completer_retry_err": _int(acc.lost_tx * d * 0.05),
-        "send_err": 0.0,
-        "link_downed": 0.0,
-        "rdma_sends": _int(acc.tx_send * d),
-        "rdma_recvs": _int(acc.rx_send * d),
-    }
-    c.update(_diag(acc, d))
-    return c
+def _gauge(x: float) -> float:
+    return round(x, 3)
 
 
-DIALECT_COUNTERS: Final[dict[str, Callable[[HostAcc, float, float], dict[str, float]]]] = {
-    "mlx5": mlx5, "bnxt_re": bnxt_re, "rxe": rxe,
+def _exact(x: float) -> float:
+    return x
+
+
+def _frames(ratio: float, d: float, line: float) -> float:
+    if ratio <= 0:
+        return 0.0
+    return ratio * d / (_QUANTA_BITS / line)
+
+
+def _transitions(ratio: float, d: float) -> float:
+    if ratio <= 0:
+        return 0.0
+    # a pause too short to show in floating point is still one transition (_at_least_one rounds it up)
+    return ratio * d * 1e6 / _US_PER_TRANSITION or math.ulp(0.0)
+
+
+_BYTES: Final = {"bytes": 1.0, "octets/4": 0.25}
+_PACKETS: Final = {"packets": 1.0}
+_COUNT: Final = {"packets": 1.0, "events": 1.0}
+_EVENTS: Final = {"events": 1.0}
+_SECONDS: Final = {"us": 1e6, "ms": 1e3}
+
+
+def _count(field: str, units: Mapping[str, float]) -> Quantity:
+    """A per-second rate of the accumulator over the interval, rounded to a whole count."""
+    get = attrgetter(field)
+    return Quantity(lambda acc, d, line: float(get(acc)) * d, units, _int)
+
+
+def _diagnostic(field: str) -> Quantity:
+    """A diagnostic rate over the interval, left unrounded: the model applies its noise, then rounds."""
+    get = attrgetter(field)
+    return Quantity(lambda acc, d, line: float(get(acc)) * d, _EVENTS, _exact)
+
+
+#: Every simulated quantity a catalog's ``sim`` field may name.
+QUANTITIES: Final[Mapping[str, Quantity]] = {
+    "tx_wire": _count("tx_wire", _BYTES),
+    "rx_wire": _count("rx_wire", _BYTES),
+    "tx_pkts": _count("tx_pkts", _PACKETS),
+    "rx_pkts": _count("rx_pkts", _PACKETS),
+    "lost_rx": _count("lost_rx", _COUNT),
+    "lost_tx": _count("lost_tx", _COUNT),
+    "rx_write": _count("rx_write", _COUNT),
+    "rx_read": _count("rx_read", _COUNT),
+    "rx_atomic": _count("rx_atomic", _COUNT),
+    "tx_send": _count("tx_send", _COUNT),
+    "rx_send": _count("rx_send", _COUNT),
+    "pause_tx_time": Quantity(lambda acc, d, line: acc.pause_tx * d, _SECONDS, _int),
+    "pause_rx_time": Quantity(lambda acc, d, line: acc.pause_rx * d, _SECONDS, _int),
+    "pause_tx_frames": Quantity(lambda acc, d, line: _frames(acc.pause_tx, d, line), {"frames": 1.0}, _whole),
+    "pause_rx_frames": Quantity(lambda acc, d, line: _frames(acc.pause_rx, d, line), {"frames": 1.0}, _whole),
+    "pause_tx_transitions": Quantity(lambda acc, d, line: _transitions(acc.pause_tx, d), _EVENTS, _at_least_one),
+    "pause_rx_transitions": Quantity(lambda acc, d, line: _transitions(acc.pause_rx, d), _EVENTS, _at_least_one),
+    "pcie_stall": Quantity(lambda acc, d, line: acc.pcie_stall, {"percent": 1.0}, _gauge),
+    "zero": Quantity(lambda acc, d, line: 0.0, {}, _exact),
+    "diag_rx_wqe": _diagnostic("diag_rx_wqe"),
+    "diag_qpc": _diagnostic("diag_qpc"),
+    "diag_mtt": _diagnostic("diag_mtt"),
+    "diag_pcie": _diagnostic("diag_pcie"),
+    "diag_pkt": _diagnostic("diag_pkt"),
 }
+
+
+def reported(catalog: Catalog) -> list[CounterSpec]:
+    """The specs of ``catalog`` the simulator reports: a ``sim`` field, and no priority but :data:`PRIO`."""
+    return [s for s in catalog if s.sim and s.priority in (None, PRIO)]
+
+
+def counter_function(catalog: Catalog) -> CounterFunction:
+    """A function ``(acc, duration, line_rate_bps) -> {counter: delta}`` reporting every counter of
+    :func:`reported`, in catalog order.
+
+    Raises:
+        InputError: a ``sim`` field names an unknown quantity, or one that cannot be reported in the counter's
+            unit (one sentence naming the catalog file and the counter).
+    """
+    plan: list[tuple[str, Callable[[HostAcc, float, float], float], float, float, Callable[[float], float]]] = []
+    for spec in reported(catalog):
+        q = _quantity(spec)
+        plan.append((spec.name, q.amount, spec.sim_scale, q.units.get(spec.unit, 1.0), q.rounding))
+
+    def counters(acc: HostAcc, d: float, line: float) -> dict[str, float]:
+        return {name: rounding(amount(acc, d, line) * scale * factor)
+                for name, amount, scale, factor, rounding in plan}
+
+    return counters
+
+
+def dialect_counters(dialect: str) -> CounterFunction:
+    """:func:`counter_function` of ``dialect``'s catalog merged with the simulator's own (``sim``)."""
+    return counter_function(load_catalogs(dialect, "sim") if dialect != "sim" else load_catalogs("sim"))
+
+
+def _quantity(spec: CounterSpec) -> Quantity:
+    where = f"{catalog_path(spec.dialect)}: counter ({spec.template or spec.name}).sim"
+    q = QUANTITIES.get(spec.sim)
+    if q is None:
+        raise InputError(f"{where}: {spec.sim!r} is not a simulated quantity; use one of "
+                         f"{', '.join(sorted(QUANTITIES))}")
+    if q.units and spec.unit not in q.units:
+        raise InputError(f"{where}: {spec.sim!r} cannot be reported in unit {spec.unit!r}; the counter's unit must "
+                         f"be {' or '.join(q.units)}")
+    return q

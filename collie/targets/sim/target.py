@@ -17,7 +17,7 @@ from typing import Self
 from collie.errors import InputError
 from collie.features import features
 from collie.targets.base import RunResult, TargetInfo
-from collie.targets.sim.counters import DIALECT_COUNTERS
+from collie.targets.sim.counters import dialect_counters
 from collie.targets.sim.model import check_supported, simulate, workload_key
 from collie.targets.sim.noise import Draws
 from collie.targets.sim.profile import Profile, load_profile
@@ -37,7 +37,8 @@ class SimTarget:
         record_truth: fill ``RunResult.truth`` with the fired quirk ids.
 
     Raises:
-        InputError: unknown or malformed profile (one sentence naming the file and field).
+        InputError: unknown or malformed profile, or a counter catalog whose ``sim`` fields the simulator
+            cannot report (one sentence naming the file and field).
     """
 
     def __init__(self, profile: str | Profile | None = None, *, seed: int = 0, pace: float = 0.0,
@@ -49,7 +50,7 @@ class SimTarget:
         self.pace = float(pace)
         self.record_truth = record_truth
         self._runs: dict[str, int] = {}
-        self._counters = DIALECT_COUNTERS[self.profile.dialect]
+        self._counters = dialect_counters(self.profile.dialect)
         self._spec = f"sim:{self.profile.name}"
 
     def __enter__(self) -> Self:

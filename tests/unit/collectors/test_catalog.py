@@ -6,12 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from collie.collectors import catalog as catalog_module
 from collie.collectors.catalog import (
     KINDS,
     ROLES,
     SOURCES,
     UNITS,
     available_dialects,
+    device_prefixes,
+    guess_dialect,
     load_catalog,
     load_catalog_file,
     merge_catalogs,
@@ -144,6 +147,34 @@ def test_merging_two_catalogs_with_one_name_is_an_error() -> None:
     (('diagnostic = true', 'diagnostic = true\nper = "byte"'), "per: 'byte' is not allowed; use one of packet"),
     (('role = "diagnostic"\nmeaning = "receive WQE cache misses"\ndiagnostic = true',
       'role = "other"\nmeaning = "x"\nper = "message"'), "only a diagnostic counter has a unit of work"),
+    (('description = "a toy"', 'description = "a toy"\ndevice_prefixes = "toy"'),
+     "toy.toml: device_prefixes: expected an array of device-name prefixes, got 'toy'"),
+    (('description = "a toy"', 'description = "a toy"\ndevice_prefixes = ["toy", 5]'),
+     "toy.toml: device_prefixes[1]: expected a device-name prefix string, got 5"),
+    (('description = "a toy"', 'description = "a toy"\ndevice_prefixes = [""]'),
+     "toy.toml: device_prefixes[0]: '' is not a device-name prefix (non-empty, no blanks)"),
+    (('description = "a toy"', 'description = "a toy"\ndevice_prefixes = ["toy 0"]'),
+     "toy.toml: device_prefixes[0]: 'toy 0' is not a device-name prefix (non-empty, no blanks)"),
+    (('description = "a toy"', 'description = "a toy"\ndevice_prefixes = ["toy", "toy"]'),
+     "toy.toml: device_prefixes[1]: 'toy' is listed twice"),
+    (('diagnostic = true', 'diagnostic = true\nsim = 5'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim: expected the name of a simulated quantity, got 5"),
+    (('diagnostic = true', 'diagnostic = true\nsim = "Rx WQE"'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim: 'Rx WQE' is not a simulated quantity name (lowercase "
+     "letters, digits and _)"),
+    (('diagnostic = true', 'diagnostic = true\nsim = ""'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim: '' is not a simulated quantity name"),
+    (('diagnostic = true', 'diagnostic = true\nsim_scale = 0.5'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim_scale: only a counter the simulator reports has a scale; "
+     "remove sim_scale or add sim"),
+    (('diagnostic = true', 'diagnostic = true\nsim = "diag_rx_wqe"\nsim_scale = "half"'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim_scale: expected a number > 0, got 'half'"),
+    (('diagnostic = true', 'diagnostic = true\nsim = "diag_rx_wqe"\nsim_scale = true'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim_scale: expected a number > 0, got True"),
+    (('diagnostic = true', 'diagnostic = true\nsim = "diag_rx_wqe"\nsim_scale = 0'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim_scale: 0 is not allowed; use a finite number > 0"),
+    (('diagnostic = true', 'diagnostic = true\nsim = "diag_rx_wqe"\nsim_scale = inf'),
+     "toy.toml: counter[0] (sim_rx_wqe_cache_miss).sim_scale: inf is not allowed; use a finite number > 0"),
 ])
 def test_bad_catalogs_fail_with_one_clear_sentence(change: tuple[str, str], message: str) -> None:
     old, new = change
@@ -152,6 +183,22 @@ def test_bad_catalogs_fail_with_one_clear_sentence(change: tuple[str, str], mess
         _parse(GOOD.replace(old, new, 1))
     assert message in str(exc.value)
     assert "\n" not in str(exc.value)
+
+
+def test_sim_fields_parse_and_expand_with_templates() -> None:
+    toy = _parse(GOOD.replace('diagnostic = true', 'diagnostic = true\nsim = "diag_rx_wqe"'))
+    spec = toy.lookup("sim_rx_wqe_cache_miss")  # type: ignore[attr-defined]
+    assert (spec.sim, spec.sim_scale) == ("diag_rx_wqe", 1.0)
+    templated = _parse(GOOD.replace('name = "sim_rx_wqe_cache_miss"', 'name = "miss_prio{p}"').replace(
+        'diagnostic = true', 'diagnostic = true\nsim = "diag_rx_wqe"\nsim_scale = 2'))
+    specs = [templated.lookup(f"miss_prio{p}") for p in range(8)]  # type: ignore[attr-defined]
+    assert {(s.sim, s.sim_scale) for s in specs} == {("diag_rx_wqe", 2.0)}
+    plain = _parse(GOOD).lookup("sim_rx_wqe_cache_miss")  # type: ignore[attr-defined]
+    assert (plain.sim, plain.sim_scale) == ("", 1.0)
+    mlx5 = load_catalog("mlx5")
+    dup = mlx5.lookup("duplicate_request")
+    assert dup is not None and (dup.sim, dup.sim_scale) == ("lost_rx", 0.1)
+    assert mlx5.lookup("tx_prio5_pause_duration").sim == "pause_tx_time"  # type: ignore[union-attr]
 
 
 def test_duplicate_names_and_alias_rules() -> None:
@@ -179,3 +226,59 @@ def test_unknown_dialect_and_broken_file(tmp_path: Path) -> None:
     empty.write_text('driver = "empty"\ndescription = "x"\ncounter = []\n')
     with pytest.raises(InputError, match="declares no counters"):
         load_catalog_file(empty)
+
+
+OLD_NAME_HINTS = {"mlx5": "mlx5", "mlx4": "mlx5", "bnxt": "bnxt_re", "irdma": "irdma", "i40iw": "irdma",
+                  "ice": "irdma", "rxe": "rxe"}
+
+
+def test_device_prefixes_come_from_the_catalogs() -> None:
+    assert device_prefixes() == OLD_NAME_HINTS
+    assert load_catalog("mlx5").device_prefixes == ("mlx5", "mlx4")
+    assert load_catalog("sim").device_prefixes == ()
+    merged = merge_catalogs([load_catalog("mlx5"), load_catalog("sim")])
+    assert merged.device_prefixes == ("mlx5", "mlx4")
+
+
+@pytest.mark.parametrize(("hint", "dialect"), [
+    ("mlx5_0", "mlx5"), ("mlx4_1", "mlx5"), ("mlx5_core", "mlx5"), ("bnxt_re0", "bnxt_re"), ("bnxt_en", "bnxt_re"),
+    ("irdma0", "irdma"), ("i40iw0", "irdma"), ("ice", "irdma"), ("rxe0", "rxe"), ("siw0", None), ("", None),
+])
+def test_guess_dialect_by_device_prefix(hint: str, dialect: str | None) -> None:
+    assert guess_dialect((), hint) == dialect
+
+
+def test_a_device_prefix_beats_counter_names() -> None:
+    rxe_names = ["sent_pkts", "rcvd_pkts", "rdma_sends"]
+    assert guess_dialect(rxe_names) == "rxe"
+    assert guess_dialect(rxe_names, "mlx5_0") == "mlx5"
+    assert guess_dialect(rxe_names, "siw0") == "rxe"
+
+
+def _toy(driver: str, prefixes: str) -> object:
+    text = GOOD.replace('driver = "toy"', f'driver = "{driver}"').replace(
+        'description = "a toy"', f'description = "a toy"\ndevice_prefixes = {prefixes}')
+    return parse_catalog(parse_toml(text, f"{driver}.toml"), f"{driver}.toml", stem=driver)
+
+
+def test_the_longest_device_prefix_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    toys = {"short": _toy("short", '["mlx"]'), "long": _toy("long", '["mlx5"]')}
+    monkeypatch.setattr(catalog_module, "available_dialects", lambda: sorted(toys))
+    monkeypatch.setattr(catalog_module, "load_catalog", lambda d: toys[d])
+    assert guess_dialect((), "mlx5_0") == "long"
+    assert guess_dialect((), "mlx4_0") == "short"
+
+
+def test_a_device_prefix_claimed_by_two_catalogs_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    toys = {"a": _toy("a", '["mlx5", "x"]'), "b": _toy("b", '["y", "x"]')}
+    sentence = ("the b catalog: device_prefixes: 'x' is already claimed by the a catalog; a device prefix may "
+                "belong to one catalog only")
+    with pytest.raises(InputError) as exc:
+        merge_catalogs([toys["a"], toys["b"]])  # type: ignore[list-item]
+    assert str(exc.value) == sentence
+    monkeypatch.setattr(catalog_module, "available_dialects", lambda: sorted(toys))
+    monkeypatch.setattr(catalog_module, "load_catalog", lambda d: toys[d])
+    for listing_or_guessing in (device_prefixes, lambda: guess_dialect((), "mlx5_0")):
+        with pytest.raises(InputError) as exc:
+            listing_or_guessing()
+        assert str(exc.value) == sentence
