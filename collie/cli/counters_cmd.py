@@ -429,8 +429,9 @@ def catalog_cmd(dialect: str | None, role: str | None, only_diag: bool, fmt: str
         for d in available_dialects():
             cat = load_catalog(d)
             rows.append({"dialect": d, "counters": len(cat), "diagnostic": len(cat.diagnostic()),
-                         "description": cat.description})
-        _emit_rows(rows, fmt, "counter catalogs", ("dialect", "counters", "diagnostic", "description"))
+                         "device_prefixes": list(cat.device_prefixes), "description": cat.description})
+        _emit_rows(rows, fmt, "counter catalogs",
+                   ("dialect", "counters", "diagnostic", "device_prefixes", "description"))
         return
     cat = load_catalog(dialect)
     rows = [s.to_dict() for s in cat if (role is None or s.role == role) and (not only_diag or s.diagnostic)]

@@ -115,7 +115,7 @@ class CounterSpec:
             "name": self.name, "source": self.source, "kind": self.kind, "unit": self.unit,
             "role": self.role, "priority": self.priority, "diagnostic": self.diagnostic,
             "direction": self.direction, "group": self.group, "aliases": list(self.aliases),
-            "meaning": self.meaning, "per": self.per,
+            "meaning": self.meaning, "per": self.per, "sim": self.sim, "sim_scale": self.sim_scale,
             "dialect": self.dialect,
         }
 
