@@ -44,6 +44,7 @@ def _register() -> None:
     """Attach the subcommands (each lives in its own ``collie/cli/*_cmd.py`` module)."""
     from collie.cli.campaign_cmd import campaign, minimize, replay
     from collie.cli.counters_cmd import counters
+    from collie.cli.hosts_cmd import hosts
     from collie.cli.run_cmd import run
     from collie.cli.sim_cmd import sim
     from collie.cli.space_cmd import space
@@ -55,6 +56,7 @@ def _register() -> None:
     main.add_command(replay)
     main.add_command(sim)
     main.add_command(counters)
+    main.add_command(hosts)
 
 
 _register()

@@ -1,0 +1,76 @@
+"""``collie hosts``: list an inventory (offline) and check that each host is usable (over SSH).
+
+Exit codes: 0 when every host is usable, 1 when at least one is not (the table says why), 2 for a mistake in
+the inventory or the options (one sentence).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from collie.cli.render import emit, format_option, render
+from collie.remote.check import HostCheck, check_inventory
+from collie.remote.inventory import load_inventory
+
+inventory_option = click.option("--inventory", "inventory_path", required=True, metavar="HOSTS.toml",
+                                 type=click.Path(dir_okay=False), help="The inventory of hosts (see docs/remote.md).")
+CHECK_COLUMNS = ("host", "address", "status", "host_key", "agent", "target", "nic", "counters", "sources",
+                 "clock_skew_ms", "problem")
+
+
+@click.group("hosts")
+def hosts() -> None:
+    """Remote hosts of an inventory (hosts.toml): list them, check that each one is usable."""
+
+
+@hosts.command("list")
+@inventory_option
+@format_option
+def list_hosts(inventory_path: str, fmt: str) -> None:
+    """Validate an inventory and list its hosts (no network)."""
+    inv = load_inventory(inventory_path)
+    rows = [{"host": h.name, "address": h.address, "port": h.port, "user": h.user, "target": h.target.spec,
+             "identity": str(h.identity) if h.identity else None, "netdev": h.netdev, "numa": h.numa,
+             "tags": list(h.tags)} for h in inv.hosts]
+    emit(render(rows, fmt, title=f"{inv.path}: {len(rows)} host(s)"))
+
+
+def _row(c: HostCheck) -> dict[str, Any]:
+    problem = c.problem
+    if c.notes:
+        problem = "; ".join([p for p in (problem, *c.notes) if p])
+    sources = ", ".join(c.sources)
+    if c.unreadable:
+        sources += f" (unreadable: {', '.join(c.unreadable)})"
+    agent = f"{c.agent_version} (protocol {c.protocol})" if c.agent_version else None
+    key = f"{c.host_key.split()[-1]} ({c.host_key_state})" if c.host_key else None
+    return {"host": c.host, "address": f"{c.user}@{c.address}:{c.port}", "status": c.status.value,
+            "host_key": key, "agent": agent, "target": c.target, "nic": c.nic_model or None,
+            "counters": c.counters if c.agent_version else None, "sources": sources or None,
+            "clock_skew_ms": (round(c.clock_skew_ms, 1) or 0.0) if c.clock_skew_ms is not None else None,
+            "problem": problem or None}
+
+
+@hosts.command("check")
+@inventory_option
+@click.option("--accept-new-host-keys", is_flag=True,
+              help="Record the key of a host that has none recorded yet (a changed key is never accepted).")
+@format_option
+def check(inventory_path: str, accept_new_host_keys: bool, fmt: str) -> None:
+    """Check every host: reachable, host key, agent version, target fingerprint, counters, clock skew.
+
+    Exits 1 when a host is not usable; the problem column says why.
+    """
+    inv = load_inventory(inventory_path)
+    results = check_inventory(inv, accept_new_host_keys=accept_new_host_keys)
+    if fmt == "table":
+        usable = sum(c.usable for c in results)
+        emit(render([_row(c) for c in results], fmt, columns=CHECK_COLUMNS,
+                    title=f"{inv.path}: {usable} of {len(results)} host(s) usable"))
+    else:
+        emit(render([c.to_dict() for c in results], fmt))
+    if not all(c.usable for c in results):
+        sys.exit(1)

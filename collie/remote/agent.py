@@ -1,0 +1,254 @@
+"""The agent: ``python3 -m collie.agent --stdio``, one per host, serving that host's device target.
+
+It reads requests of :mod:`collie.remote.protocol` on stdin, one JSON line each, and writes exactly one reply
+line per request on stdout. It opens its target (``sim:PROFILE`` in-process, or ``verbs:DEV:PORT:GID``) on the
+first request that needs it, and reads counters with the host collector (verbs) or the simulator's running totals
+(sim).
+
+Invariants:
+    * stdout carries protocol lines only: anything else the process or a library writes on file descriptor 1
+      goes to stderr;
+    * the agent exits when stdin ends (the controller closed the channel or the connection dropped) or after
+      ``bye``, and closes its target either way;
+    * a request it cannot serve gets an ``error`` reply and the agent goes on serving; a request of another
+      protocol version gets an ``error`` of kind ``version`` in a reply readable by any version;
+    * nothing a request carries is ever executed: names and tags are echoed or ignored, workloads are run by the
+      target's own code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import socket
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from collie import __version__
+from collie.collectors.snapshot import Snapshot
+from collie.errors import CollieError
+from collie.remote.protocol import (
+    PROTOCOL_VERSION,
+    Bye,
+    Describe,
+    Described,
+    Error,
+    ErrorKind,
+    Farewell,
+    Hello,
+    Ping,
+    Pong,
+    ProtocolError,
+    Ran,
+    Reply,
+    Request,
+    Run,
+    Sample,
+    Sampled,
+    Welcome,
+    decode,
+    encode,
+    peek_version,
+)
+from collie.targets.base import RunResult, Target, Unsupported
+
+
+def capabilities() -> tuple[str, ...]:
+    """What this agent can do: the requests it serves and the target kinds it can open."""
+    kinds = ["sim"]
+    if importlib.util.find_spec("pyverbs") is not None:
+        kinds.append("verbs")
+    return ("ping", "describe", "sample", "run", *(f"target:{k}" for k in kinds))
+
+
+@dataclass
+class SimTotals:
+    """Running counter totals of a simulated host: the sum of every run's deltas since the agent started
+    (gauges: the last run's value), so ``sample`` of a sim host behaves like reading a real NIC's counters.
+
+    Invariant: the names are the ones the simulator reports for the profile's dialect, all present from the
+    start (0 before any run).
+    """
+
+    device_prefix: str
+    hosts: tuple[str, ...]
+    gauges: frozenset[str]
+    totals: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @classmethod
+    def for_target(cls, target: Any) -> SimTotals:
+        from collie.collectors.catalog import load_catalogs
+        from collie.targets.sim.counters import dialect_counters
+        from collie.targets.sim.model import HostAcc
+
+        profile = target.profile
+        names = dialect_counters(profile.dialect)(HostAcc(), 1.0, 1.0)
+        cat = load_catalogs(profile.dialect, "sim") if profile.dialect != "sim" else load_catalogs("sim")
+        gauges = frozenset(n for n in names if (s := cat.lookup(n)) is not None and s.kind == "gauge")
+        totals = {h: dict.fromkeys(names, 0.0) for h in profile.hosts}
+        return cls(f"sim:{profile.name}", tuple(profile.hosts), gauges, totals)
+
+    def add(self, result: RunResult) -> None:
+        for h in result.hosts:
+            mine = self.totals.setdefault(h.host, {})
+            for name, value in h.counters.items():
+                mine[name] = value if name in self.gauges else mine.get(name, 0.0) + value
+
+    def snapshots(self) -> tuple[Snapshot, ...]:
+        now = time.time()
+        return tuple(Snapshot(now, dict(values), "sim", f"{self.device_prefix}/{host}",
+                              sources=dict.fromkeys(values, "sim"))
+                     for host, values in self.totals.items())
+
+
+class Agent:
+    """Serves requests for one host (see the module docstring).
+
+    Args:
+        open_target: opens a target from its spec and seed (default :func:`collie.targets.open_target`).
+        collector: builds the host collector's snapshot for a verbs target ``(device, port, netdev)``.
+        argv: the command line to report in ``welcome``.
+    """
+
+    def __init__(self, open_target: Callable[[str, int], Target] | None = None,
+                 collector: Callable[[str, int, str | None], Snapshot] | None = None,
+                 argv: Sequence[str] = ()) -> None:
+        self._open_target = open_target or _open_target
+        self._collect = collector or _collect
+        self._argv = tuple(argv)
+        self.hello: Hello | None = None
+        self._target: Target | None = None
+        self._sim: SimTotals | None = None
+        self.done = False
+
+    def handle(self, request: Request) -> Reply:
+        """The reply to one request (never raises for anything a request or its target does)."""
+        try:
+            return self._handle(request)
+        except Unsupported as exc:
+            return Error(ErrorKind.UNSUPPORTED, str(exc))
+        except CollieError as exc:
+            return Error(ErrorKind.INPUT, str(exc))
+        except (OSError, RuntimeError, ValueError) as exc:
+            return Error(ErrorKind.TARGET, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # an agent bug must not kill the agent: the controller gets a sentence
+            return Error(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+    def _handle(self, request: Request) -> Reply:
+        if isinstance(request, Hello):
+            if self.hello is not None:
+                return Error(ErrorKind.PROTOCOL, "hello was already received; send it once, first")
+            self.hello = request
+            return Welcome(collie_version=__version__, protocol=PROTOCOL_VERSION, capabilities=capabilities(),
+                           host=request.host, time=time.time(), pid=os.getpid(),
+                           python=platform.python_version(), hostname=socket.gethostname(), argv=self._argv)
+        if isinstance(request, Bye):
+            self.close()
+            self.done = True
+            return Farewell()
+        if self.hello is None:
+            return Error(ErrorKind.PROTOCOL, "the first request must be hello")
+        if isinstance(request, Ping):
+            return Pong(time.time())
+        if isinstance(request, Describe):
+            return Described(self._target_open().describe())
+        if isinstance(request, Sample):
+            return Sampled(self._sample())
+        if isinstance(request, Run):
+            result = self._target_open().run(request.workload, request.duration)
+            if self._sim is not None:
+                self._sim.add(result)
+            return Ran(result)
+        return Error(ErrorKind.PROTOCOL, f"{type(request).__name__} is not a request")
+
+    def _target_open(self) -> Target:
+        assert self.hello is not None
+        if self._target is None:
+            target = self._open_target(self.hello.target, self.hello.seed)
+            self._target = target.__enter__()
+            if self.hello.target.startswith("sim"):
+                self._sim = SimTotals.for_target(self._target)
+        return self._target
+
+    def _sample(self) -> tuple[Snapshot, ...]:
+        assert self.hello is not None
+        kind, _, rest = self.hello.target.partition(":")
+        if kind == "sim":
+            self._target_open()
+            assert self._sim is not None
+            return self._sim.snapshots()
+        from collie.targets.verbs.spec import parse_spec
+
+        spec = parse_spec(rest)
+        return (self._collect(spec.device, spec.port, self.hello.netdev),)
+
+    def close(self) -> None:
+        """Close the target (idempotent)."""
+        target, self._target = self._target, None
+        if target is not None:
+            target.__exit__(None, None, None)
+
+
+def _open_target(spec: str, seed: int) -> Target:
+    from collie.targets import open_target
+
+    return open_target(spec, seed=seed)
+
+
+def _collect(device: str, port: int, netdev: str | None) -> Snapshot:
+    from collie.collectors.host import HostCollector
+
+    return HostCollector(device, port, netdev=netdev).snapshot()
+
+
+def serve(stdin: BinaryIO, stdout: BinaryIO, agent: Agent) -> int:
+    """Answer requests from ``stdin`` on ``stdout`` until ``bye`` or end of input; returns the exit status."""
+    try:
+        while not agent.done:
+            line = stdin.readline()
+            if not line:
+                break
+            if not line.strip():
+                continue
+            stdout.write(_answer(agent, line))
+            stdout.flush()
+    except BrokenPipeError:
+        pass
+    finally:
+        agent.close()
+    return 0
+
+
+def _answer(agent: Agent, line: bytes) -> bytes:
+    version, msg_id = peek_version(line)
+    if version is not None and version != PROTOCOL_VERSION:
+        reply: Reply = Error(ErrorKind.VERSION, f"the controller speaks collie protocol version {version} and this "
+                                                f"agent (collie {__version__}) speaks version {PROTOCOL_VERSION}; "
+                                                f"run the same collie version on both sides")
+        return encode(reply, msg_id)
+    try:
+        envelope = decode(line)
+    except ProtocolError as exc:
+        return encode(Error(ErrorKind.PROTOCOL, str(exc)), msg_id)
+    message = envelope.message
+    if not isinstance(message, Hello | Ping | Describe | Sample | Run | Bye):
+        return encode(Error(ErrorKind.PROTOCOL, f"{type(message).__name__} is a reply, not a request"), msg_id)
+    return encode(agent.handle(message), envelope.id)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python3 -m collie.agent``; the only accepted command line is ``--stdio``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args != ["--stdio"]:
+        print("usage: python3 -m collie.agent --stdio  (speaks collie's JSON-lines protocol on stdin/stdout; "
+              "started by the collie controller)", file=sys.stderr)
+        return 2
+    # keep fd 1 for the protocol: whatever else writes on stdout (a library, a child process) goes to stderr
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return serve(sys.stdin.buffer, out, Agent(argv=sys.orig_argv))

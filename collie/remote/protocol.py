@@ -1,0 +1,339 @@
+"""The controller <-> agent protocol: versioned JSON lines over the agent's stdin and stdout.
+
+Every message is one line of UTF-8 JSON, an object with ``v`` (the protocol version), ``id`` (the request's
+number; a reply carries its request's), ``type`` and the message's own fields. The controller sends one request
+at a time and the agent answers each with exactly one reply: the request's own reply type, or ``error``.
+
+Requests and their replies:
+
+====================  ==================  ===========================================================
+request               reply               what
+====================  ==================  ===========================================================
+``hello``             ``welcome``         who the agent is for (host name, tags, target, netdev, NUMA,
+                                          seed); the agent answers its versions, capabilities, pid and
+                                          clock (``time``, for the skew), and opens nothing yet
+``ping``              ``pong``            the agent's clock now (``time``); a few of these, after hello,
+                                          measure the clock skew (the round trip of hello includes the
+                                          agent's start-up, so its ``time`` only gives a coarse skew)
+``describe``          ``described``       the host's target fingerprint (a ``TargetInfo``)
+``sample``            ``sampled``         every counter the host can read now, one snapshot per port
+                                          (verbs: the host collector; sim: the simulator's running totals)
+``run``               ``ran``             run one workload on the host's own target; a ``RunResult``
+``bye``               ``farewell``        the agent closes its target and exits
+====================  ==================  ===========================================================
+
+Invariants:
+    * :data:`PROTOCOL_VERSION` changes whenever a message changes incompatibly; an agent answers a request of
+      another version with an ``error`` of kind ``version`` (one sentence naming both versions) and nothing else;
+    * :func:`decode` never raises anything but :class:`ProtocolError`, whatever bytes it is given;
+    * a message's fields are JSON data only: nothing in them is ever executed or passed to a shell.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Final
+
+from collie.collectors.snapshot import Snapshot
+from collie.errors import InputError
+from collie.targets.base import RunResult, TargetInfo
+from collie.workload import Workload
+
+PROTOCOL_VERSION: Final = 1
+#: The longest line either side accepts (a RunResult of a big workload is well below it).
+MAX_LINE: Final = 16 * 1024 * 1024
+
+
+class ProtocolError(Exception):
+    """A line that is not a message of this protocol (``str(exc)`` says what is wrong)."""
+
+
+class ErrorKind(Enum):
+    """Why an agent refused or failed a request."""
+
+    VERSION = "version"  # the request speaks another protocol version
+    PROTOCOL = "protocol"  # not a message, unknown type, bad field, out of order
+    UNSUPPORTED = "unsupported"  # the target cannot run this workload (the trial is pruned)
+    INPUT = "input"  # a value the target rejected (bad workload, missing device)
+    TARGET = "target"  # the target failed (device error, collector error)
+    INTERNAL = "internal"  # a bug in the agent
+
+
+# ----------------------------------------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class Hello:
+    """First request: tells the agent which host of the inventory it serves (all data, never code)."""
+
+    host: str
+    target: str
+    controller_version: str
+    tags: tuple[str, ...] = ()
+    netdev: str | None = None
+    numa: int | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Ping:
+    """Ask for the agent's clock."""
+
+
+@dataclass(frozen=True)
+class Describe:
+    """Ask for the target's fingerprint."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Ask for every counter the host can read now."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """Run one workload for ``duration`` measured seconds on the host's own target."""
+
+    workload: Workload
+    duration: float
+
+
+@dataclass(frozen=True)
+class Bye:
+    """Close the target and exit."""
+
+
+Request = Hello | Ping | Describe | Sample | Run | Bye
+
+# ------------------------------------------------------------------------------------------------ replies
+
+
+@dataclass(frozen=True)
+class Welcome:
+    """The agent's answer to hello.
+
+    Attributes:
+        collie_version: the agent's collie version.
+        protocol: the protocol version it speaks (equal to the request's, or it would have sent an error).
+        capabilities: what it can do (``describe``, ``sample``, ``run``, the target kinds it runs).
+        host: the host name it was told, echoed back unchanged.
+        time: the agent's clock (``time.time()``) when it answered, for the clock skew.
+        pid: the agent's process id on its host.
+        python: the host's Python version.
+        hostname: the host's own name (``socket.gethostname()``).
+        argv: the agent's command line as its process received it.
+    """
+
+    collie_version: str
+    protocol: int
+    capabilities: tuple[str, ...]
+    host: str
+    time: float
+    pid: int
+    python: str
+    hostname: str
+    argv: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Pong:
+    """``time``: the agent's clock (``time.time()``) when it answered."""
+
+    time: float
+
+
+@dataclass(frozen=True)
+class Described:
+    info: TargetInfo
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """``snapshots``: one per RDMA port the host reads (a sim host: one per simulated host)."""
+
+    snapshots: tuple[Snapshot, ...]
+
+
+@dataclass(frozen=True)
+class Ran:
+    result: RunResult
+
+
+@dataclass(frozen=True)
+class Farewell:
+    """The agent's last message before it exits."""
+
+
+@dataclass(frozen=True)
+class Error:
+    """The agent refused or failed the request; ``message`` is one sentence."""
+
+    kind: ErrorKind
+    message: str
+
+
+Reply = Welcome | Pong | Described | Sampled | Ran | Farewell | Error
+
+_TYPES: Final[Mapping[type, str]] = {
+    Hello: "hello", Ping: "ping", Describe: "describe", Sample: "sample", Run: "run", Bye: "bye",
+    Welcome: "welcome", Pong: "pong", Described: "described", Sampled: "sampled", Ran: "ran", Farewell: "farewell",
+    Error: "error",
+}
+REPLY_TO: Final[Mapping[type, type]] = {Hello: Welcome, Ping: Pong, Describe: Described, Sample: Sampled, Run: Ran,
+                                        Bye: Farewell}
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A decoded line: its protocol version, request id and message."""
+
+    version: int
+    id: int
+    message: Request | Reply = field()
+
+
+def type_name(message: Request | Reply) -> str:
+    return _TYPES[type(message)]
+
+
+def encode(message: Request | Reply, msg_id: int, version: int = PROTOCOL_VERSION) -> bytes:
+    """One line (ending in ``\\n``) carrying ``message`` as request or reply number ``msg_id``."""
+    body: dict[str, Any] = {"v": version, "id": msg_id, "type": type_name(message)}
+    body.update(_fields(message))
+    return (json.dumps(body, separators=(",", ":"), allow_nan=False) + "\n").encode()
+
+
+def _fields(m: Request | Reply) -> dict[str, Any]:
+    if isinstance(m, Hello):
+        return {"host": m.host, "target": m.target, "controller_version": m.controller_version,
+                "tags": list(m.tags), "netdev": m.netdev, "numa": m.numa, "seed": m.seed}
+    if isinstance(m, Run):
+        return {"workload": m.workload.to_dict(), "duration": m.duration}
+    if isinstance(m, Welcome):
+        return {"collie_version": m.collie_version, "protocol": m.protocol, "capabilities": list(m.capabilities),
+                "host": m.host, "time": m.time, "pid": m.pid, "python": m.python, "hostname": m.hostname,
+                "argv": list(m.argv)}
+    if isinstance(m, Pong):
+        return {"time": m.time}
+    if isinstance(m, Described):
+        return {"info": m.info.to_dict()}
+    if isinstance(m, Sampled):
+        return {"snapshots": [s.to_dict() for s in m.snapshots]}
+    if isinstance(m, Ran):
+        return {"result": m.result.to_dict(include_truth=True)}
+    if isinstance(m, Error):
+        return {"kind": m.kind.value, "message": m.message}
+    return {}
+
+
+def peek_version(line: bytes) -> tuple[int | None, int]:
+    """The ``(v, id)`` of a line, as far as it can be read (``None`` version when it cannot); never raises."""
+    try:
+        raw = json.loads(line)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None, 0
+    if not isinstance(raw, dict):
+        return None, 0
+    v, i = raw.get("v"), raw.get("id")
+    return (v if isinstance(v, int) and not isinstance(v, bool) else None,
+            i if isinstance(i, int) and not isinstance(i, bool) else 0)
+
+
+def decode(line: bytes) -> Envelope:
+    """Parse one line of the current protocol version.
+
+    Raises:
+        ProtocolError: not JSON, not an object, another version, unknown type or a malformed field.
+    """
+    if len(line) > MAX_LINE:
+        raise ProtocolError(f"a line of {len(line)} bytes is longer than the limit of {MAX_LINE}")
+    try:
+        raw = json.loads(line)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise ProtocolError(f"not a JSON line ({exc}): {line[:80]!r}") from None
+    if not isinstance(raw, dict):
+        raise ProtocolError(f"expected a JSON object, got {line[:80]!r}")
+    version, msg_id, kind = raw.get("v"), raw.get("id"), raw.get("type")
+    if version != PROTOCOL_VERSION or isinstance(version, bool):
+        raise ProtocolError(f"protocol version {version!r} is not this side's version {PROTOCOL_VERSION}")
+    if not isinstance(msg_id, int) or isinstance(msg_id, bool):
+        raise ProtocolError(f"message id {msg_id!r} is not an integer")
+    try:
+        return Envelope(version, msg_id, _message(kind, raw))
+    except ProtocolError:
+        raise
+    except (InputError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ProtocolError(f"malformed {kind!r} message: {exc}") from None
+
+
+def _message(kind: Any, d: Mapping[str, Any]) -> Request | Reply:
+    if kind == "hello":
+        return Hello(host=_str(d, "host"), target=_str(d, "target"), controller_version=_str(d, "controller_version"),
+                     tags=tuple(_str_list(d, "tags")), netdev=_opt_str(d, "netdev"), numa=_opt_int(d, "numa"),
+                     seed=_int(d, "seed"))
+    if kind == "ping":
+        return Ping()
+    if kind == "pong":
+        return Pong(float(d["time"]))
+    if kind == "describe":
+        return Describe()
+    if kind == "sample":
+        return Sample()
+    if kind == "run":
+        duration = d["duration"]
+        if isinstance(duration, bool) or not isinstance(duration, int | float) or not duration > 0:
+            raise ProtocolError(f"run: duration {duration!r} is not a positive number of seconds")
+        return Run(workload=Workload.from_dict(d["workload"], "run.workload"), duration=float(duration))
+    if kind == "bye":
+        return Bye()
+    if kind == "welcome":
+        return Welcome(collie_version=_str(d, "collie_version"), protocol=_int(d, "protocol"),
+                       capabilities=tuple(_str_list(d, "capabilities")), host=_str(d, "host"),
+                       time=float(d["time"]), pid=_int(d, "pid"), python=_str(d, "python"),
+                       hostname=_str(d, "hostname"), argv=tuple(_str_list(d, "argv")))
+    if kind == "described":
+        return Described(TargetInfo.from_dict(d["info"]))
+    if kind == "sampled":
+        snaps = d["snapshots"]
+        if not isinstance(snaps, list):
+            raise ProtocolError("sampled: snapshots is not a list")
+        return Sampled(tuple(Snapshot.from_dict(s, "sampled.snapshot") for s in snaps))
+    if kind == "ran":
+        return Ran(RunResult.from_dict(d["result"]))
+    if kind == "farewell":
+        return Farewell()
+    if kind == "error":
+        return Error(ErrorKind(d["kind"]), _str(d, "message"))
+    raise ProtocolError(f"unknown message type {kind!r}")
+
+
+def _str(d: Mapping[str, Any], key: str) -> str:
+    v = d[key]
+    if not isinstance(v, str):
+        raise ProtocolError(f"field {key!r} is not a string: {v!r}")
+    return v
+
+
+def _opt_str(d: Mapping[str, Any], key: str) -> str | None:
+    return None if d.get(key) is None else _str(d, key)
+
+
+def _int(d: Mapping[str, Any], key: str) -> int:
+    v = d.get(key, 0)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise ProtocolError(f"field {key!r} is not an integer: {v!r}")
+    return v
+
+
+def _opt_int(d: Mapping[str, Any], key: str) -> int | None:
+    return None if d.get(key) is None else _int(d, key)
+
+
+def _str_list(d: Mapping[str, Any], key: str) -> list[str]:
+    v = d.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ProtocolError(f"field {key!r} is not a list of strings: {v!r}")
+    return v
