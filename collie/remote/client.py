@@ -66,9 +66,15 @@ class Clock:
 
 
 def describe_exit(closed: ChannelClosed) -> str:
-    """``exited with status 1`` / ``was killed or lost its connection (no exit status)``, plus its stderr."""
-    how = (f"exited with status {closed.exit_status}" if closed.exit_status is not None
-           else "was killed or lost its connection (no exit status)")
+    """``exited with status 1`` / ``was killed by signal 9 (exit status 137)`` / ``was killed or lost its
+    connection (no exit status)``, then the last line of its stderr in parentheses."""
+    status = closed.exit_status
+    if status is None:
+        how = "was killed or lost its connection (no exit status)"
+    elif status > 128:
+        how = f"was killed by signal {status - 128} (exit status {status})"
+    else:
+        how = f"exited with status {status}"
     last = closed.stderr.strip().splitlines()[-1] if closed.stderr.strip() else ""
     return f"{how}{f' ({last})' if last else ''}"
 

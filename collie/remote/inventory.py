@@ -37,14 +37,14 @@ from __future__ import annotations
 
 import getpass
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, Final
 
 from collie.errors import CollieError, InputError
-from collie.tomlio import check_fields, expect_type, parse_toml, read_text
+from collie.tomlio import expect_type, parse_toml, read_text
 
 DEFAULT_SSH_PORT: Final = 22
 DEFAULT_CONNECT_TIMEOUT: Final = 10.0
@@ -198,7 +198,7 @@ def parse_inventory(text: str, path: Path) -> Inventory:
     source = str(path)
     data = parse_toml(text, source)
     lines = _Lines(text, source)
-    check_fields(data, source, TOP_FIELDS)
+    _check_known(data, TOP_FIELDS, lines.top)
     base = path.resolve().parent
     known = data.get("known_hosts")
     known_path = None
@@ -209,7 +209,7 @@ def parse_inventory(text: str, path: Path) -> Inventory:
     request_timeout = _timeout(data, "request_timeout", DEFAULT_REQUEST_TIMEOUT, lines)
     defaults = data.get("defaults", {})
     expect_type(defaults, dict, f"{source}: [defaults]", "a table")
-    check_fields(defaults, f"{lines.section('defaults')}", DEFAULT_FIELDS)
+    _check_known(defaults, DEFAULT_FIELDS, lines.default)
     raw_hosts = data.get("host", [])
     expect_type(raw_hosts, list, f"{source}: host", "a list of [[host]] tables")
     if not raw_hosts:
@@ -219,7 +219,7 @@ def parse_inventory(text: str, path: Path) -> Inventory:
     for i, raw in enumerate(raw_hosts):
         where = lines.host(i)
         expect_type(raw, dict, where, "a [[host]] table")
-        check_fields(raw, where, HOST_FIELDS)
+        _check_known(raw, HOST_FIELDS, lambda key, i=i: lines.host(i, key))  # type: ignore[misc]
         host = _host(i, {**defaults, **raw}, set(raw), base, lines)
         if host.name in seen:
             raise InputError(f"{lines.host(i, 'name')}: {host.name!r} is already the name of host[{seen[host.name]}]; "
@@ -272,6 +272,12 @@ def _host(i: int, merged: Mapping[str, Any], own: set[str], base: Path, lines: _
         raise InputError(f"{where('tags')}: expected a list of non-empty strings, got {tags_raw!r}")
     return Host(name=name, address=address, port=port, user=user, target=target, identity=identity,
                 netdev=netdev, numa=numa, tags=tuple(tags_raw), line=lines.host_line(i))
+
+
+def _check_known(table: Mapping[str, Any], allowed: tuple[str, ...], where: Callable[[str], str]) -> None:
+    for key in table:
+        if key not in allowed:
+            raise InputError(f"{where(key)}: unknown field; allowed fields are {', '.join(allowed)}")
 
 
 def _timeout(data: Mapping[str, Any], key: str, default: float, lines: _Lines) -> float:

@@ -208,16 +208,18 @@ class LocalLauncher:
 
     Args:
         env: extra environment variables for the agents (e.g. ``PYTHONPATH`` of a checkout).
+        cwd: the agents' working folder (default: this process's).
     """
 
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
         self._env = {**os.environ, **(env or {})}
+        self._cwd = cwd
         self._channels: list[LocalChannel] = []
 
     def start(self, host: Host, timeout: float | None = None) -> LocalChannel:
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 (the channel owns it and closes it)
         proc = subprocess.Popen([sys.executable, *AGENT_COMMAND[1:]], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=stderr, env=self._env)
+                                stdout=subprocess.PIPE, stderr=stderr, env=self._env, cwd=self._cwd)
         channel = LocalChannel(proc, stderr, f"local process {proc.pid}")
         self._channels.append(channel)
         return channel

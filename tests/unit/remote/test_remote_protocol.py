@@ -1,0 +1,103 @@
+"""The protocol: every message round-trips; any bytes decode to a message or a ProtocolError, nothing else."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collie.collectors.snapshot import Snapshot
+from collie.remote.protocol import (
+    PROTOCOL_VERSION,
+    Bye,
+    Describe,
+    Described,
+    Error,
+    ErrorKind,
+    Farewell,
+    Hello,
+    Ping,
+    Pong,
+    ProtocolError,
+    Ran,
+    Run,
+    Sample,
+    Sampled,
+    Welcome,
+    decode,
+    encode,
+    peek_version,
+)
+from collie.targets.sim import SimTarget
+from collie.workload import Workload
+from tests.conftest import EXAMPLES
+
+WORKLOAD = Workload.load(EXAMPLES / "rc-write-64k.toml")
+
+
+def _messages() -> list[object]:
+    sim = SimTarget("cx6-200g", seed=3)
+    result = sim.run(WORKLOAD, 1.0)
+    return [
+        Hello(host="h; $(x)\n'\"", target="sim:cx6-200g", controller_version="0.1.0", tags=("a;b",), netdev="eth0",
+              numa=1, seed=7),
+        Ping(), Pong(12.5), Describe(), Sample(), Run(WORKLOAD, 0.5), Bye(), Farewell(),
+        Welcome(collie_version="0.1.0", protocol=PROTOCOL_VERSION, capabilities=("sample",), host="h", time=1.5,
+                pid=42, python="3.11.7", hostname="n", argv=("python3", "-m", "collie.agent", "--stdio")),
+        Described(sim.describe()),
+        Sampled((Snapshot(1.0, {"x": 3, "y": None}, "sim", "sim:cx6-200g/a", sources={"x": "sim"}),)),
+        Ran(result),
+        Error(ErrorKind.UNSUPPORTED, "qps 20000 > max_qp 16384"),
+    ]
+
+
+@pytest.mark.parametrize("message", _messages(), ids=lambda m: type(m).__name__)
+def test_every_message_round_trips_as_one_line(message: object) -> None:
+    line = encode(message, 9)  # type: ignore[arg-type]
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    envelope = decode(line)
+    assert (envelope.version, envelope.id) == (PROTOCOL_VERSION, 9)
+    assert envelope.message == message
+
+
+def test_a_run_result_keeps_everything_including_truth() -> None:
+    result = SimTarget("cx6-200g", seed=1).run(WORKLOAD, 1.0)
+    back = decode(encode(Ran(result), 1)).message
+    assert isinstance(back, Ran)
+    assert back.result.to_dict(include_truth=True) == result.to_dict(include_truth=True)
+
+
+@pytest.mark.parametrize(("line", "match"), [
+    (b"not json\n", "not a JSON line"),
+    (b"[1, 2]\n", "expected a JSON object"),
+    (b'{"v": 2, "id": 1, "type": "ping"}\n', "protocol version 2 is not this side's version 1"),
+    (b'{"v": true, "id": 1, "type": "ping"}\n', "protocol version True"),
+    (b'{"v": 1, "id": "1", "type": "ping"}\n', "message id '1' is not an integer"),
+    (b'{"v": 1, "id": 1, "type": "rm -rf"}\n', "unknown message type 'rm -rf'"),
+    (b'{"v": 1, "id": 1, "type": "hello"}\n', "malformed 'hello' message"),
+    (b'{"v": 1, "id": 1, "type": "hello", "host": 3, "target": "sim", "controller_version": "x"}\n', "'host'"),
+    (b'{"v": 1, "id": 1, "type": "run", "workload": {}, "duration": 1}\n', "malformed 'run' message"),
+    (b'{"v": 1, "id": 1, "type": "run", "workload": {}, "duration": -1}\n', "duration -1 is not a positive"),
+    (b'{"v": 1, "id": 1, "type": "error", "kind": "nope", "message": "x"}\n', "malformed 'error' message"),
+])
+def test_malformed_lines_are_protocol_errors(line: bytes, match: str) -> None:
+    with pytest.raises(ProtocolError, match=match):
+        decode(line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200) | st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["v", "id", "type", "host", "target", "duration", "workload", "kind", "message", "time"]),
+        inner, max_size=6),
+    max_leaves=20).map(lambda v: json.dumps(v).encode()))
+def test_decode_raises_only_protocol_errors(line: bytes) -> None:
+    try:
+        decode(line)
+    except ProtocolError:
+        pass
+    version, _ = peek_version(line)
+    assert version is None or isinstance(version, int)
