@@ -52,7 +52,8 @@ def hello(target: str = "sim:cx6-200g", **kw: object) -> Hello:
 def test_requests_before_hello_are_refused_and_hello_comes_once() -> None:
     agent = Agent()
     reply = agent.handle(Describe())
-    assert isinstance(reply, Error) and reply.kind is ErrorKind.PROTOCOL and "first request must be hello" in reply.message
+    assert isinstance(reply, Error) and reply.kind is ErrorKind.PROTOCOL
+    assert "first request must be hello" in reply.message
     assert isinstance(agent.handle(hello()), Welcome)
     again = agent.handle(hello())
     assert isinstance(again, Error) and "already" in again.message

@@ -54,7 +54,7 @@ def test_hostile_names_and_tags_are_data_and_kept_exactly(tmp_path: Path) -> Non
 @pytest.mark.parametrize(("text", "expected"), [
     (GOOD_HOST + "colour = 1\n", "hosts.toml:5: host[0].colour: unknown field; allowed fields are name, address"),
     ("verbose = true\n" + GOOD_HOST, "hosts.toml:1: verbose: unknown field"),
-    ('[defaults]\nname = "x"\n' + GOOD_HOST, "hosts.toml:2: defaults.name: unknown field; allowed fields are port, user"),
+    ('[defaults]\nname = "x"\n' + GOOD_HOST, "hosts.toml:2: defaults.name: unknown field; allowed fields are port"),
     ('[[host]]\nname = "a"\ntarget = "sim"\n', "hosts.toml:1: host[0]: missing required field 'address'"),
     ('[[host]]\naddress = "h"\ntarget = "sim"\n', "hosts.toml:1: host[0]: missing required field 'name'"),
     ('[[host]]\nname = "a"\naddress = "h"\n', "hosts.toml:1: host[0]: missing required field 'target'"),
