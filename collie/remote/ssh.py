@@ -22,16 +22,23 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import logging
 import threading
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
 import paramiko
+from paramiko.ssh_exception import NoValidConnectionsError
 
 from collie.remote.errors import Failure, HostError
 from collie.remote.inventory import Host
 from collie.remote.launch import AGENT_COMMAND_LINE, ChannelClosed, ChannelTimeout, LineBuffer, StderrTail
+
+
+# paramiko's transport threads log their failures (a banner that never came, a closed socket); with no handler
+# configured, Python would print them on stderr. Those failures reach the caller as HostError sentences instead.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -194,16 +201,22 @@ def connect(host: Host, known: KnownHosts, timeout: float) -> SshConnection:
         raise HostError(host.name, Failure.TIMEOUT, f"no SSH answer from {host.address}:{host.port} within "
                                                     f"{timeout:g} s (connect timeout)") from None
     except paramiko.SSHException as exc:
+        transport = client.get_transport()
+        greeted = transport is not None and bool(transport.remote_version)
         client.close()
         text = str(exc)
-        if "banner" in text.lower() or "timeout" in text.lower() or "timed out" in text.lower():
+        if not greeted:
             raise HostError(host.name, Failure.TIMEOUT, f"{host.address}:{host.port} accepted the connection but "
                                                         f"sent no SSH greeting within {timeout:g} s; is an SSH "
                                                         f"server listening there?") from None
+        if "timeout" in text.lower() or "timed out" in text.lower() or "no existing session" in text.lower():
+            raise HostError(host.name, Failure.TIMEOUT, f"the SSH handshake with {host.address}:{host.port} did "
+                                                        f"not finish within {timeout:g} s") from None
         raise HostError(host.name, Failure.SSH, f"SSH to {host.address}:{host.port} failed: {text}") from None
     except OSError as exc:
         client.close()
-        reason = exc.strerror or str(exc) or type(exc).__name__
+        inner: Exception = next(iter(exc.errors.values()), exc) if isinstance(exc, NoValidConnectionsError) else exc
+        reason = getattr(inner, "strerror", None) or str(inner) or type(inner).__name__
         raise HostError(host.name, Failure.UNREACHABLE, f"cannot connect to {host.address}:{host.port}: "
                                                         f"{reason}") from None
     transport = client.get_transport()
@@ -274,14 +287,15 @@ class SshLauncher:
     def __init__(self, known: KnownHosts, connect_timeout: float) -> None:
         self.known = known
         self.connect_timeout = connect_timeout
-        self._connections: dict[tuple[str, int, str], SshConnection] = {}
+        self._connections: dict[tuple[str, int, str, Path | None], SshConnection] = {}
         self._lock = threading.Lock()
-        self._host_locks: dict[tuple[str, int, str], threading.Lock] = {}
+        self._host_locks: dict[tuple[str, int, str, Path | None], threading.Lock] = {}
         self._channels: list[SshChannel] = []
 
     def connection(self, host: Host) -> SshConnection:
-        """The host's connection, opened and verified on first use (a dead one is reopened)."""
-        k = (host.address, host.port, host.user)
+        """The host's connection, opened and verified on first use (a dead one is reopened); hosts with the same
+        address, port, user and identity share one."""
+        k = (host.address, host.port, host.user, host.identity)
         with self._lock:
             lock = self._host_locks.setdefault(k, threading.Lock())
         with lock:
