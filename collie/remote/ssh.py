@@ -35,7 +35,6 @@ from collie.remote.errors import Failure, HostError
 from collie.remote.inventory import Host
 from collie.remote.launch import AGENT_COMMAND_LINE, ChannelClosed, ChannelTimeout, LineBuffer, StderrTail
 
-
 # paramiko's transport threads log their failures (a banner that never came, a closed socket); with no handler
 # configured, Python would print them on stderr. Those failures reach the caller as HostError sentences instead.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())

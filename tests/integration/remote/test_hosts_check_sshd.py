@@ -198,7 +198,7 @@ def launcher(sshd_farm: SshdFarm, ssh_home: Path, tmp_path: Path) -> Iterator[tu
 
 
 def test_one_connection_per_host_serves_several_agents(launcher: tuple[SshLauncher, SshdFarm, Path]) -> None:
-    ssh, farm, inventory = launcher
+    ssh, _farm, inventory = launcher
     host = load_inventory(inventory).hosts[0]
     first, second = (AgentClient(host, ssh.start(host), 30) for _ in range(2))
     assert first.hello().pid != second.hello().pid
@@ -212,7 +212,7 @@ def test_one_connection_per_host_serves_several_agents(launcher: tuple[SshLaunch
 
 def test_an_agent_that_hangs_times_out_and_one_killed_mid_request_is_reported(
         launcher: tuple[SshLauncher, SshdFarm, Path]) -> None:
-    ssh, farm, inventory = launcher
+    ssh, _farm, inventory = launcher
     host = load_inventory(inventory).hosts[1]
     hung = AgentClient(host, ssh.start(host), 30)
     pid = hung.hello().pid
@@ -248,7 +248,7 @@ def test_an_agent_that_hangs_times_out_and_one_killed_mid_request_is_reported(
 
 
 def test_closing_the_channel_ends_the_agent_and_its_session(launcher: tuple[SshLauncher, SshdFarm, Path]) -> None:
-    ssh, farm, inventory = launcher
+    ssh, _farm, inventory = launcher
     host = load_inventory(inventory).hosts[2]
     client = AgentClient(host, ssh.start(host), 30)
     pid = client.hello().pid
