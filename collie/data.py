@@ -1,4 +1,4 @@
-"""Locate the declarative data folders (``workloads/``, ``counters/``, ``search/``).
+"""Locate the declarative data folders (``workloads/``, ``counters/``, ``search/``, ``hosts/``).
 
 In a wheel they ship as ``collie/_data/<name>``; in a source checkout or an editable install they are the
 top-level folders beside the package. Both layouts resolve through :func:`data_dir`.
@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
-DATA_FOLDERS = ("workloads", "counters", "search")
+DATA_FOLDERS = ("workloads", "counters", "search", "hosts")
 
 
 def data_dir(name: str) -> Path:
     """Return the folder holding one kind of declarative data.
 
     Args:
-        name: one of ``workloads``, ``counters``, ``search``.
+        name: one of ``workloads``, ``counters``, ``search``, ``hosts``.
 
     Raises:
         ValueError: for an unknown name.
