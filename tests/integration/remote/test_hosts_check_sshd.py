@@ -25,7 +25,9 @@ from collie.remote.inventory import load_inventory
 from collie.remote.launch import AGENT_COMMAND_LINE
 from collie.remote.ssh import KnownHosts, SshLauncher
 from tests.conftest import run_cli
-from tests.sshd_fixture import SshdFarm, keygen, toml_str, wait_gone
+from tests.sshd_fixture import SshdFarm, keygen, ssh_home, sshd_farm, sshd_one, toml_str, wait_gone
+
+__all__ = ["ssh_home", "sshd_farm", "sshd_one"]  # fixtures (a conftest.py here would shadow tests/conftest.py)
 
 
 def ssh_fingerprint(pub: Path) -> str:
