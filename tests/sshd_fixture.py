@@ -227,7 +227,7 @@ class SshdFarm:
 
     def inventory(self, path: Path, names: list[str] | None = None, *, target: str = "sim:cx6-200g",
                   extra_top: str = "", known_hosts: bool = True, connect_timeout: float = 10,
-                  request_timeout: float = 30, tags: list[str] | None = None) -> Path:
+                  request_timeout: float = 30, tags: list[str] | None = None, identity: bool = True) -> Path:
         """Write an inventory of these servers at ``path`` (and, with ``known_hosts``, its known_hosts file)."""
         names = names or [f"h{i}" for i in range(len(self.servers))]
         lines = []
@@ -239,7 +239,8 @@ class SshdFarm:
         for name, s in zip(names, self.servers, strict=True):
             lines += ["[[host]]", f"name = {toml_str(name)}", 'address = "127.0.0.1"', f"port = {s.port}",
                       'user = "root"' if os.geteuid() == 0 else f"user = {toml_str(os.environ.get('USER', ''))}",
-                      f"identity = {toml_str(str(self.client_key))}", f"target = {toml_str(target)}",
+                      f"identity = {toml_str(str(self.client_key))}" if identity else "",
+                      f"target = {toml_str(target)}",
                       f"tags = [{', '.join(toml_str(t) for t in (tags or []))}]", ""]
         path.write_text("\n".join(lines))
         return path

@@ -191,10 +191,7 @@ def connect(host: Host, known: KnownHosts, timeout: float) -> SshConnection:
                                                  f"ssh-agent (ssh-add) and run again") from None
     except paramiko.AuthenticationException as exc:
         client.close()
-        tried = f"key {host.identity}" if host.identity is not None else "the SSH agent and the default keys"
-        raise HostError(host.name, Failure.AUTH, f"{host.endpoint} refused authentication as {host.user!r} with "
-                                                 f"{tried} ({exc}); add the public key to that user's "
-                                                 f"authorized_keys") from None
+        raise _auth_error(host, str(exc)) from None
     except TimeoutError:
         client.close()
         raise HostError(host.name, Failure.TIMEOUT, f"no SSH answer from {host.address}:{host.port} within "
@@ -204,6 +201,8 @@ def connect(host: Host, known: KnownHosts, timeout: float) -> SshConnection:
         greeted = transport is not None and bool(transport.remote_version)
         client.close()
         text = str(exc)
+        if "authentication methods" in text.lower():  # no key at all: no identity, no agent, no default key
+            raise _auth_error(host, text) from None
         if not greeted:
             raise HostError(host.name, Failure.TIMEOUT, f"{host.address}:{host.port} accepted the connection but "
                                                         f"sent no SSH greeting within {timeout:g} s; is an SSH "
@@ -223,6 +222,13 @@ def connect(host: Host, known: KnownHosts, timeout: float) -> SshConnection:
     key = policy.recorded or HostKey(fingerprint(transport.get_remote_server_key()), KeyState.KNOWN,
                                      (_recorded_in(known, name) or (known.record_file,))[0])
     return SshConnection(host, client, key)
+
+
+def _auth_error(host: Host, detail: str) -> HostError:
+    tried = f"key {host.identity}" if host.identity is not None else "the SSH agent and the default keys"
+    return HostError(host.name, Failure.AUTH, f"{host.endpoint} refused authentication as {host.user!r} with "
+                                              f"{tried} ({detail}); add the public key to that user's "
+                                              f"authorized_keys")
 
 
 class SshChannel:

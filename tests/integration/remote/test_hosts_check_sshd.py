@@ -13,7 +13,8 @@ import signal
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,36 @@ def test_an_unknown_host_key_is_refused_then_recorded_with_accept_new(sshd_one: 
     assert code == 0, err
     assert rows[0]["host_key_state"] == "known"
     assert known.read_text() == server.known_hosts_line()  # recorded once
+
+
+def test_without_an_identity_the_ssh_agent_authenticates(sshd_farm: SshdFarm, ssh_home: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    inventory = sshd_farm.inventory(tmp_path / "hosts.toml", identity=False)
+    code, rows, _ = check_json(inventory)  # no identity, no key in ~/.ssh, no agent: refused
+    assert code == 1 and {r["failure"] for r in rows} == {"auth"}
+    assert "with the SSH agent and the default keys" in str(rows[0]["problem"])
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL,
+                             stdin=subprocess.DEVNULL)
+    try:
+        assert wait_for(sock.exists)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        subprocess.run(["ssh-add", "-q", str(sshd_farm.client_key)], check=True, capture_output=True)
+        code, rows, err = check_json(inventory)
+        assert code == 0, err
+        assert {r["status"] for r in rows} == {"ok"}
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
 
 
 @pytest.fixture
