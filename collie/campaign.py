@@ -456,7 +456,7 @@ class Campaign:
             self.store.update_mfs(record.anomaly_id, mfs.to_dict(), case.to_toml(), cost)
 
     def _save(self, record: AnomalyRecord, case: Workload, verdict: Verdict, mfs: MFS | None, cost: int,
-              original: Mapping[str, Any] | None = None, steps: int = 0, runs: RunLog | None = None) -> None:
+              original: Mapping[str, Any] | None = None, steps: int = 0, *, runs: RunLog) -> None:
         """Keep and save a new anomaly: its case ``case`` (the workload of ``record.point``) with the evidence
         of its own runs in ``runs``, the original find (``original``, default the case's point) and
         ``verdict``, and the target the campaign runs on."""
@@ -467,7 +467,7 @@ class Campaign:
         self.store.save_anomaly(CaseRecord(
             anomaly_id=record.anomaly_id, signature=verdict.signature, confirmed=record.confirmed,
             workload=_described(case, record, mfs), mfs=mfs, target=TargetRecord(str(spec), self.info),
-            evidence=runs.evidence(record.point, verdict.leading) if runs is not None else None,
+            evidence=runs.evidence(record.point, verdict.leading),
             original=OriginalFind(dict(original or record.point), verdict, record.found_at),
             minimize_experiments=cost, minimize_steps=steps))
         self._emit(AnomalyFound(record.anomaly_id, verdict.signature, mfs.describe() if mfs else "",
