@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any, Final
 
 from collie import calibrate
+from collie.case_record import CaseRecord, OriginalFind, RunLog, TargetRecord
 from collie.cases import CorpusCase
 from collie.collectors.catalog import Catalog
 from collie.errors import InputError
@@ -327,6 +328,10 @@ class Campaign:
                         probe: Callable[[Mapping[str, Any]], Verdict | None]) -> None:
         workload = self.space.build(point)
         feats = features(workload)
+        # every run of every point from here on, for the evidence of whichever point becomes the case
+        runs = RunLog()
+        runs.add(point, verdict)
+        probe = runs.watch(probe)
         known = self._known_match(feats, verdict.signature)
         if known is not None:
             self.summary.known_hits += 1
@@ -337,15 +342,15 @@ class Campaign:
         anomaly_id = f"A{len(self.summary.anomalies) + 1:03d}-{verdict.primary.replace('_', '-')}"
         if settings is None:
             record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False)
-            self._save(record, workload, verdict, None, 0)
+            self._save(record, workload, verdict, None, 0, runs=runs)
             return
         before = self.summary.experiments
         near = self._near_known(feats, verdict.signature)
         self._limit = self._free()
         try:
-            hits, runs = self._confirm(point, verdict, settings)
+            hits, tries = self._confirm(point, verdict, settings, runs)
             if hits < settings.required:
-                self._emit(Warning(f"trial {self._trial}: anomaly did not reproduce ({hits} of {runs} runs); "
+                self._emit(Warning(f"trial {self._trial}: anomaly did not reproduce ({hits} of {tries} runs); "
                                    "not recorded"))
                 return
             if near is not None and self._edge_holds(*near, point, verdict, probe):
@@ -361,14 +366,14 @@ class Campaign:
                                "saved as found, not minimized"))
             self.summary.minimize_experiments += self.summary.experiments - before
             record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False)
-            self._save(record, workload, verdict, None, self.summary.experiments - before)
+            self._save(record, workload, verdict, None, self.summary.experiments - before, runs=runs)
             return
         cost = self.summary.experiments - before
         self.summary.minimize_experiments += cost
         record = AnomalyRecord(anomaly_id, verdict.signature, result.mfs, result.point, found_at,
                                result.confirmed)
         self._save(record, self.space.build(result.point), verdict, result.mfs, cost,
-                   original=point, steps=len(result.steps))
+                   original=point, steps=len(result.steps), runs=runs)
         if minimizer.open_edges:
             self._open.append((record, minimizer, result))
 
@@ -398,11 +403,14 @@ class Campaign:
             self._replace_mfs(record, finished.mfs, self.summary.experiments - before)
             self._emit(MfsFinished(record.anomaly_id, finished.mfs.describe(), self.summary.experiments - before))
 
-    def _confirm(self, point: dict[str, Any], verdict: Verdict, settings: MinimizeSettings) -> tuple[int, int]:
-        """Re-run ``point`` until ``required`` runs show the same leading symptom (the first run counts)."""
+    def _confirm(self, point: dict[str, Any], verdict: Verdict, settings: MinimizeSettings,
+                 log: RunLog) -> tuple[int, int]:
+        """Re-run ``point`` until ``required`` runs show the same leading symptom (the first run counts); each
+        run goes into ``log``."""
         hits, runs = 1, 1
         while runs < settings.runs and hits < settings.required:
             again = self._probe("confirm", point)
+            log.add(point, again)
             runs += 1
             hits += bool(again is not None and again.anomalous and again.leading == verdict.leading)
         return hits, runs
@@ -448,17 +456,20 @@ class Campaign:
             self.store.update_mfs(record.anomaly_id, mfs.to_dict(), case.to_toml(), cost)
 
     def _save(self, record: AnomalyRecord, case: Workload, verdict: Verdict, mfs: MFS | None, cost: int,
-              original: Mapping[str, Any] | None = None, steps: int = 0) -> None:
+              original: Mapping[str, Any] | None = None, steps: int = 0, *, runs: RunLog) -> None:
+        """Keep and save a new anomaly: its case ``case`` (the workload of ``record.point``) with the evidence
+        of its own runs in ``runs``, the original find (``original``, default the case's point) and
+        ``verdict``, and the target the campaign runs on."""
         self.known.append(record)
         self.summary.anomalies.append(record)
-        case = _described(case, record, mfs)
-        evidence = {
-            "anomaly_id": record.anomaly_id, "signature": verdict.signature, "confirmed": record.confirmed,
-            "found_at_experiment": record.found_at, "minimize_experiments": cost, "minimize_steps": steps,
-            "point": record.point, "original_point": dict(original or record.point),
-            "verdict": verdict.to_dict(),
-        }
-        self.store.save_anomaly(record.anomaly_id, case.to_toml(), mfs.to_dict() if mfs else None, evidence)
+        assert self.info is not None
+        spec = self.store.config().get("target") or self.info.name
+        self.store.save_anomaly(CaseRecord(
+            anomaly_id=record.anomaly_id, signature=verdict.signature, confirmed=record.confirmed,
+            workload=_described(case, record, mfs), mfs=mfs, target=TargetRecord(str(spec), self.info),
+            evidence=runs.evidence(record.point, verdict.leading),
+            original=OriginalFind(dict(original or record.point), verdict, record.found_at),
+            minimize_experiments=cost, minimize_steps=steps))
         self._emit(AnomalyFound(record.anomaly_id, verdict.signature, mfs.describe() if mfs else "",
                                 self.summary.experiments, cost, record.confirmed))
 

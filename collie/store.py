@@ -31,6 +31,7 @@ from typing import IO, Any, Final
 
 import tomli_w
 
+from collie.case_record import CaseRecord, write_case_folder
 from collie.errors import InputError, StoreError
 from collie.tomlio import read_toml
 
@@ -138,13 +139,12 @@ class CampaignStore:
         text = "\n".join(line for line in good_lines if line.strip())
         _atomic_write(path, text + "\n" if text else "")
 
-    def save_anomaly(self, anomaly_id: str, case_toml: str, mfs: Mapping[str, Any] | None,
-                     evidence: Mapping[str, Any]) -> Path:
-        """Write ``anomalies/<id>/`` (see :func:`write_case_folder`)."""
+    def save_anomaly(self, record: CaseRecord) -> Path:
+        """Write ``anomalies/<id>/`` (see :func:`~collie.case_record.write_case_folder`)."""
         base = self.root / ANOMALIES
         with self._writing():
             base.mkdir(exist_ok=True)
-            return write_case_folder(base / anomaly_id, case_toml, mfs, evidence)
+            return write_case_folder(base / record.anomaly_id, record)
 
     def update_mfs(self, anomaly_id: str, mfs: Mapping[str, Any], case_toml: str, cost: int = 0) -> None:
         """Rewrite a saved anomaly's ``mfs.json`` and ``case.toml`` (whose description names the MFS) atomically,
@@ -169,21 +169,6 @@ class CampaignStore:
         if journal is not None:
             with self._writing():
                 journal.close()
-
-
-def write_case_folder(final: Path, case_toml: str, mfs: Mapping[str, Any] | None,
-                      evidence: Mapping[str, Any]) -> Path:
-    """Write a case folder (``case.toml``, ``mfs.json``, ``evidence.json``) atomically: a temporary folder
-    beside it, renamed into place over any older one. A case not minimized (``mfs`` None) has no ``mfs.json``."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-    (tmp / "case.toml").write_text(case_toml, encoding="utf-8")
-    if mfs is not None:
-        (tmp / "mfs.json").write_text(json.dumps(mfs, indent=2), encoding="utf-8")
-    (tmp / "evidence.json").write_text(json.dumps(evidence, indent=2), encoding="utf-8")
-    if final.exists():
-        shutil.rmtree(final)
-    tmp.rename(final)
-    return final
 
 
 def check_writable(root: Path) -> None:

@@ -42,7 +42,8 @@ def main() -> None:
 
 def _register() -> None:
     """Attach the subcommands (each lives in its own ``collie/cli/*_cmd.py`` module)."""
-    from collie.cli.campaign_cmd import campaign, minimize, replay
+    from collie.cli.campaign_cmd import campaign
+    from collie.cli.case_cmd import minimize, replay
     from collie.cli.counters_cmd import counters
     from collie.cli.hosts_cmd import hosts
     from collie.cli.run_cmd import run

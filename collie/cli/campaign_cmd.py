@@ -1,4 +1,4 @@
-"""``collie campaign``, ``collie minimize``, ``collie replay``: search, explain and re-check anomalies."""
+"""``collie campaign``: search a target for anomalies, minimize them and save replayable cases."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from collie.campaign import Campaign, CampaignInterrupted, CampaignSummary
-from collie.cases import CorpusCase, load_case, load_corpus, oracle_for
+from collie.cases import CorpusCase, load_corpus
 from collie.cli.render import emit, format_option, render
 from collie.cli.run_cmd import pace_option, seed_option, target_option
 from collie.errors import InputError
@@ -142,107 +142,3 @@ def campaign(target_spec: str, space_file: Path | None, preset: str, strategy: s
     else:
         emit(render(_summary_rows(summary), fmt, title=f"anomalies ({out})",
                     columns=["anomaly", "signature", "found_at", "confirmed", "mfs"]))
-
-
-case_argument = click.argument("case", type=click.Path(path_type=Path, exists=True))
-
-
-@click.command()
-@case_argument
-@target_option
-@click.option("--runs", type=click.IntRange(min=1, max=100), default=3, show_default=True,
-              help="Times to run the case.")
-@click.option("--duration", type=click.FloatRange(min=0.1, max=3600.0), default=5.0, show_default=True)
-@seed_option
-@format_option
-def replay(case: Path, target_spec: str, runs: int, duration: float, seed: int, fmt: str) -> None:
-    """Re-run a saved case; exit 1 if it still reproduces (anomalous in more than half the runs), else 0."""
-    from collie.targets.base import Unsupported
-
-    c = load_case(case)
-    target = open_target(target_spec, seed=seed)
-    rows: list[dict[str, Any]] = []
-    hits = 0
-    with target:
-        oracle, _ = oracle_for(c, target, target_spec, load_preset(DEFAULT_PRESET).thresholds)
-        for i in range(runs):
-            try:
-                result = target.run(c.workload, duration)
-            except Unsupported as exc:
-                raise InputError(f"{target_spec} cannot run this case: {exc}") from None
-            v = oracle.judge(result, c.workload)
-            hits += v.anomalous
-            rows.append({"run": i + 1, "anomalous": v.anomalous, "signature": v.signature,
-                         "throughput": round(v.metrics.get("throughput", 0.0), 3), "score": round(v.score, 2)})
-    emit(render(rows, fmt, title=f"replay of {case} on {target_spec}: {hits} of {runs} anomalous"))
-    reproduced = hits * 2 > runs
-    click.echo(f"{'reproduces' if reproduced else 'does not reproduce'} ({hits} of {runs} runs anomalous)",
-               err=True)
-    raise SystemExit(1 if reproduced else 0)
-
-
-@click.command()
-@case_argument
-@target_option
-@click.option("--space", "space_file", type=click.Path(path_type=Path), default=None,
-              help="Search space the case is a point of (default: the paper's space).")
-@click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Preset for thresholds and runs.")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
-              help="Save the result as a case folder here (case.toml, mfs.json, evidence.json), e.g. for --corpus.")
-@seed_option
-@format_option
-def minimize(case: Path, target_spec: str, space_file: Path | None, preset: str, out_dir: Path | None, seed: int,
-             fmt: str) -> None:
-    """Find the minimal feature set and the simplest case of a saved anomaly."""
-    from collie.minimize import Minimizer, MinimizeSettings
-    from collie.store import check_writable, write_case_folder
-    from collie.targets.base import Unsupported
-    from collie.workload import Workload
-
-    if out_dir is not None:  # before any experiment: a result must have somewhere to go
-        if out_dir.exists():
-            raise InputError(f"{out_dir} already exists; give --out a new folder for the minimized case")
-        try:
-            out_dir.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"cannot create the folder {out_dir.parent}: {exc.strerror}") from None
-        check_writable(out_dir.parent)
-    c = load_case(case)
-    chosen = load_preset(preset)
-    space = load_space(space_file)
-    point = c.evidence.get("original_point") or space.point_of(c.workload)
-    target = open_target(target_spec, seed=seed)
-    with target:
-        oracle, calibration = oracle_for(c, target, target_spec, chosen.thresholds)
-
-        def probe(p: Any) -> Any:
-            w = space.build(p)
-            try:
-                return oracle.judge(target.run(w, chosen.duration), w)
-            except Unsupported:
-                return None
-
-        verdict = probe(point)
-        if verdict is None or not verdict.anomalous:
-            raise InputError(f"{case} is not anomalous on {target_spec}: nothing to minimize")
-        result = Minimizer(space, probe, chosen.minimize or MinimizeSettings()).run(point, verdict)
-    simplest = space.build(result.point)
-    out = {"signature": verdict.signature, "mfs": result.mfs.describe(), "confirmed": result.confirmed,
-           "experiments": result.experiments, "calibration": calibration, "case": simplest.to_dict()}
-    if fmt == "json":
-        emit(json.dumps(out, indent=2))
-    else:
-        emit(render({k: v for k, v in out.items() if k != "case"}, fmt, title=f"minimized {case}"))
-        if fmt == "table":
-            emit(simplest.to_toml())
-    if out_dir is not None:  # after the output: a failed save loses nothing the experiments found
-        named = Workload(simplest.flows, name=out_dir.name,
-                         description=f"{verdict.signature}; MFS: {result.mfs.describe()}")
-        try:
-            write_case_folder(out_dir, named.to_toml(), result.mfs.to_dict(), {
-                "anomaly_id": out_dir.name, "signature": verdict.signature, "confirmed": result.confirmed,
-                "minimize_experiments": result.experiments, "minimize_steps": len(result.steps),
-                "point": result.point, "original_point": dict(point), "minimized_from": str(case),
-                "verdict": verdict.to_dict()})
-        except OSError as exc:
-            raise InputError(f"the result above could not be saved to {out_dir}: {exc.strerror or exc}") from None

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from collie.campaign import AnomalyRecord, Campaign, CampaignSummary
+from collie.case_record import read_case_folder
 from collie.cases import load_corpus
 from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, Warning
 from collie.features import features
@@ -70,9 +71,12 @@ def test_campaign_finds_minimizes_and_saves_replayable_cases(tmp_path: Path) -> 
         case = Workload.load(folder / "case.toml")
         # the last one may have been cut short by the budget: then it is saved unminimized
         assert (a.mfs is not None and a.mfs.matches(case)) or (a is summary.anomalies[-1] and not a.confirmed)
-        evidence = json.loads((folder / "evidence.json").read_text())
-        hosts = set(load_space().build(evidence["original_point"]).hosts)
-        assert set(evidence["verdict"]["evidence"]["hosts"]) == hosts  # every end measured
+        record = read_case_folder(folder)
+        assert record.evidence is not None and record.original is not None
+        assert record.evidence.point == a.point and record.workload.flows == load_space().build(a.point).flows
+        for point, verdict in ((record.original.point, record.original.verdict),
+                               (record.evidence.point, record.evidence.verdict)):
+            assert set(verdict.evidence["hosts"]) == set(load_space().build(point).hosts)  # every end measured
     records = _journal(tmp_path)
     assert [r["trial"] for r in records if r["status"] != "RUNNING"] == list(range(1, len(records) // 2 + 1))
 

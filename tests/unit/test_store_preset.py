@@ -5,9 +5,13 @@ from pathlib import Path
 
 import pytest
 
+from collie.case_record import CaseRecord
 from collie.errors import InputError
+from collie.mfs import MFS
 from collie.preset import load_preset
 from collie.store import CampaignStore
+from collie.workload import Workload
+from tests.conftest import EXAMPLES
 
 
 def test_journal_append_and_truncated_last_line(tmp_path: Path) -> None:
@@ -37,9 +41,10 @@ def test_damage_in_the_middle_is_an_error(tmp_path: Path) -> None:
 
 def test_anomaly_folders_are_complete_or_absent(tmp_path: Path) -> None:
     s = CampaignStore.create(tmp_path / "c", {})
-    folder = s.save_anomaly("A001-pause", "x = 1\n", {"conditions": []}, {"ok": True})
+    workload = Workload.load(EXAMPLES / "rc-write-64k.toml")
+    folder = s.save_anomaly(CaseRecord("A001-pause", "pause@receiver", True, workload, MFS("pause@receiver", ())))
     assert sorted(p.name for p in folder.iterdir()) == ["case.toml", "evidence.json", "mfs.json"]
-    assert json.loads((folder / "evidence.json").read_text()) == {"ok": True}
+    assert json.loads((folder / "evidence.json").read_text())["anomaly_id"] == "A001-pause"
     assert [p.name for p in s.anomaly_dirs()] == ["A001-pause"]
 
 
