@@ -7,7 +7,8 @@ with exactly one necessary condition broken (the *near misses*) for the simulato
 
 * ``workloads/corpus/<quirk>/``: ``case.toml`` (the concrete trigger), ``mfs.json`` (the paper's necessary
   conditions, in collie's feature vocabulary) and ``evidence.json`` (where it was checked: the built-in
-  simulated profile that has the anomaly, and the oracle's verdict of one run there); plus a ``README.md``.
+  simulated profile that has the anomaly, and the oracle's verdict of the first of three runs there, which
+  all lead with the same symptom); plus a ``README.md``.
 * ``tests/fixtures/near-misses/<quirk>/<condition>/``: ``case.toml`` and ``evidence.json`` (which anomaly it is
   a near miss of, the condition it breaks, and the profile it must stay clean on). They are not in the
   corpus: on a real NIC a near miss of one anomaly may well be another one.
@@ -55,6 +56,8 @@ NEAR_MISSES = ROOT / "tests" / "fixtures" / "near-misses"
 #: Seconds of the run recorded in each evidence.json (the simulator sleeps for none of them).
 DURATION = 5.0
 SEED = 0
+#: Runs of each trigger that must all show the same leading symptom (evidence.json's ``confirmed``).
+CONFIRM_RUNS = 3
 
 K = 1024
 M = 1024 * 1024
@@ -349,6 +352,10 @@ def write(corpus: Path, near: Path) -> list[str]:
         if t.pause != ("pause" in kinds) or (t.low_throughput and "low_throughput" not in kinds):
             problems.append(f"{t.quirk}: the oracle says {verdict.signature or 'clean'}; published: pause "
                             f"{t.pause}, low throughput {t.low_throughput}")
+        target, oracle = _target(t.profile)
+        again = [oracle.judge(target.run(t.workload, DURATION), t.workload) for _ in range(CONFIRM_RUNS - 1)]
+        if any(v.leading != verdict.leading for v in again):
+            problems.append(f"{t.quirk}: not confirmed: re-runs show {[v.signature for v in again]}")
         mfs = mfs_of(quirk, verdict.signature)
         if not mfs.matches(t.workload):
             problems.append(f"{t.quirk}: the trigger is outside its own conditions {mfs.describe()}")
