@@ -13,8 +13,9 @@ with exactly one necessary condition broken (the *near misses*) for the simulato
   a near miss of, the condition it breaks, and the profile it must stay clean on). They are not in the
   corpus: on a real NIC a near miss of one anomaly may well be another one.
 
-Before writing anything it checks every case on the simulator: a trigger must fire exactly its quirk and show
-the published symptom under collie's own oracle; a near miss must not fire it. The simulator's ground truth
+Before writing anything it checks every case on the simulator: a trigger must fire exactly its quirk (and the
+quirks of its profile whose conditions it also meets: #12's trigger is #9's on GPU memory) and show the
+published symptom under collie's own oracle; a near miss must not fire it. The simulator's ground truth
 is read here and in the tests only; the files it writes are plain data, and nothing reads this script at run
 time. ``--check`` writes nothing and exits 1 if the committed files differ from what it would write.
 
