@@ -1,4 +1,5 @@
-"""Test helpers for the simulator: oracle ceilings calibrated on a target, symptom summaries.
+"""Test helpers for the simulator: workload builders, the corpus of published anomalies and their near misses,
+oracle ceilings calibrated on a target, symptom summaries.
 
 Calibration follows ANOMALIES.md: large WRITEs for bits/s, many small WRITEs for packets/s, per direction kind
 (one-way, bidirectional, loopback), on the target itself.
@@ -6,17 +7,106 @@ Calibration follows ANOMALIES.md: large WRITEs for bits/s, many small WRITEs for
 
 from __future__ import annotations
 
+import functools
 import math
 import random
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
+from collie.cases import load_case, load_corpus
 from collie.collectors.catalog import load_catalogs
+from collie.mfs import MFS
 from collie.oracle import Ceilings, Oracle, Verdict
 from collie.targets.sim import SimTarget
-from collie.targets.sim.triggers import bi, one
-from collie.workload import Endpoint, Workload
+from collie.workload import Endpoint, Flow, Workload
 
 DURATION = 10.0
+ROOT = Path(__file__).resolve().parents[1]
+#: The 18 published anomalies as case folders (what ``collie campaign --corpus`` reads).
+CORPUS = ROOT / "workloads" / "corpus"
+#: Each corpus case with one necessary condition broken: must not show its anomaly (tests only).
+NEAR_MISSES = ROOT / "tests" / "fixtures" / "near-misses"
+
+
+def _flow(client: str = "a", server: str = "b", cmem: str = "local", smem: str = "local", **kw: Any) -> Flow:
+    depth = kw.pop("wq", None)
+    if depth is not None:
+        kw.setdefault("sq_depth", depth)
+        kw.setdefault("rq_depth", depth)
+    return Flow(client=Endpoint(client, cmem), server=Endpoint(server, smem), **kw)
+
+
+def one(name: str = "", **kw: Any) -> Workload:
+    """A one-way workload a -> b (``wq`` sets both queue depths; ``cmem``/``smem`` the memory placements)."""
+    return Workload(flows=(_flow(**kw),), name=name)
+
+
+def bi(name: str = "", amem: str = "local", bmem: str = "local", **kw: Any) -> Workload:
+    """The same flow in both directions (a -> b and b -> a)."""
+    return Workload(flows=(_flow("a", "b", amem, bmem, **kw), _flow("b", "a", bmem, amem, **kw)), name=name)
+
+
+@dataclass(frozen=True)
+class KnownCase:
+    """A case folder of the corpus or of the near misses, read with collie's own case reader.
+
+    Attributes:
+        name: the folder's path below its root (``f03-read-mtu1k``, ``f03-read-mtu1k/mtu-le-1k``).
+        quirk: the simulator quirk the case shows (corpus) or must not show (near miss).
+        profile: the built-in profile it is checked on (``evidence.json``'s ``target`` without ``sim:``).
+        workload: the case.
+        signature: the oracle's signature ``evidence.json`` records (empty for a clean near miss).
+        mfs: the case's minimal feature set (corpus cases only).
+        breaks: the necessary condition a near miss breaks (empty for a corpus case).
+    """
+
+    name: str
+    quirk: str
+    profile: str
+    workload: Workload
+    signature: str
+    mfs: MFS | None = None
+    breaks: str = ""
+
+    @property
+    def kinds(self) -> set[str]:
+        """The symptom kinds of the recorded signature (``pause``, ``low_throughput``, ...)."""
+        return {part.split("@")[0] for part in self.signature.split("+") if part}
+
+
+def _profile(evidence: dict[str, Any], where: Path) -> str:
+    target = str(evidence.get("target", ""))
+    assert target.startswith("sim:"), f"{where}: evidence.json names no simulated target"
+    return target.removeprefix("sim:")
+
+
+@functools.cache
+def corpus() -> tuple[KnownCase, ...]:
+    """The corpus, in name order; a case's folder is named after its quirk."""
+    out = []
+    for c in load_corpus(CORPUS):
+        case = load_case(c.path.parent)
+        out.append(KnownCase(c.name, c.name, _profile(case.evidence, c.path), c.workload, case.signature, c.mfs))
+    return tuple(out)
+
+
+@functools.cache
+def near_misses() -> tuple[KnownCase, ...]:
+    """Every near miss, grouped by the corpus case it is a near miss of."""
+    out = []
+    for path in sorted(NEAR_MISSES.glob("*/*/case.toml")):
+        case = load_case(path.parent)
+        out.append(KnownCase(f"{path.parent.parent.name}/{path.parent.name}", str(case.evidence["near_miss_of"]),
+                             _profile(case.evidence, path), case.workload, case.signature,
+                             breaks=str(case.evidence["breaks"])))
+    return tuple(out)
+
+
+def expected_quirks(profile: str, workload: Workload) -> set[str]:
+    """The quirks of ``profile`` a workload should fire: those of the corpus cases whose conditions it meets."""
+    active = {q.id for q in SimTarget(profile).profile.active_quirks}
+    return {c.quirk for c in corpus() if c.quirk in active and c.mfs is not None and c.mfs.matches(workload)}
 
 
 def calibrate(target: SimTarget) -> Ceilings:
@@ -59,7 +149,6 @@ def max_pause(run: object) -> float:
 def random_workload(rng: random.Random, *, gpu: bool = True, remote: bool = True) -> Workload | None:
     """A random legal workload in the paper's space (log-uniform counts and sizes); None if illegal."""
     from collie.constraints import LEGAL_OPCODES, violations
-    from collie.workload import Flow
 
     transport = rng.choice(("RC", "RC", "RC", "UC", "UD"))
     opcode = rng.choice([o for o in LEGAL_OPCODES[transport] if not o.startswith("ATOMIC")] + ["ATOMIC_FA"] *

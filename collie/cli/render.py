@@ -42,7 +42,7 @@ def _cell(value: Any) -> str:
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
+    if isinstance(value, float) and not math.isfinite(value):  # NaN and infinities are not JSON
         return None
     if isinstance(value, tuple):
         return [_jsonable(v) for v in value]

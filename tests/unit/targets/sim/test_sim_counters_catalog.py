@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from simhelpers import one
 
 from collie.collectors.catalog import Catalog, available_dialects, catalog_path, load_catalog, parse_catalog
 from collie.collectors.normalize import catalog_for
@@ -13,7 +14,6 @@ from collie.targets.sim import SimTarget, builtin_names, load_profile
 from collie.targets.sim import counters as sim_counters
 from collie.targets.sim.counters import PRIO, QUANTITIES, counter_function, dialect_counters, reported
 from collie.targets.sim.model import HostAcc
-from collie.targets.sim.triggers import one
 from collie.tomlio import parse_toml
 
 D = 2.0

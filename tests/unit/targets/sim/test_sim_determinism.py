@@ -5,10 +5,9 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from simhelpers import random_workload
+from simhelpers import corpus, one, random_workload
 
 from collie.targets.sim import SimTarget
-from collie.targets.sim.triggers import TRIGGERS, one
 from collie.workload import Workload
 
 D = 10.0
@@ -51,8 +50,8 @@ def test_rerunning_a_case_gives_fresh_noise_and_is_itself_reproducible() -> None
 
 
 def test_different_seeds_differ_by_the_noise_only() -> None:
-    for trig in TRIGGERS[:6]:
-        runs = [SimTarget(trig.profile, seed=s).run(trig.workload, D) for s in range(8)]
+    for case in corpus()[:6]:
+        runs = [SimTarget(case.profile, seed=s).run(case.workload, D) for s in range(8)]
         assert len({r.flows[0].bps for r in runs}) == 8
         assert {r.truth for r in runs} == {runs[0].truth}
         lo = min(r.flows[0].bps for r in runs)
@@ -64,9 +63,9 @@ def test_different_seeds_differ_by_the_noise_only() -> None:
 
 
 def test_truth_is_removable_without_changing_anything_else() -> None:
-    trig = TRIGGERS[0]
-    with_truth = SimTarget(trig.profile, seed=2).run(trig.workload, D)
-    without = SimTarget(trig.profile, seed=2, record_truth=False).run(trig.workload, D)
-    assert with_truth.truth == (trig.quirk,) and without.truth == ()
+    case = corpus()[0]
+    with_truth = SimTarget(case.profile, seed=2).run(case.workload, D)
+    without = SimTarget(case.profile, seed=2, record_truth=False).run(case.workload, D)
+    assert with_truth.truth == (case.quirk,) and without.truth == ()
     assert replace(with_truth, truth=()) == without
     assert "truth" not in with_truth.to_dict()

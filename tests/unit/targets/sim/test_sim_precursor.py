@@ -6,11 +6,10 @@ from __future__ import annotations
 import itertools
 import random
 
-from simhelpers import random_workload
+from simhelpers import bi, one, random_workload
 
 from collie.targets.base import RunResult
 from collie.targets.sim import SimTarget
-from collie.targets.sim.triggers import one
 
 D = 10.0
 
@@ -73,8 +72,6 @@ def test_pipeline_stalls_climb_as_mtu_shrinks_toward_3() -> None:
 
 
 def test_pcie_backpressure_rises_with_sges_remote_numa_and_bidirectional() -> None:
-    from collie.targets.sim.triggers import bi
-
     t = SimTarget("ideal")
 
     def bp(w: object) -> float:

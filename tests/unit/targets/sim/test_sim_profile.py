@@ -171,5 +171,11 @@ def test_the_example_in_the_docs_loads() -> None:
     doc = (Path(__file__).resolve().parents[4] / "docs" / "sim-profiles.md").read_text()
     text = doc.split("## Writing your own profile", 1)[1].split("```toml", 1)[1].split("```", 1)[0]
     p = parse_profile(text, "docs example")
-    assert [q.id for q in p.active_quirks] == ["f01-ud-rx-wqe", "f11-bi-remote-numa", "my-write-imm-loss"]
+    assert [q.id for q in p.active_quirks] == ["f01-ud-rx-wqe", "f11-bi-remote-numa", "my-write-deep-loss"]
     assert [q.id for q, _ in p.inactive_quirks] == ["f09-bi-sge-mix-noro"]
+    # its own quirk is reachable in the default search space: a point of it fires the quirk
+    from collie.space import load_space
+
+    space = load_space()
+    workload = space.build({**space.simplest(), "wq_depth": 4096})
+    assert SimTarget(p).run(workload, 5.0).truth == ("my-write-deep-loss",)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 
+from collie.targets.verbs import engine
 from collie.targets.verbs.engine import run_job
 from collie.targets.verbs.job import Share, Timing, WorkerJob
 from collie.targets.verbs.spec import VerbsSpec
@@ -13,10 +17,39 @@ from tests.unit.targets.verbs.fakeverbs import fake
 A, B = Endpoint("a"), Endpoint("b")
 
 
-def job(flow: Flow, verify: bool = True, duration: float = 0.1) -> WorkerJob:
+WARMUP, DURATION = 0.02, 0.1
+
+
+def job(flow: Flow, verify: bool = True, duration: float = DURATION) -> WorkerJob:
     share = Share(flow_index=0, flow=flow, qps=flow.qps, mrs=flow.mrs, worker=0)
-    return WorkerJob(worker=0, spec=VerbsSpec("fake0"), shares=(share,), timing=Timing(0.02, duration, 2.0),
+    return WorkerJob(worker=0, spec=VerbsSpec("fake0"), shares=(share,), timing=Timing(WARMUP, duration, 2.0),
                      verify=verify, seed=1)
+
+
+#: Nanoseconds the engine's clock advances at each reading: not a divisor of the measured interval, so an interval that
+#: is a multiple of it was measured between two readings, not copied from the configured duration.
+TICK = 49_999
+#: Clock readings one loop iteration of these flows may take (the loop's own, timed posts, polls): the most by
+#: which the engine can notice an edge late.
+ITERATION_READINGS = 16
+
+
+class SteppingClock:
+    """The ``time`` module as the engine sees it, with a monotonic clock that advances :data:`TICK` ns at every
+    reading (and by the time slept): a run is a pure function of the engine's own steps, whatever the load."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000_000_000
+
+    def monotonic_ns(self) -> int:
+        self.now += TICK
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += int(seconds * 1e9)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
 
 
 @pytest.mark.parametrize("flow", [
@@ -28,14 +61,20 @@ def job(flow: Flow, verify: bool = True, duration: float = 0.1) -> WorkerJob:
     Flow(A, B, transport="UD", opcode="SEND", sizes=(1024,), mtu=1024, batch=8, signal_every=8),
     Flow(A, B, opcode="ATOMIC_FA", sizes=(8,), batch=4, signal_every=4, mrs=3),
 ], ids=["write", "write-mix-odd-signal", "read", "send", "write-imm", "ud-send", "fetch-add"])
-def test_engine_counts_and_verifies_on_the_fake_device(flow: Flow) -> None:
+def test_engine_counts_and_verifies_on_the_fake_device(flow: Flow, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "time", SteppingClock())
     report = run_job(fake(), job(flow))
     assert report.errors == ()
     (s,) = report.stats
     assert s.verified and not s.verify_errors, s.verify_errors
     assert s.wrs > 0 and s.bytes > 0 and s.packets >= s.wrs
     assert s.lat_ns and s.loops > 0
-    assert abs(s.seconds - 0.1) < 0.05
+    # The measured interval is the one between the engine's two edges: two clock readings (a whole number of
+    # ticks), the first after the warm-up, the second after the deadline, each noticed within one loop
+    # iteration. The clock only moves when the engine reads it, so no load on the machine can change this.
+    interval = round(s.seconds * 1e9)
+    assert interval % TICK == 0, interval
+    assert abs(interval - DURATION * 1e9) <= ITERATION_READINGS * TICK, interval
 
 
 def test_verification_catches_corrupted_data(monkeypatch: pytest.MonkeyPatch) -> None:
