@@ -6,12 +6,13 @@ on their own NIC (``collie campaign --corpus workloads/corpus``), and writes, fo
 with exactly one necessary condition broken (the *near misses*) for the simulator's tests:
 
 * ``workloads/corpus/<quirk>/``: ``case.toml`` (the concrete trigger), ``mfs.json`` (the paper's necessary
-  conditions, in collie's feature vocabulary) and ``evidence.json`` (where it was checked: the built-in
-  simulated profile that has the anomaly, and the oracle's verdict of the first of three runs there, which
-  all lead with the same symptom); plus a ``README.md``.
-* ``tests/fixtures/near-misses/<quirk>/<condition>/``: ``case.toml`` and ``evidence.json`` (which anomaly it is
-  a near miss of, the condition it breaks, and the profile it must stay clean on). They are not in the
-  corpus: on a real NIC a near miss of one anomaly may well be another one.
+  conditions, in collie's feature vocabulary) and ``evidence.json`` (a case record, ``collie/case_record.py``:
+  where it was checked, the built-in simulated profile that has the anomaly and its fingerprint, and the
+  oracle's verdicts of three runs there, which all lead with the same symptom); plus a ``README.md``.
+* ``tests/fixtures/near-misses/<quirk>/<condition>/``: ``case.toml`` (whose description names the anomaly it
+  is a near miss of and the condition it breaks) and ``evidence.json`` (the profile it must stay clean on, and
+  its signature there). They are not in the corpus: on a real NIC a near miss of one anomaly may well be
+  another one.
 
 Before writing anything it checks every case on the simulator: a trigger must fire exactly its quirk (and the
 quirks of its profile whose conditions it also meets: #12's trigger is #9's on GPU memory) and show the
@@ -34,7 +35,6 @@ from __future__ import annotations
 import argparse
 import filecmp
 import functools
-import json
 import re
 import shutil
 import sys
@@ -44,16 +44,17 @@ from pathlib import Path
 from typing import Any
 
 from collie import calibrate
+from collie.case_record import CaseEvidence, CaseRecord, OriginalFind, TargetRecord, write_case_folder
+from collie.errors import InputError
 from collie.mfs import MFS, Condition
 from collie.oracle import Oracle, Verdict
 from collie.preset import DEFAULT_PRESET, load_preset
+from collie.space import load_space
 from collie.targets.sim import SimTarget, library
 from collie.targets.sim.quirks import Quirk
-from collie.workload import Endpoint, Flow, Workload
+from collie.workload import Workload
+from tests.simhelpers import BREAKS, BREAKS_END, CORPUS, NEAR_MISS_OF, NEAR_MISSES, ROOT, bi, flow, one
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "workloads" / "corpus"
-NEAR_MISSES = ROOT / "tests" / "fixtures" / "near-misses"
 #: Seconds of the run recorded in each evidence.json (the simulator sleeps for none of them).
 DURATION = 5.0
 SEED = 0
@@ -62,25 +63,6 @@ CONFIRM_RUNS = 3
 
 K = 1024
 M = 1024 * 1024
-
-
-def _flow(client: str = "a", server: str = "b", cmem: str = "local", smem: str = "local",
-          **kw: Any) -> Flow:
-    depth = kw.pop("wq", None)
-    if depth is not None:
-        kw.setdefault("sq_depth", depth)
-        kw.setdefault("rq_depth", depth)
-    return Flow(client=Endpoint(client, cmem), server=Endpoint(server, smem), **kw)
-
-
-def one(name: str = "", **kw: Any) -> Workload:
-    """A one-way workload a -> b."""
-    return Workload(flows=(_flow(**kw),), name=name)
-
-
-def bi(name: str = "", amem: str = "local", bmem: str = "local", **kw: Any) -> Workload:
-    """The same flow in both directions (a -> b and b -> a)."""
-    return Workload(flows=(_flow("a", "b", amem, bmem, **kw), _flow("b", "a", bmem, amem, **kw)), name=name)
 
 
 def with_flows(w: Workload, **kw: Any) -> Workload:
@@ -227,11 +209,11 @@ def triggers() -> list[Trigger]:
     }))
     common: dict[str, Any] = {"transport": "RC", "opcode": "WRITE", "mrs": 32, "mr_size": 4 * M, "wq": 128,
                               "mtu": 4096, "batch": 16, "sizes": (256 * K,)}
-    w = Workload(flows=(_flow("a", "b", qps=8, **dict(common)), _flow("b", "b", qps=8, **dict(common))),
+    w = Workload(flows=(flow("a", "b", qps=8, **dict(common)), flow("b", "b", qps=8, **dict(common))),
                  name="#13")
     out.append(Trigger("f13-loopback-incast", 13, "cx6-200g", w, True, False, {
-        "incast (no loopback)": Workload(flows=(_flow("a", "b", qps=16, **dict(common)),)),
-        "incast (loopback only)": Workload(flows=(_flow("b", "b", qps=16, **dict(common)),)),
+        "incast (no loopback)": Workload(flows=(flow("a", "b", qps=16, **dict(common)),)),
+        "incast (loopback only)": Workload(flows=(flow("b", "b", qps=16, **dict(common)),)),
     }))
     # H ------------------------------------------------------------------------------------------------
     w = bi("#14", transport="RC", opcode="WRITE", qps=1024, mr_size=256 * K, wq=128, mtu=4096, batch=1,
@@ -328,12 +310,13 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _case_toml(workload: Workload, header: list[str]) -> str:
-    return "".join(f"# {line}\n" for line in header) + workload.to_toml()
-
-
-def _json(data: Any) -> str:
-    return json.dumps(data, indent=2) + "\n"
+def _point(workload: Workload) -> dict[str, Any]:
+    """The point of the default search space that builds ``workload`` (empty for the triggers it cannot
+    express, such as #13's incast with loopback)."""
+    try:
+        return load_space().point_of(workload)
+    except InputError:
+        return {}
 
 
 def write(corpus: Path, near: Path) -> list[str]:
@@ -362,20 +345,15 @@ def write(corpus: Path, near: Path) -> list[str]:
             problems.append(f"{t.quirk}: the trigger is outside its own conditions {mfs.describe()}")
         spec = f"sim:{t.profile}"
         case = Workload(t.workload.flows, name=t.quirk,
-                        description=f"Collie (NSDI 2022) Table 2 #{t.anomaly}: {quirk.summary}")
-        folder = corpus / t.quirk
-        folder.mkdir()
-        (folder / "case.toml").write_text(_case_toml(case, [
-            f"Anomaly #{t.anomaly} of the Collie paper (NSDI 2022, Table 2): its concrete trigger.",
-            f"Conditions: {mfs.describe()}",
-            f"Checked on {spec}: {verdict.signature}.",
-            "Written by bench/write_corpus.py; replay with `collie replay` or `collie campaign --corpus`.",
-        ]), encoding="utf-8")
-        (folder / "mfs.json").write_text(_json(mfs.to_dict()), encoding="utf-8")
-        (folder / "evidence.json").write_text(_json({
-            "anomaly_id": t.quirk, "signature": verdict.signature, "confirmed": True,
-            "source": f"Collie (NSDI 2022), Table 2, anomaly #{t.anomaly}", "target": spec,
-            "verdict": verdict.to_dict()}), encoding="utf-8")
+                        description=f"Collie (NSDI 2022) Table 2 #{t.anomaly}: {quirk.summary}. Conditions: "
+                                    f"{mfs.describe()}. Checked on {spec}: {verdict.signature}. Written by "
+                                    "bench/write_corpus.py.")
+        point = _point(case)
+        write_case_folder(corpus / t.quirk, CaseRecord(
+            anomaly_id=t.quirk, signature=verdict.signature, confirmed=True, workload=case, mfs=mfs,
+            target=TargetRecord(spec, target.describe()),
+            evidence=CaseEvidence.of(point, [verdict, *again], verdict.leading),
+            original=OriginalFind(point, verdict)))
         rows.append(f"| [`{t.quirk}`]({t.quirk}/case.toml) | {t.anomaly} | `{spec}` | {quirk.summary} | "
                     f"`{verdict.signature}` |")
         for condition, broken in t.breaks.items():
@@ -387,16 +365,13 @@ def write(corpus: Path, near: Path) -> list[str]:
                 problems.append(f"{t.quirk}: the near miss without {condition!r} fires nothing but is judged "
                                 f"{verdict.signature}")
             miss = near / t.quirk / slug(condition)
-            miss.mkdir(parents=True)
-            (miss / "case.toml").write_text(_case_toml(
-                Workload(workload.flows, name=f"{t.quirk}/{slug(condition)}",
-                         description=f"near miss of {t.quirk}: its condition `{condition}` broken"),
-                [f"{t.quirk} (Table 2 #{t.anomaly}) with one necessary condition broken: {condition}.",
-                 f"Must not show that anomaly on sim:{profile}. Written by bench/write_corpus.py."]),
-                encoding="utf-8")
-            (miss / "evidence.json").write_text(_json({
-                "near_miss_of": t.quirk, "breaks": condition, "target": f"sim:{profile}",
-                "signature": verdict.signature}), encoding="utf-8")
+            miss.parent.mkdir(parents=True, exist_ok=True)
+            named = Workload(workload.flows, name=f"{t.quirk}/{slug(condition)}",
+                             description=f"{NEAR_MISS_OF}{t.quirk}{BREAKS}{condition}{BREAKS_END} Must not show "
+                                         f"that anomaly on sim:{profile}. Written by bench/write_corpus.py.")
+            write_case_folder(miss, CaseRecord(
+                anomaly_id=f"{t.quirk}/{slug(condition)}", signature=verdict.signature, confirmed=False,
+                workload=named, target=TargetRecord(f"sim:{profile}", _target(profile)[0].describe())))
     (corpus / "README.md").write_text(_README.format(rows="\n".join(rows)), encoding="utf-8")
     return problems
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import functools
 import math
 import random
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from collie.case_record import CaseRecord
 from collie.cases import load_case, load_corpus
 from collie.collectors.catalog import load_catalogs
 from collie.mfs import MFS
@@ -27,9 +29,12 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "workloads" / "corpus"
 #: Each corpus case with one necessary condition broken: must not show its anomaly (tests only).
 NEAR_MISSES = ROOT / "tests" / "fixtures" / "near-misses"
+#: How a near miss's case.toml description names the case it misses and the condition it breaks
+#: (bench/write_corpus.py writes it, :func:`near_misses` reads both back).
+NEAR_MISS_OF, BREAKS, BREAKS_END = "near miss of ", ": its condition `", "` broken."
 
 
-def _flow(client: str = "a", server: str = "b", cmem: str = "local", smem: str = "local", **kw: Any) -> Flow:
+def flow(client: str = "a", server: str = "b", cmem: str = "local", smem: str = "local", **kw: Any) -> Flow:
     depth = kw.pop("wq", None)
     if depth is not None:
         kw.setdefault("sq_depth", depth)
@@ -39,12 +44,12 @@ def _flow(client: str = "a", server: str = "b", cmem: str = "local", smem: str =
 
 def one(name: str = "", **kw: Any) -> Workload:
     """A one-way workload a -> b (``wq`` sets both queue depths; ``cmem``/``smem`` the memory placements)."""
-    return Workload(flows=(_flow(**kw),), name=name)
+    return Workload(flows=(flow(**kw),), name=name)
 
 
 def bi(name: str = "", amem: str = "local", bmem: str = "local", **kw: Any) -> Workload:
     """The same flow in both directions (a -> b and b -> a)."""
-    return Workload(flows=(_flow("a", "b", amem, bmem, **kw), _flow("b", "a", bmem, amem, **kw)), name=name)
+    return Workload(flows=(flow("a", "b", amem, bmem, **kw), flow("b", "a", bmem, amem, **kw)), name=name)
 
 
 @dataclass(frozen=True)
@@ -75,8 +80,8 @@ class KnownCase:
         return {part.split("@")[0] for part in self.signature.split("+") if part}
 
 
-def _profile(evidence: dict[str, Any], where: Path) -> str:
-    target = str(evidence.get("target", ""))
+def _profile(record: CaseRecord, where: Path) -> str:
+    target = record.target.spec if record.target is not None else ""
     assert target.startswith("sim:"), f"{where}: evidence.json names no simulated target"
     return target.removeprefix("sim:")
 
@@ -87,7 +92,7 @@ def corpus() -> tuple[KnownCase, ...]:
     out = []
     for c in load_corpus(CORPUS):
         case = load_case(c.path.parent)
-        out.append(KnownCase(c.name, c.name, _profile(case.evidence, c.path), c.workload, case.signature, c.mfs))
+        out.append(KnownCase(c.name, c.name, _profile(case.record, c.path), c.workload, case.signature, c.mfs))
     return tuple(out)
 
 
@@ -97,9 +102,11 @@ def near_misses() -> tuple[KnownCase, ...]:
     out = []
     for path in sorted(NEAR_MISSES.glob("*/*/case.toml")):
         case = load_case(path.parent)
-        out.append(KnownCase(f"{path.parent.parent.name}/{path.parent.name}", str(case.evidence["near_miss_of"]),
-                             _profile(case.evidence, path), case.workload, case.signature,
-                             breaks=str(case.evidence["breaks"])))
+        named = re.fullmatch(rf"{NEAR_MISS_OF}(.+?){re.escape(BREAKS)}(.+?){re.escape(BREAKS_END)} .*",
+                             case.workload.description)
+        assert named is not None, f"{path}: the description names no anomaly and broken condition"
+        out.append(KnownCase(f"{path.parent.parent.name}/{path.parent.name}", named.group(1),
+                             _profile(case.record, path), case.workload, case.signature, breaks=named.group(2)))
     return tuple(out)
 
 
