@@ -16,6 +16,7 @@ from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted,
 from collie.features import features
 from collie.mfs import MFS, Condition
 from collie.preset import Preset, load_preset
+from collie.records import CampaignConfig
 from collie.space import load_space
 from collie.store import CampaignStore
 from collie.targets.base import RunResult, TargetInfo
@@ -42,16 +43,20 @@ class Wrapped:
     def describe(self) -> TargetInfo:
         return self.sim.describe()
 
-    def run(self, workload: Workload, duration: float) -> RunResult:
+    def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:
         self.runs += 1
         if self.fail_every and self.runs > 6 and self.runs % self.fail_every == 0:
             raise RuntimeError("NIC went away")
-        r = self.sim.run(workload, duration)
+        r = self.sim.run(workload, duration, repetition=repetition)
         return dataclasses.replace(r, truth=()) if self.strip_truth else r
 
 
+def config(seed: int = 0, budget: int = 250) -> CampaignConfig:
+    return CampaignConfig(target="test", seed=seed, budget=budget, preset="collie", strategy="anneal")
+
+
 def _campaign(tmp: Path, target: Any, budget: int = 250, seed: int = 3, resume: bool = False) -> Campaign:
-    store = CampaignStore.open(tmp) if resume else CampaignStore.create(tmp, {"target": "test", "seed": seed})
+    store = CampaignStore.open(tmp) if resume else CampaignStore.create(tmp, config(seed, budget))
     return Campaign(target=target, space=load_space(), preset=load_preset("collie"), store=store, seed=seed,
                     budget=budget, resume=resume)
 
@@ -209,7 +214,7 @@ def _scripted(tmp: Path, profile_text: str, first: list[dict[str, Any]], budget:
     """A campaign on a made-up profile whose search asks ``first`` before anything else."""
     profile = tmp / "profile.toml"
     profile.write_text(profile_text)
-    store = CampaignStore.create(tmp / "c", {"target": "test"})
+    store = CampaignStore.create(tmp / "c", config(0, budget))
     campaign = Campaign(target=SimTarget(str(profile)), space=load_space(), preset=preset or load_preset("collie"),
                         store=store, seed=0, budget=budget,
                         listener=None if events is None else events.append)
@@ -372,7 +377,7 @@ def test_a_budget_spent_before_the_edges_are_finished_keeps_the_wide_mfs(tmp_pat
 
 
 def _with_corpus(tmp: Path, corpus: Path, budget: int, events: list[Any]) -> Campaign:
-    store = CampaignStore.create(tmp, {"target": "test", "seed": 5})
+    store = CampaignStore.create(tmp, config(5, budget))
     campaign = Campaign(target=Wrapped(), space=load_space(), preset=load_preset("collie"), store=store, seed=5,
                         budget=budget, corpus=load_corpus(corpus), listener=events.append)
     campaign.run()

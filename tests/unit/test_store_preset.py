@@ -1,54 +1,152 @@
 from __future__ import annotations
 
+import dataclasses
+import errno
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from collie.errors import InputError
+from collie.errors import InputError, StoreError
+from collie.oracle import Ceilings
 from collie.preset import load_preset
+from collie.records import CampaignConfig, Phase, TrialRecord, TrialState
 from collie.store import CampaignStore
+from collie.targets.sim import SimTarget
+from collie.workload import Workload
+from tests.conftest import EXAMPLES
+
+
+CONFIG = CampaignConfig(target="sim", seed=1, budget=10, preset="collie", strategy="anneal")
+
+
+def _record(trial: int, state: TrialState = TrialState.COMPLETE) -> TrialRecord:
+    result = SimTarget().run(Workload.load(EXAMPLES / "rc-write-64k.toml"), 1.0) \
+        if state is TrialState.COMPLETE else None
+    reason = "why" if state in (TrialState.PRUNED, TrialState.FAILED) else ""
+    return TrialRecord(trial, Phase.EXPLORE, "k", {}, state, 1.0, reason, result)
+
+
+def _append(store: CampaignStore, *trials: int) -> None:
+    for i in trials:
+        store.append(_record(i, TrialState.RUNNING))
+        store.append(_record(i))
 
 
 def test_journal_append_and_truncated_last_line(tmp_path: Path) -> None:
-    s = CampaignStore.create(tmp_path / "c", {"target": "sim", "seed": 1, "none": None})
-    for i in range(3):
-        s.append({"trial": i + 1, "status": "COMPLETE"})
+    s = CampaignStore.create(tmp_path / "c", CONFIG)
+    _append(s, 1, 2, 3)
     s.close()
     with open(tmp_path / "c" / "trials.jsonl", "a") as fh:
         fh.write('{"trial": 4, "sta')
     read = CampaignStore.open(tmp_path / "c").read_journal()
-    assert [r["trial"] for r in read.records] == [1, 2, 3]
+    assert [r.trial for r in read.records if r.state.finished] == [1, 2, 3]
+    assert read.records == tuple(r for i in (1, 2, 3) for r in (_record(i, TrialState.RUNNING), _record(i)))
     assert read.warnings and "truncated" in read.warnings[0]
     # the damaged tail is cut off, so appending goes on cleanly
     again = CampaignStore.open(tmp_path / "c")
-    again.append({"trial": 4, "status": "COMPLETE"})
+    _append(again, 4)
     again.close()
-    assert [r["trial"] for r in again.read_journal().records] == [1, 2, 3, 4]
-    assert "none" not in s.config()
+    assert [r.trial for r in again.read_journal().records if r.state.finished] == [1, 2, 3, 4]
 
 
-def test_damage_in_the_middle_is_an_error(tmp_path: Path) -> None:
-    s = CampaignStore.create(tmp_path / "c", {})
-    (tmp_path / "c" / "trials.jsonl").write_text('{"trial": 1}\nxx\n{"trial": 3}\n{"trial": 4}\n')
-    with pytest.raises(InputError, match="line 2 is not valid JSON"):
+def test_damage_in_the_middle_is_an_error_and_leaves_the_file_alone(tmp_path: Path) -> None:
+    s = CampaignStore.create(tmp_path / "c", CONFIG)
+    _append(s, 1, 2)
+    s.close()
+    journal = tmp_path / "c" / "trials.jsonl"
+    lines = journal.read_text().splitlines()
+    journal.write_text("\n".join([lines[0], "xx", *lines[2:]]) + "\n")
+    before = journal.read_bytes()
+    with pytest.raises(InputError, match="line 2: not a valid JSON record"):
         s.read_journal()
+    # a last line that ends with its newline was written whole: garbage there is damage too, not a crash
+    journal.write_text("\n".join([*lines[:3], "xx"]) + "\n")
+    with pytest.raises(InputError, match="line 4: not a valid JSON record"):
+        s.read_journal()
+    journal.write_text("\n".join(lines) + "\n")
+    journal.write_bytes(journal.read_bytes()[:-5] + b"\xff\xfe\n")
+    with pytest.raises(InputError, match="line 4: not a valid JSON record"):
+        s.read_journal()
+    journal.write_bytes(before)
+    with pytest.raises(InputError, match="line 2: not a valid JSON record"):
+        s.read_journal()
+    assert journal.read_bytes() == before
 
 
-def test_anomaly_folders_are_complete_or_absent(tmp_path: Path) -> None:
-    s = CampaignStore.create(tmp_path / "c", {})
+def test_an_emptied_journal_beside_calibrated_ceilings_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
+    calibrated = dataclasses.replace(CONFIG, ceilings=Ceilings({"oneway": 1e9}, {"oneway": 1e6}), baseline={})
+    s = CampaignStore.create(tmp_path / "c", calibrated)
+    (tmp_path / "c" / "trials.jsonl").write_text("")
+    with pytest.raises(InputError, match="holds no finished trial.*lost or emptied"):
+        CampaignStore.open(tmp_path / "c").read_journal()
+    s2 = CampaignStore.create(tmp_path / "d", CONFIG)  # not calibrated yet: nothing was lost
+    assert s2.read_journal().records == ()
+
+
+def test_anomaly_folders_are_complete_or_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = CampaignStore.create(tmp_path / "c", CONFIG)
     folder = s.save_anomaly("A001-pause", "x = 1\n", {"conditions": []}, {"ok": True})
     assert sorted(p.name for p in folder.iterdir()) == ["case.toml", "evidence.json", "mfs.json"]
     assert json.loads((folder / "evidence.json").read_text()) == {"ok": True}
     assert [p.name for p in s.anomaly_dirs()] == ["A001-pause"]
+    real_write = Path.write_text
+    written: list[str] = []
+
+    def failing(self: Path, text: str, *args: Any, **kwargs: Any) -> int:
+        # the disk fills up after the first file of a folder: the second write fails half-way
+        written.append(self.name)
+        if len(written) == 2:
+            real_write(self, text[: len(text) // 2], *args, **kwargs)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(self, text, *args, **kwargs)
+
+    def snapshot() -> dict[str, dict[str, str]]:
+        return {p.name: {f.name: f.read_text() for f in p.iterdir()} for p in s.anomaly_dirs()}
+
+    before = snapshot()
+    monkeypatch.setattr(Path, "write_text", failing)
+    # a new folder that fails half-way is absent; an older one rewritten (a finished MFS) stays as it was
+    with pytest.raises(StoreError, match="No space left"):
+        s.save_anomaly("A002-pause", "y = 2\n", {"conditions": []}, {"ok": 2})
+    assert snapshot() == before
+    written.clear()
+    with pytest.raises(StoreError, match="No space left"):
+        s.update_mfs("A001-pause", {"conditions": [1]}, "x = 3\n", cost=4)
+    assert snapshot() == before
+    monkeypatch.undo()
+    # what the failures left behind (half-written temporary folders) is never listed, and is cleaned up
+    assert any(p.name.startswith(".") for p in (tmp_path / "c" / "anomalies").iterdir())
+    assert s.keep_anomalies({"A001-pause"}) == []
+    assert sorted(p.name for p in (tmp_path / "c" / "anomalies").iterdir()) == ["A001-pause"]
+    s.update_mfs("A001-pause", {"conditions": [1]}, "x = 3\n", cost=4)
+    assert snapshot() == {"A001-pause": {"case.toml": "x = 3\n", "mfs.json": json.dumps({"conditions": [1]}, indent=2),
+                                         "evidence.json": json.dumps({"ok": True, "minimize_experiments": 4},
+                                                                     indent=2)}}
 
 
 def test_create_refuses_an_existing_campaign_and_open_needs_one(tmp_path: Path) -> None:
-    CampaignStore.create(tmp_path / "c", {})
+    CampaignStore.create(tmp_path / "c", CONFIG)
     with pytest.raises(InputError, match="already holds a campaign"):
-        CampaignStore.create(tmp_path / "c", {})
+        CampaignStore.create(tmp_path / "c", CONFIG)
     with pytest.raises(InputError, match="holds no campaign"):
         CampaignStore.open(tmp_path / "other")
+
+
+def test_a_prepared_store_writes_nothing_until_it_begins(tmp_path: Path) -> None:
+    s = CampaignStore.prepare(tmp_path / "c", CONFIG)
+    assert not (tmp_path / "c").exists()
+    s.begin(None)
+    assert CampaignStore.open(tmp_path / "c").config() == CONFIG
+
+
+def test_default_folders_never_collide(tmp_path: Path) -> None:
+    first = CampaignStore.prepare(tmp_path / "campaign-x", CONFIG, unique=True)
+    second = CampaignStore.prepare(tmp_path / "campaign-x", CONFIG, unique=True)
+    first.begin(None)
+    second.begin(None)
+    assert (first.root.name, second.root.name) == ("campaign-x", "campaign-x-2")
 
 
 def test_builtin_presets_load() -> None:
