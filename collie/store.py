@@ -11,8 +11,9 @@ Layout::
 Invariants:
     * nothing is written before :meth:`CampaignStore.begin` (which a campaign calls once its target is open),
       except through :meth:`CampaignStore.create`, which makes the folder at once;
-    * the journal is only appended to; a crash loses at most the record being written, and a truncated last
-      line (no newline at its end: the trace of a crash) is cut off with a warning when the journal is read;
+    * the journal is only appended to; a crash loses at most the record being written, and when the journal is
+      read back for a resume the trace of a crash is cut off its end: a truncated last line (no newline at its
+      end) with a warning, and the RUNNING row of the trial in flight;
       anything else wrong in it (a damaged row, a row of the wrong type, a gap in the trial numbers) is an
       :class:`~collie.errors.InputError` naming the file, the line and the field, and the file is left as is;
     * every row and ``campaign.toml`` are checked on read (see :mod:`collie.records`);
@@ -193,10 +194,11 @@ class CampaignStore:
             os.fsync(self._journal.fileno())
 
     def read_journal(self) -> JournalRead:
-        """Every record in order, each checked (see the module's invariants).
+        """Every record in order, each checked (see the module's invariants), less the trace of a crash.
 
         A last line without its newline that is not a whole record (a crash while writing it) is cut off the
-        file with a warning. A journal without trials beside a ``campaign.toml`` that holds calibrated ceilings
+        file with a warning; so is, silently, the RUNNING row of the trial in flight at a crash or a Ctrl-C (a
+        resumed campaign runs that trial again and journals it anew, so its journal is the uninterrupted one's). A journal without trials beside a ``campaign.toml`` that holds calibrated ceilings
         has lost them (the ceilings come from the first trials): an error, not a fresh start.
 
         Raises:
@@ -209,6 +211,7 @@ class CampaignStore:
         numbers: list[int] = []
         warnings: list[str] = []
         cut: int | None = None
+        starts: list[int] = []
         offset = 0
         for i, raw in enumerate(raw_lines):
             start, offset = offset, offset + len(raw) + 1
@@ -226,11 +229,16 @@ class CampaignStore:
                 raise InputError(f"{where}: not a valid JSON record; the journal is damaged") from None
             records.append(TrialRecord.from_json(row, where))
             numbers.append(i + 1)
+            starts.append(start)
         check_sequence(records, numbers, str(path))
         if not any(r.state.finished for r in records) and self._config.ceilings is not None:
             raise InputError(f"{path}: holds no finished trial, but {self.root / CONFIG} holds the ceilings its "
                              "calibration trials measured: the journal was lost or emptied, and resuming would "
                              "start the campaign over; restore it, or start a new campaign with another --out")
+        if records and records[-1].state is TrialState.RUNNING:  # the trial in flight: it runs again
+            cut = starts[-1]
+            records.pop()
+            numbers.pop()
         if cut is not None:
             with self._writing(), open(path, "r+b") as fh:
                 fh.truncate(cut)
