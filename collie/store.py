@@ -198,8 +198,9 @@ class CampaignStore:
 
         A last line without its newline that is not a whole record (a crash while writing it) is cut off the
         file with a warning; so is, silently, the RUNNING row of the trial in flight at a crash or a Ctrl-C (a
-        resumed campaign runs that trial again and journals it anew, so its journal is the uninterrupted one's). A journal without trials beside a ``campaign.toml`` that holds calibrated ceilings
-        has lost them (the ceilings come from the first trials): an error, not a fresh start.
+        resumed campaign runs that trial again and journals it anew, so its journal is the uninterrupted one's).
+        A journal without trials beside a ``campaign.toml`` that holds calibrated ceilings has lost them (the
+        ceilings come from the first trials): an error, not a fresh start.
 
         Raises:
             InputError: a damaged row or a gap in the trial numbers (the file, the line and the field).

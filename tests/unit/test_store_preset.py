@@ -17,7 +17,6 @@ from collie.targets.sim import SimTarget
 from collie.workload import Workload
 from tests.conftest import EXAMPLES
 
-
 CONFIG = CampaignConfig(target="sim", seed=1, budget=10, preset="collie", strategy="anneal")
 
 
@@ -77,9 +76,9 @@ def test_damage_in_the_middle_is_an_error_and_leaves_the_file_alone(tmp_path: Pa
 
 def test_an_emptied_journal_beside_calibrated_ceilings_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
     calibrated = dataclasses.replace(CONFIG, ceilings=Ceilings({"oneway": 1e9}, {"oneway": 1e6}), baseline={})
-    s = CampaignStore.create(tmp_path / "c", calibrated)
+    CampaignStore.create(tmp_path / "c", calibrated)
     (tmp_path / "c" / "trials.jsonl").write_text("")
-    with pytest.raises(InputError, match="holds no finished trial.*lost or emptied"):
+    with pytest.raises(InputError, match=r"holds no finished trial.*lost or emptied"):
         CampaignStore.open(tmp_path / "c").read_journal()
     s2 = CampaignStore.create(tmp_path / "d", CONFIG)  # not calibrated yet: nothing was lost
     assert s2.read_journal().records == ()
