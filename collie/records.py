@@ -11,6 +11,7 @@ journal) and the field, never a ``KeyError`` or ``ValueError``.
 
 from __future__ import annotations
 
+import json
 import time as clock
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -349,6 +350,8 @@ class TrialRecord:
         Raises:
             InputError: a row that is not an object, or an unknown, missing or mistyped field.
         """
+        if not isinstance(row, dict):
+            raise InputError(f"{where}: expected a JSON object (a trial record), got {json.dumps(row)[:60]}")
         r = _table(row, where, _ROW_FIELDS, ("trial", "phase", "key", "point", "status", "time"))
         trial = _expect(r["trial"], int, f"{where}: trial", "a trial number")
         if trial < 1:

@@ -91,6 +91,11 @@ class TrialRunner:
                              f"{record.key}, but the campaign now asks {phase} of {key} there: its options, its "
                              "files or collie changed since, so it cannot be resumed exactly; start a new campaign "
                              "with another --out")
+        if recorded is not None and recorded[0].result is not None:
+            problem = _foreign(recorded[0].result, workload)
+            if problem:
+                raise InputError(f"{self.store.root / JOURNAL}: line {recorded[1]}: result: {problem} of its "
+                                 f"workload {key}; the journal is damaged")
         self.emit(TrialStarted(n, phase, pt))
         if recorded is not None:
             record = recorded[0]
@@ -139,3 +144,17 @@ class TrialRunner:
         except Exception as exc:  # a target failure must not end the campaign
             return TrialOutcome(TrialState.FAILED, reason=f"{type(exc).__name__}: {exc}")
         return TrialOutcome(TrialState.COMPLETE, result)
+
+
+def _foreign(result: RunResult, workload: Workload) -> str:
+    """Why a journaled ``result`` cannot be a run of ``workload`` (``""``: it can): another workload key, flows
+    that are not the workload's, or hosts it does not touch."""
+    if result.workload_key != workload.key():
+        return f"its workload_key {result.workload_key} is not the key"
+    flows = [(i, f.client.host, f.server.host) for i, f in enumerate(workload.flows)]
+    if sorted((f.flow, f.client, f.server) for f in result.flows) != flows:
+        return "its flows are not the flows"
+    hosts = [h.host for h in result.hosts]
+    if len(set(hosts)) != len(hosts) or not set(hosts) <= set(workload.hosts):
+        return f"its hosts {', '.join(hosts)} are not the hosts"
+    return ""
