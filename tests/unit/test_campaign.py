@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -145,22 +146,32 @@ def test_target_failures_are_recorded_and_the_campaign_goes_on(tmp_path: Path) -
     assert summary.failed == len(failed) and summary.experiments == 120
 
 
-def test_resume_from_a_cut_journal_reproduces_the_uncut_campaign(tmp_path: Path) -> None:
-    full = _campaign(tmp_path / "full", Wrapped()).run()
-    cut = tmp_path / "cut"
-    _campaign(cut, Wrapped()).run()
-    lines = (cut / "trials.jsonl").read_text().splitlines()
-    keep = lines[: len(lines) // 3]
-    # a crash mid-trial: the RUNNING record of the next trial plus half of its COMPLETE line
-    (cut / "trials.jsonl").write_text("\n".join(keep) + "\n" + lines[len(keep)][:40])
-    for a in (cut / "anomalies").iterdir():
-        for f in a.iterdir():
-            f.unlink()
-        a.rmdir()
-    resumed = _campaign(cut, Wrapped(), resume=True).run()
-    assert [(a.anomaly_id, a.mfs, a.point) for a in resumed.anomalies] == \
-           [(a.anomaly_id, a.mfs, a.point) for a in full.anomalies]
-    assert resumed.experiments == full.experiments
+def _rows(tmp: Path) -> list[dict[str, Any]]:
+    """The journal less timestamps and durations."""
+    rows = _journal(tmp)
+    for r in rows:
+        r.pop("time")
+        if "result" in r:
+            r["result"].pop("setup_s")
+    return rows
+
+
+def test_resume_from_a_cut_journal_writes_the_uncut_campaigns_journal(tmp_path: Path) -> None:
+    full = _campaign(tmp_path / "full", Wrapped(), budget=150).run()
+    lines = (tmp_path / "full" / "trials.jsonl").read_text().splitlines()
+    # a crash mid-trial (the RUNNING record of the next trial plus half of its COMPLETE line), and a crash
+    # while a trial ran (its RUNNING record last); each resumed campaign's journal is the uncut one's
+    third = len(lines) // 3 // 2 * 2  # a number of whole trials' rows
+    for keep, torn in ((third + 1, lines[third + 1][:40]), (2 * third + 1, "")):
+        assert json.loads(lines[keep - 1])["status"] == "RUNNING"
+        cut = tmp_path / f"cut-{keep}"
+        shutil.copytree(tmp_path / "full", cut)
+        (cut / "trials.jsonl").write_text("\n".join(lines[:keep]) + "\n" + torn)
+        shutil.rmtree(cut / "anomalies")
+        resumed = _campaign(cut, Wrapped(), budget=150, resume=True).run()
+        assert resumed.anomalies == full.anomalies
+        assert resumed.experiments == full.experiments
+        assert _rows(cut) == _rows(tmp_path / "full")
 
 
 SIDE_PROFILE = """

@@ -126,7 +126,7 @@ def test_one_direction_table_serves_build_point_of_and_calibration(space) -> Non
     from collie.calibrate import calibration_workloads
     from collie.space import DIRECTION_PAIRS, DIRECTIONS
 
-    assert DIRECTIONS == tuple(DIRECTION_PAIRS)
+    assert tuple(DIRECTION_PAIRS) == DIRECTIONS
     for direction, pairs in DIRECTION_PAIRS.items():
         w = space.build({"direction": direction})
         assert tuple((f.client.host, f.server.host) for f in w.flows) == pairs

@@ -1,21 +1,22 @@
 from __future__ import annotations
 
 import dataclasses
-import errno
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from collie.errors import InputError, StoreError
+from collie.errors import InputError
 from collie.oracle import Ceilings
 from collie.preset import load_preset
 from collie.records import CampaignConfig, Phase, TrialRecord, TrialState
 from collie.store import CampaignStore
 from collie.targets.sim import SimTarget
 from collie.workload import Workload
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, ROOT
 
 CONFIG = CampaignConfig(target="sim", seed=1, budget=10, preset="collie", strategy="anneal")
 
@@ -84,45 +85,57 @@ def test_an_emptied_journal_beside_calibrated_ceilings_is_an_error_not_a_fresh_s
     assert s2.read_journal().records == ()
 
 
-def test_anomaly_folders_are_complete_or_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+_FAILING_WRITES = """
+import json, resource, signal, sys
+from pathlib import Path
+from collie.errors import StoreError
+from collie.store import CampaignStore
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing us
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+store = CampaignStore.open(Path(sys.argv[1]))
+big = "# " + "x" * 9000 + "\\n"
+outcomes = []
+for name, write in [
+    ("new folder, its evidence too big", lambda: store.save_anomaly("A002-pause", "y = 2\\n", {"c": []}, {"e": big})),
+    ("rewritten folder, its case too big", lambda: store.update_mfs("A001-pause", {"c": [1]}, big, cost=4)),
+    ("rewritten folder, its evidence too big", lambda: store.save_anomaly("A001-pause", "z = 3\\n", None, {"e": big})),
+]:
+    try:
+        write()
+        outcomes.append([name, "written"])
+    except StoreError as exc:
+        outcomes.append([name, "StoreError" if "cannot write to the campaign folder" in str(exc) else str(exc)])
+print(json.dumps(outcomes))
+"""
+
+
+def test_anomaly_folders_are_complete_or_absent(tmp_path: Path) -> None:
     s = CampaignStore.create(tmp_path / "c", CONFIG)
     folder = s.save_anomaly("A001-pause", "x = 1\n", {"conditions": []}, {"ok": True})
     assert sorted(p.name for p in folder.iterdir()) == ["case.toml", "evidence.json", "mfs.json"]
     assert json.loads((folder / "evidence.json").read_text()) == {"ok": True}
     assert [p.name for p in s.anomaly_dirs()] == ["A001-pause"]
-    real_write = Path.write_text
-    written: list[str] = []
-
-    def failing(self: Path, text: str, *args: Any, **kwargs: Any) -> int:
-        # the disk fills up after the first file of a folder: the second write fails half-way
-        written.append(self.name)
-        if len(written) == 2:
-            real_write(self, text[: len(text) // 2], *args, **kwargs)
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(self, text, *args, **kwargs)
 
     def snapshot() -> dict[str, dict[str, str]]:
         return {p.name: {f.name: f.read_text() for f in p.iterdir()} for p in s.anomaly_dirs()}
 
     before = snapshot()
-    monkeypatch.setattr(Path, "write_text", failing)
-    # a new folder that fails half-way is absent; an older one rewritten (a finished MFS) stays as it was
-    with pytest.raises(StoreError, match="No space left"):
-        s.save_anomaly("A002-pause", "y = 2\n", {"conditions": []}, {"ok": 2})
-    assert snapshot() == before
-    written.clear()
-    with pytest.raises(StoreError, match="No space left"):
-        s.update_mfs("A001-pause", {"conditions": [1]}, "x = 3\n", cost=4)
-    assert snapshot() == before
-    monkeypatch.undo()
+    # a real failing write (a file size limit: the write stops part-way with EFBIG), in a child process, while a
+    # new folder is saved and while the saved one is rewritten (a finished MFS) or saved again (a resume)
+    r = subprocess.run([sys.executable, "-c", _FAILING_WRITES, str(tmp_path / "c")], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    assert r.returncode == 0, r.stderr
+    assert [o[1] for o in json.loads(r.stdout)] == ["StoreError"] * 3, r.stdout
+    assert snapshot() == before  # the new folder is absent, the old one whole and unchanged
     # what the failures left behind (half-written temporary folders) is never listed, and is cleaned up
     assert any(p.name.startswith(".") for p in (tmp_path / "c" / "anomalies").iterdir())
     assert s.keep_anomalies({"A001-pause"}) == []
     assert sorted(p.name for p in (tmp_path / "c" / "anomalies").iterdir()) == ["A001-pause"]
     s.update_mfs("A001-pause", {"conditions": [1]}, "x = 3\n", cost=4)
-    assert snapshot() == {"A001-pause": {"case.toml": "x = 3\n", "mfs.json": json.dumps({"conditions": [1]}, indent=2),
-                                         "evidence.json": json.dumps({"ok": True, "minimize_experiments": 4},
-                                                                     indent=2)}}
+    assert snapshot() == {"A001-pause": {
+        "case.toml": "x = 3\n", "mfs.json": json.dumps({"conditions": [1]}, indent=2),
+        "evidence.json": json.dumps({"ok": True, "minimize_experiments": 4}, indent=2)}}
 
 
 def test_create_refuses_an_existing_campaign_and_open_needs_one(tmp_path: Path) -> None:
