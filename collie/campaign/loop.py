@@ -102,6 +102,7 @@ class Campaign:
         self._open: list[_OpenEdges] = []
         # confirming and minimizing a new find stop here: what finishing the open edges may take stays free
         self._limit = self.budget
+        self.resume = resume
         journal = store.read_journal() if resume else None
         for w in journal.warnings if journal is not None else ():
             self._emit(Warning(w))
@@ -380,8 +381,9 @@ class Campaign:
         """Run the whole campaign (entering the target); returns its summary.
 
         The store is begun (a new folder made) only once the target is open: a target that cannot be opened
-        leaves nothing behind. When the campaign ends, the anomaly folders on disk are exactly those of the
-        summary (a resumed campaign removes any an earlier run left that its path does not find again).
+        leaves nothing behind. When a resumed campaign ends, the anomaly folders on disk are exactly those of its
+        summary: it removes any an earlier run left that its path does not find again, and any half-written one
+        (a new campaign removes nothing: what is in its folder before it started is not its own).
 
         Raises:
             CampaignInterrupted: on Ctrl-C (the journal is consistent; ``--resume`` continues).
@@ -402,10 +404,11 @@ class Campaign:
                 for budget in self.budgets:
                     self.budget = self._limit = budget
                     self._search()
-                self._check_walked()
-                for name in self.store.keep_anomalies({a.anomaly_id for a in self.summary.anomalies}):
-                    self._emit(Warning(f"removed the anomaly folder {name}: an earlier run of this campaign left "
-                                       "it, and the resumed campaign did not find it again"))
+                if self.resume:
+                    self._check_walked()
+                    for name in self.store.keep_anomalies({a.anomaly_id for a in self.summary.anomalies}):
+                        self._emit(Warning(f"removed the anomaly folder {name}: an earlier run of this campaign "
+                                           "left it, and the resumed campaign did not find it again"))
             except KeyboardInterrupt:
                 raise CampaignInterrupted() from None
             finally:
