@@ -24,7 +24,7 @@ from collie.events import AnomalyFound, Event, TrialFinished
 from collie.features import features
 from collie.preset import Preset, load_preset
 from collie.space import load_space
-from collie.store import CampaignStore
+from collie.store import CampaignConfig, CampaignStore
 from collie.targets import open_target
 from collie.targets.sim import SimTarget
 
@@ -66,7 +66,8 @@ def run_one(profile: str, preset: Preset, seed: int, budget: int,
             first.setdefault(last_probe[0][0], e.experiments)
 
     with tempfile.TemporaryDirectory() as d:
-        store = CampaignStore.create(Path(d) / "c", {"bench": True})
+        store = CampaignStore.create(Path(d) / "c", CampaignConfig(target=profile, seed=seed, budget=budget,
+                                                                   preset=preset.name, strategy=preset.strategy))
         c = Campaign(target=open_target(profile, seed=seed), space=load_space(), preset=preset, store=store,
                      seed=seed, budget=budget, listener=listen)
         if watch is not None:

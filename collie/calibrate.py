@@ -1,8 +1,8 @@
 """Calibration: measure a target's ceilings with simple perftest-like workloads before a campaign.
 
-Per direction kind (one-way, bidirectional, loopback) two runs, as the field does it: large RC WRITEs for
-bits/s and many-QP 64 B RC WRITEs with post lists for packets/s. The clean runs' loss and retransmission
-counters are the baseline the oracle compares against.
+Per direction kind (one-way, bidirectional, loopback: their host pairs from :data:`collie.space.DIRECTION_PAIRS`)
+two runs, as the field does it: large RC WRITEs for bits/s and many-QP 64 B RC WRITEs with post lists for
+packets/s. The clean runs' loss and retransmission counters are the baseline the oracle compares against.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Final
 from collie import rocev2
 from collie.collectors.catalog import Catalog
 from collie.collectors.normalize import catalog_for
-from collie.oracle import Ceilings, Oracle, Thresholds, event_rates, normalized_hosts
+from collie.oracle import DIRECTION_KINDS, Ceilings, Oracle, Thresholds, event_rates, normalized_hosts
+from collie.space import DIRECTION_PAIRS
 from collie.targets.base import RunResult, TargetInfo
 from collie.workload import Endpoint, Flow, Workload
 
-_PAIRS: Final = {"oneway": (("a", "b"),), "bidirectional": (("a", "b"), ("b", "a")), "loopback": (("a", "a"),)}
 BANDWIDTH_SIZE: Final = 1 << 20
 RATE_SIZE: Final = 64
 MTU: Final = 4096
@@ -27,7 +27,8 @@ CALIBRATION_SECONDS: Final = 5.0
 def calibration_workloads() -> list[tuple[str, str, Workload]]:
     """``(kind, measure, workload)`` for every calibration run; ``measure`` is ``bps`` or ``pps``."""
     out = []
-    for kind, pairs in _PAIRS.items():
+    for kind in DIRECTION_KINDS:
+        pairs = DIRECTION_PAIRS[kind]
         bw = Workload(tuple(Flow(Endpoint(c), Endpoint(s), sizes=(BANDWIDTH_SIZE,), qps=4, mtu=MTU,
                                  mrs=4, mr_size=BANDWIDTH_SIZE, sq_depth=128, rq_depth=128) for c, s in pairs),
                       name=f"calibrate-{kind}-bandwidth")

@@ -7,7 +7,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collie.oracle import Verdict
+from collie.records import TrialState
 from collie.targets.base import RunResult
+
+
+def counted(n: int, noun: str, plural: str = "") -> str:
+    """``n`` and ``noun``, in the plural unless ``n`` is 1: ``1 experiment``, ``3 experiments``.
+
+    Args:
+        n: how many.
+        noun: the singular.
+        plural: the plural when it is not ``noun + "s"``.
+    """
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 @dataclass(frozen=True)
@@ -25,11 +37,12 @@ class TrialStarted:
 
 @dataclass(frozen=True)
 class TrialFinished:
-    """``result`` is the target's own object (with ``truth`` on the simulator, for benchmarks only)."""
+    """``result`` is the target's own object (with ``truth`` on the simulator, for benchmarks only);
+    ``experiments`` is the budget spent so far, this trial included."""
 
     trial: int
     phase: str
-    status: str
+    status: TrialState
     experiments: int
     point: dict[str, Any]
     verdict: Verdict | None = None
@@ -39,12 +52,28 @@ class TrialFinished:
 
 @dataclass(frozen=True)
 class AnomalyFound:
+    """A new anomaly, saved.
+
+    Attributes:
+        anomaly_id: its id (``A001-pause``), the name of its folder.
+        signature: the verdict's signature.
+        mfs: its minimal feature set, described; ``""`` when it was not minimized.
+        experiments: the budget spent when it was saved (its confirmation and minimization included).
+        minimize_experiments: of those, the ones that confirmed and minimized it.
+        confirmed: it reproduced (after minimizing).
+        found_at: the experiment that first showed it (the summary's ``found_at``): explore, confirm and
+            minimize runs counted from 1, calibration and corpus replays aside.
+        minimized: the preset confirms and minimizes finds (False: ``random`` and ``bayes`` save them as found).
+    """
+
     anomaly_id: str
     signature: str
     mfs: str
     experiments: int
     minimize_experiments: int
     confirmed: bool
+    found_at: int = 0
+    minimized: bool = True
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,15 @@ from collie.tomlio import check_fields, expect_type, read_toml
 from collie.workload import MEMORY_PLACEMENTS, MTUS, Endpoint, Flow, Workload
 
 OPS: Final = ("RC_SEND", "RC_WRITE", "RC_READ", "UC_SEND", "UC_WRITE", "UD_SEND")
-DIRECTIONS: Final = ("oneway", "bidirectional", "loopback", "incast")
+#: The one table of what each direction is: its flows' (client host, server host) pairs, in flow order. The
+#: space builds workloads from it, reads directions back from it, and calibration measures its first three.
+DIRECTION_PAIRS: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
+    "oneway": (("a", "b"),),
+    "bidirectional": (("a", "b"), ("b", "a")),
+    "loopback": (("a", "a"),),
+    "incast": (("a", "b"), ("b", "b")),
+}
+DIRECTIONS: Final = tuple(DIRECTION_PAIRS)
 
 #: Every parameter a point may set, with its default (used when a space neither searches nor fixes it).
 PARAMETERS: Final[Mapping[str, Any]] = {
@@ -126,13 +134,7 @@ class SearchSpace:
                 signal_every=min(p["signal_every"], depth), burst=p["burst"], processes=p["processes"],
             )
 
-        pairs = {
-            "oneway": (("a", "b"),),
-            "bidirectional": (("a", "b"), ("b", "a")),
-            "loopback": (("a", "a"),),
-            "incast": (("a", "b"), ("b", "b")),
-        }[p["direction"]]
-        return Workload(flows=tuple(flow(c, s) for c, s in pairs))
+        return Workload(flows=tuple(flow(c, s) for c, s in DIRECTION_PAIRS[p["direction"]]))
 
     def point_of(self, workload: Workload) -> dict[str, Any]:
         """The point of this space that builds ``workload`` (the inverse of :meth:`build`).
@@ -142,9 +144,7 @@ class SearchSpace:
                 their hosts, host pairs that are no direction, mixed memory placement).
         """
         pairs = tuple((f.client.host, f.server.host) for f in workload.flows)
-        directions = {(("a", "b"),): "oneway", (("a", "b"), ("b", "a")): "bidirectional",
-                      (("a", "a"),): "loopback", (("a", "b"), ("b", "b")): "incast"}
-        direction = directions.get(pairs)
+        direction = next((d for d, p in DIRECTION_PAIRS.items() if p == pairs), None)
         f = workload.flows[0]
         memories = {e.memory for fl in workload.flows for e in (fl.client, fl.server)}
         same = all(replace(x, client=f.client, server=f.server) == f for x in workload.flows)

@@ -2,15 +2,21 @@
 
 Layout::
 
-    DIR/campaign.toml              config + target fingerprint + calibrated ceilings (written once)
-    DIR/trials.jsonl               one JSON object per line, appended, flushed and fsynced per record
+    DIR/campaign.toml              a :class:`CampaignConfig`: config + target fingerprint + calibrated ceilings
+    DIR/trials.jsonl               one :class:`TrialRecord` per line, appended, flushed and fsynced per record
     DIR/anomalies/<id>/case.toml   the minimal replayable workload
     DIR/anomalies/<id>/mfs.json    its minimal feature set
     DIR/anomalies/<id>/evidence.json  verdicts and counters from both ends, the original point, costs
 
 Invariants:
-    * the journal is only appended to; a crash loses at most the record being written, and a truncated last
-      line is skipped with a warning when the journal is read back;
+    * nothing is written before :meth:`CampaignStore.begin` (which a campaign calls once its target is open),
+      except through :meth:`CampaignStore.create`, which makes the folder at once;
+    * the journal is only appended to; a crash loses at most the record being written, and when the journal is
+      read back for a resume the trace of a crash is cut off its end: a truncated last line (no newline at its
+      end) with a warning, and the RUNNING row of the trial in flight;
+      anything else wrong in it (a damaged row, a row of the wrong type, a gap in the trial numbers) is an
+      :class:`~collie.errors.InputError` naming the file, the line and the field, and the file is left as is;
+    * every row and ``campaign.toml`` are checked on read (see :mod:`collie.records`);
     * anomaly folders are written to a temporary name and renamed into place, so a folder that exists is
       complete;
     * a write that fails during a campaign (a full disk) raises :class:`~collie.errors.StoreError`, whose
@@ -23,72 +29,146 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Final
 
 import tomli_w
 
-from collie.case_record import CaseRecord, write_case_folder
+from collie.case_record import CaseRecord, read_case_folder, write_case_folder
 from collie.errors import InputError, StoreError
+from collie.mfs import MFS
+from collie.records import CampaignConfig, TrialRecord, TrialState, check_sequence
+from collie.targets.base import TargetInfo
 from collie.tomlio import read_toml
+from collie.workload import Workload
+
+__all__ = ["ANOMALIES", "CONFIG", "JOURNAL", "CampaignConfig", "CampaignStore", "JournalRead", "TrialRecord",
+           "TrialState", "check_writable", "write_case_folder"]
 
 CONFIG: Final = "campaign.toml"
 JOURNAL: Final = "trials.jsonl"
 ANOMALIES: Final = "anomalies"
 _MIN_FREE_BYTES: Final = 16 << 20
+#: Suffixes tried after a default folder name that is taken (``campaign-20260101-120000-2``, ...).
+_MAX_SUFFIX: Final = 1000
 
 
 @dataclass(frozen=True)
 class JournalRead:
-    """Records read back from a journal, and what had to be skipped."""
+    """Records read back from a journal (with the line each came from), and what had to be repaired."""
 
-    records: tuple[dict[str, Any], ...]
+    records: tuple[TrialRecord, ...]
+    lines: tuple[int, ...]
     warnings: tuple[str, ...]
 
 
 class CampaignStore:
-    """One campaign folder. Use :meth:`create` for a new campaign and :meth:`open` to resume one."""
+    """One campaign folder.
 
-    def __init__(self, root: Path) -> None:
+    :meth:`create` makes a new campaign folder at once (the library's simple path); :meth:`prepare` plans one that
+    :meth:`begin` makes once the target is open; :meth:`open` reads an existing one to resume it.
+    """
+
+    def __init__(self, root: Path, config: CampaignConfig, *, exists: bool, unique: bool = False) -> None:
         self.root = root
+        self._config = config
+        self._exists = exists
+        self._unique = unique
+        self._dirty = not exists
         self._journal: IO[str] | None = None
 
     @classmethod
-    def create(cls, root: Path, config: Mapping[str, Any]) -> CampaignStore:
+    def create(cls, root: Path, config: CampaignConfig) -> CampaignStore:
         """Make a new campaign folder (it must not hold a campaign already) and write its config.
 
         Raises:
             InputError: the folder holds a campaign, cannot be created or written, or its disk is full.
         """
-        if (root / CONFIG).exists() or (root / JOURNAL).exists():
-            raise InputError(f"{root} already holds a campaign; use --resume to continue it or choose another "
-                             "--out folder")
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"cannot create the output folder {root}: {exc.strerror}") from None
-        check_writable(root)
-        store = cls(root)
-        _atomic_write(root / CONFIG, tomli_w.dumps(_toml_safe(config)))
+        store = cls.prepare(root, config)
+        store.begin(None)
         return store
 
     @classmethod
-    def open(cls, root: Path) -> CampaignStore:
-        """Open an existing campaign folder for resuming.
+    def prepare(cls, root: Path, config: CampaignConfig, *, unique: bool = False) -> CampaignStore:
+        """Plan a new campaign folder without writing anything; :meth:`begin` makes it.
+
+        Args:
+            root: the folder.
+            config: the campaign's configuration.
+            unique: ``root`` is a default name: if it is taken when the folder is made, ``-2``, ``-3``, ... is
+                appended (two campaigns started in the same second get two folders).
 
         Raises:
-            InputError: the folder has no campaign, or is not writable.
+            InputError: ``root`` holds a campaign already (unless ``unique``).
+        """
+        if not unique:
+            _refuse_existing(root)
+        return cls(root, config, exists=False, unique=unique)
+
+    @classmethod
+    def open(cls, root: Path) -> CampaignStore:
+        """Open an existing campaign folder for resuming; its ``campaign.toml`` is read and checked.
+
+        Raises:
+            InputError: the folder has no campaign, its ``campaign.toml`` is damaged, or it is not writable.
         """
         if not (root / CONFIG).is_file():
             raise InputError(f"{root} holds no campaign (no {CONFIG}); start one without --resume")
+        config = CampaignConfig.from_toml(read_toml(root / CONFIG), str(root / CONFIG))
         check_writable(root)
-        return cls(root)
+        return cls(root, config, exists=True)
 
-    def config(self) -> dict[str, Any]:
-        return read_toml(self.root / CONFIG)
+    def config(self) -> CampaignConfig:
+        """The campaign's configuration (as it will be written, before :meth:`begin`)."""
+        return self._config
+
+    def stage(self, config: CampaignConfig) -> None:
+        """Replace the configuration; it is written by :meth:`begin` (a resume that extends the budget)."""
+        self._config = config
+        self._dirty = True
+
+    def begin(self, info: TargetInfo | None) -> None:
+        """Make the folder if it is new and write the configuration with the target's fingerprint ``info`` (kept
+        when the configuration has one already). Called once the target is open.
+
+        Raises:
+            InputError: the folder holds a campaign, or cannot be created or written, or its disk is full.
+        """
+        if info is not None and self._config.target_info is None:
+            self._config = replace(self._config, target_info=info)
+            self._dirty = True
+        if not self._exists:
+            self.root = self._make_folder()
+            self._exists = True
+        if self._dirty:
+            with self._writing():
+                _atomic_write(self.root / CONFIG, tomli_w.dumps(self._config.to_toml_dict()))
+            self._dirty = False
+
+    def _make_folder(self) -> Path:
+        candidates = [self.root] + ([self.root.with_name(f"{self.root.name}-{i}") for i in range(2, _MAX_SUFFIX)]
+                                    if self._unique else [])
+        for root in candidates:
+            if self._unique:
+                try:
+                    root.parent.mkdir(parents=True, exist_ok=True)
+                    root.mkdir()
+                except FileExistsError:
+                    continue
+                except OSError as exc:
+                    raise InputError(f"cannot create the output folder {root}: {exc.strerror}") from None
+            else:
+                _refuse_existing(root)
+                try:
+                    root.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise InputError(f"cannot create the output folder {root}: {exc.strerror}") from None
+            check_writable(root)
+            return root
+        raise InputError(f"every folder name from {self.root} to {candidates[-1].name} is taken; give --out")
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -100,44 +180,75 @@ class CampaignStore:
                              f"was saved before is kept: make room, then continue with collie campaign --resume "
                              f"--out {self.root}") from None
 
-    def update_config(self, config: Mapping[str, Any]) -> None:
+    def update_config(self, config: CampaignConfig) -> None:
+        """Write ``config`` now (the folder exists)."""
+        self._config = config
         with self._writing():
-            _atomic_write(self.root / CONFIG, tomli_w.dumps(_toml_safe(config)))
+            _atomic_write(self.root / CONFIG, tomli_w.dumps(config.to_toml_dict()))
+        self._dirty = False
 
-    def append(self, record: Mapping[str, Any]) -> None:
+    def append(self, record: TrialRecord) -> None:
         """Append one record to the journal, flushed and fsynced before returning."""
         with self._writing():
             if self._journal is None:
                 self._journal = open(self.root / JOURNAL, "a", encoding="utf-8")  # noqa: SIM115 - kept open
-            self._journal.write(json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n")
+            self._journal.write(json.dumps(record.to_json(), separators=(",", ":"), sort_keys=True) + "\n")
             self._journal.flush()
             os.fsync(self._journal.fileno())
 
     def read_journal(self) -> JournalRead:
-        """Every complete record in order; a truncated or garbled last line is skipped with a warning."""
-        path = self.root / JOURNAL
-        if not path.exists():
-            return JournalRead((), ())
-        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
-        records: list[dict[str, Any]] = []
-        warnings: list[str] = []
-        for i, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                if i >= len(lines) - 2:
-                    warnings.append(f"{path}: line {i + 1} is truncated (a crash while writing); skipped it")
-                    self._truncate_to_complete(path, lines[:i])
-                else:
-                    raise InputError(f"{path}: line {i + 1} is not valid JSON; the journal is damaged") from None
-        return JournalRead(tuple(records), tuple(warnings))
+        """Every record in order, each checked (see the module's invariants), less the trace of a crash.
 
-    @staticmethod
-    def _truncate_to_complete(path: Path, good_lines: list[str]) -> None:
-        text = "\n".join(line for line in good_lines if line.strip())
-        _atomic_write(path, text + "\n" if text else "")
+        A last line without its newline that is not a whole record (a crash while writing it) is cut off the
+        file with a warning; so is, silently, the RUNNING row of the trial in flight at a crash or a Ctrl-C (a
+        resumed campaign runs that trial again and journals it anew, so its journal is the uninterrupted one's).
+        A journal without trials beside a ``campaign.toml`` that holds calibrated ceilings has lost them (the
+        ceilings come from the first trials): an error, not a fresh start.
+
+        Raises:
+            InputError: a damaged row or a gap in the trial numbers (the file, the line and the field).
+        """
+        path = self.root / JOURNAL
+        data = path.read_bytes() if path.exists() else b""
+        raw_lines = data.split(b"\n")
+        records: list[TrialRecord] = []
+        numbers: list[int] = []
+        warnings: list[str] = []
+        cut: int | None = None
+        starts: list[int] = []
+        offset = 0
+        for i, raw in enumerate(raw_lines):
+            start, offset = offset, offset + len(raw) + 1
+            if not raw.strip():
+                continue
+            where = f"{path}: line {i + 1}"
+            torn = i == len(raw_lines) - 1  # no newline after it: the record being written at a crash
+            try:
+                row = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                if torn:
+                    warnings.append(f"{where} is truncated (a crash while writing it); cut it off the journal")
+                    cut = start
+                    break
+                raise InputError(f"{where}: not a valid JSON record; the journal is damaged") from None
+            records.append(TrialRecord.from_json(row, where))
+            numbers.append(i + 1)
+            starts.append(start)
+        check_sequence(records, numbers, str(path))
+        if not any(r.state.finished for r in records) and self._config.ceilings is not None:
+            raise InputError(f"{path}: holds no finished trial, but {self.root / CONFIG} holds the ceilings its "
+                             "calibration trials measured: the journal was lost or emptied, and resuming would "
+                             "start the campaign over; restore it, or start a new campaign with another --out")
+        if records and records[-1].state is TrialState.RUNNING:  # the trial in flight: it runs again
+            cut = starts[-1]
+            records.pop()
+            numbers.pop()
+        if cut is not None:
+            with self._writing(), open(path, "r+b") as fh:
+                fh.truncate(cut)
+                fh.flush()
+                os.fsync(fh.fileno())
+        return JournalRead(tuple(records), tuple(numbers), tuple(warnings))
 
     def save_anomaly(self, record: CaseRecord) -> Path:
         """Write ``anomalies/<id>/`` (see :func:`~collie.case_record.write_case_folder`)."""
@@ -146,29 +257,47 @@ class CampaignStore:
             base.mkdir(exist_ok=True)
             return write_case_folder(base / record.anomaly_id, record)
 
-    def update_mfs(self, anomaly_id: str, mfs: Mapping[str, Any], case_toml: str, cost: int = 0) -> None:
-        """Rewrite a saved anomaly's ``mfs.json`` and ``case.toml`` (whose description names the MFS) atomically,
-        file by file (its MFS was widened or its edges finished), adding ``cost`` experiments to the
-        ``minimize_experiments`` of its ``evidence.json``."""
+    def update_mfs(self, anomaly_id: str, mfs: MFS, case: Workload, cost: int = 0) -> None:
+        """Rewrite a saved anomaly's folder with a new MFS and ``case.toml`` (whose description names the MFS),
+        adding ``cost`` experiments to its ``minimize_experiments`` (its MFS was widened or its edges finished).
+        The folder is rewritten as a whole, so it is the old one or the new one, never a mix."""
         folder = self.root / ANOMALIES / anomaly_id
         with self._writing():
-            _atomic_write(folder / "mfs.json", json.dumps(mfs, indent=2))
-            _atomic_write(folder / "case.toml", case_toml)
-            if cost:
-                evidence = json.loads((folder / "evidence.json").read_text(encoding="utf-8"))
-                evidence["minimize_experiments"] = evidence.get("minimize_experiments", 0) + cost
-                _atomic_write(folder / "evidence.json", json.dumps(evidence, indent=2))
+            record = read_case_folder(folder)
+            write_case_folder(folder, replace(record, mfs=mfs, workload=case,
+                                              minimize_experiments=record.minimize_experiments + cost))
 
     def anomaly_dirs(self) -> Iterator[Path]:
         base = self.root / ANOMALIES
         if base.is_dir():
             yield from sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
 
+    def keep_anomalies(self, ids: set[str]) -> list[str]:
+        """Remove every anomaly folder not named in ``ids`` and any half-written one a crash left; returns the
+        names of the complete folders removed (a resumed campaign's summary lists exactly what stays)."""
+        base = self.root / ANOMALIES
+        removed: list[str] = []
+        if not base.is_dir():
+            return removed
+        with self._writing():
+            for p in sorted(base.iterdir()):
+                if p.is_dir() and (p.name.startswith(".") or p.name not in ids):
+                    shutil.rmtree(p)
+                    if not p.name.startswith("."):
+                        removed.append(p.name)
+        return removed
+
     def close(self) -> None:
         journal, self._journal = self._journal, None
         if journal is not None:
             with self._writing():
                 journal.close()
+
+
+def _refuse_existing(root: Path) -> None:
+    if (root / CONFIG).exists() or (root / JOURNAL).exists():
+        raise InputError(f"{root} already holds a campaign; use --resume to continue it or choose another "
+                         "--out folder")
 
 
 def check_writable(root: Path) -> None:
@@ -192,12 +321,3 @@ def _atomic_write(path: Path, text: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-
-
-def _toml_safe(value: Any) -> Any:
-    """TOML has no null: drop None values recursively."""
-    if isinstance(value, Mapping):
-        return {k: _toml_safe(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list | tuple):
-        return [_toml_safe(v) for v in value if v is not None]
-    return value

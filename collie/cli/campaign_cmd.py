@@ -4,20 +4,32 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from collie.campaign import Campaign, CampaignInterrupted, CampaignSummary
 from collie.cases import CorpusCase, load_corpus
 from collie.cli.render import emit, format_option, render
 from collie.cli.run_cmd import pace_option, seed_option, target_option
 from collie.errors import InputError
-from collie.events import AnomalyFound, Event, KnownAnomaly, MfsFinished, PhaseStarted, TrialFinished, Warning
+from collie.events import (
+    AnomalyFound,
+    Event,
+    KnownAnomaly,
+    MfsFinished,
+    PhaseStarted,
+    TrialFinished,
+    Warning,
+    counted,
+)
 from collie.preset import DEFAULT_PRESET, load_preset
+from collie.records import CampaignConfig, TrialState
 from collie.space import load_space
-from collie.store import CampaignStore
+from collie.store import CONFIG, CampaignStore
 from collie.strategies import STRATEGIES
 from collie.targets import open_target
 
@@ -29,23 +41,26 @@ def _progress(every: int) -> Any:
         if isinstance(event, PhaseStarted):
             click.echo(f"== {event.phase}: {event.detail}", err=True)
         elif isinstance(event, TrialFinished):
-            if event.phase == "explore" and event.experiments % every == 0 and event.status != "PRUNED":
-                click.echo(f"   {event.experiments} experiments", err=True)
-            if event.status == "FAILED":
+            if event.phase == "explore" and event.experiments % every == 0 and event.status != TrialState.PRUNED:
+                click.echo(f"   {counted(event.experiments, 'experiment')}", err=True)
+            if event.status == TrialState.FAILED:
                 click.echo(f"   trial {event.trial} FAILED: {event.reason}", err=True)
         elif isinstance(event, AnomalyFound):
-            if not event.mfs:  # the budget ran out first (a warning said so)
+            if not event.minimized:
+                state, what = "not confirmed or minimized by this preset", "saved as found"
+            elif not event.mfs:  # the budget ran out first (a warning said so)
                 state, what = "not minimized", "saved as found"
             else:
                 state, what = "confirmed" if event.confirmed else "NOT confirmed after minimizing", event.mfs
-            click.echo(f"!! {event.anomaly_id} [{event.signature}] after {event.experiments} experiments "
-                       f"({event.minimize_experiments} to confirm and minimize, {state}): {what}", err=True)
+            click.echo(f"!! {event.anomaly_id} [{event.signature}] found at experiment {event.found_at} "
+                       f"({counted(event.minimize_experiments, 'more experiment')} to confirm and minimize, {state}): "
+                       f"{what}", err=True)
         elif isinstance(event, KnownAnomaly):
             widened = f"; its MFS widened to {event.widened}" if event.widened else ""
             click.echo(f"   trial {event.trial}: known anomaly {event.anomaly_id}{widened}", err=True)
         elif isinstance(event, MfsFinished):
-            click.echo(f"   {event.anomaly_id}: edges finished ({event.experiments} experiments): {event.mfs}",
-                       err=True)
+            click.echo(f"   {event.anomaly_id}: edges finished ({counted(event.experiments, 'experiment')}): "
+                       f"{event.mfs}", err=True)
         elif isinstance(event, Warning):
             click.echo(f"warning: {event.message}", err=True)
 
@@ -71,73 +86,97 @@ def _summary_rows(summary: CampaignSummary) -> list[dict[str, Any]]:
     } for a in summary.anomalies]
 
 
-@click.command()
-@target_option
-@click.option("--space", "space_file", type=click.Path(path_type=Path), default=None,
-              help="Search space file (default: the paper's space).")
-@click.option("--preset", default=DEFAULT_PRESET, show_default=True,
-              help="Search preset: collie, random, bayes, quick, or a .toml file.")
-@click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help="Override the preset's strategy.")
-@click.option("--budget", type=click.IntRange(min=1), default=None,
-              help="Experiments to spend (explore + confirm + minimize); default from the preset.")
-@seed_option
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Campaign folder (default: reports/campaign-<time>).")
-@click.option("--corpus", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None,
-              help="Folder of known cases (case.toml + mfs.json) replayed first.")
-@click.option("--resume", is_flag=True, help="Continue the campaign in --out with the same budget and stream.")
-@click.option("--no-live", is_flag=True, help="Plain progress lines only (the live dashboard comes later).")
-@pace_option
-@format_option
-def campaign(target_spec: str, space_file: Path | None, preset: str, strategy: str | None, budget: int | None,
-             seed: int, out: Path | None, corpus: Path | None, resume: bool, no_live: bool, pace: float,
-             fmt: str) -> None:
-    """Search a target for anomalies, minimize each one, and save replayable cases."""
+def _given(ctx: click.Context, name: str, value: Any) -> Any:
+    """``value`` if the user gave option ``name`` (on the command line or in the environment), else None."""
+    source = ctx.get_parameter_source(name)
+    return value if source not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP) else None
+
+
+def _store(ctx: click.Context, resume: bool, out: Path | None, target_spec: str, seed: int, preset: str,
+           strategy: str | None, budget: int | None, space_file: Path | None, corpus: Path | None
+           ) -> CampaignStore:
+    """The campaign folder: a resumed one (its configuration amended by the options given, or refused), or a
+    new one planned (written once the target is open)."""
     if resume:
         if out is None:
             raise InputError("--resume needs --out DIR, the folder of the campaign to continue")
         store = CampaignStore.open(out)
-        cfg = store.config()
-        target_spec, seed, budget = cfg["target"], int(cfg["seed"]), int(cfg["budget"])
-        preset, space_file = cfg["preset"], Path(cfg["space"]) if cfg.get("space") else None
-        strategy = cfg["strategy"]
-        corpus = Path(cfg["corpus"]) if cfg.get("corpus") else None
+        config = store.config()
+        store.stage(config.resumed(
+            str(out / CONFIG), target=_given(ctx, "target_spec", target_spec), seed=_given(ctx, "seed", seed),
+            budget=budget, preset=_given(ctx, "preset", preset), strategy=strategy, space=space_file,
+            corpus=corpus))
+        return store
     chosen = load_preset(preset)
-    if strategy is not None and strategy != chosen.strategy:
-        from dataclasses import replace
+    config = CampaignConfig.new(target=target_spec, seed=seed, budget=budget or chosen.budget, preset=preset,
+                                strategy=strategy or chosen.strategy, space=space_file, corpus=corpus)
+    if out is not None:
+        return CampaignStore.prepare(out, config)
+    return CampaignStore.prepare(Path("reports") / time.strftime("campaign-%Y%m%d-%H%M%S"), config, unique=True)
 
-        chosen = replace(chosen, strategy=strategy, strategy_options={})
-    space = load_space(space_file)
-    known_cases = _corpus(corpus)
-    target = open_target(target_spec, seed=seed, pace=pace)
-    final_budget = budget or chosen.budget
-    if not resume:
-        out = out or Path("reports") / time.strftime("campaign-%Y%m%d-%H%M%S")
-        store = CampaignStore.create(out, {
-            "target": target_spec, "seed": seed, "budget": final_budget, "preset": preset,
-            "strategy": chosen.strategy, "space": str(space_file) if space_file else "",
-            "corpus": str(corpus.resolve()) if corpus else "",
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        })
-    assert out is not None
-    run = Campaign(target=target, space=space, preset=chosen, store=store, seed=seed, budget=final_budget,
-                   listener=_progress(max(10, final_budget // 10)), corpus=known_cases, resume=resume)
+
+_PRESET_HELP = ("Search preset: collie or quick (confirm and minimize every find), random or bayes (baselines: "
+                "finds are saved as found, neither confirmed nor minimized), or a .toml file.")
+
+
+@click.command()
+@target_option
+@click.option("--space", "space_file", type=click.Path(path_type=Path), default=None,
+              help="Search space file (default: the paper's space).")
+@click.option("--preset", default=DEFAULT_PRESET, show_default=True, help=_PRESET_HELP)
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
+              help="Override the preset's strategy (the preset still decides whether finds are minimized).")
+@click.option("--budget", type=click.IntRange(min=1), default=None,
+              help="Experiments to spend (explore + confirm + minimize); default from the preset. With --resume: "
+                   "extend the campaign to this many.")
+@seed_option
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Campaign folder (default: a new reports/campaign-<time>[-N]).")
+@click.option("--corpus", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None,
+              help="Folder of known cases (case.toml + mfs.json) replayed first.")
+@click.option("--resume", is_flag=True,
+              help="Continue the campaign in --out (same target, seed, preset, strategy, space and corpus; "
+                   "--budget extends it).")
+@click.option("--no-live", is_flag=True, help="Plain progress lines only (the live dashboard comes later).")
+@pace_option
+@format_option
+@click.pass_context
+def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, preset: str, strategy: str | None,
+             budget: int | None, seed: int, out: Path | None, corpus: Path | None, resume: bool, no_live: bool,
+             pace: float, fmt: str) -> None:
+    """Search a target for anomalies, minimize each one, and save replayable cases."""
+    store = _store(ctx, resume, out, target_spec, seed, preset, strategy, budget, space_file, corpus)
+    config = store.config()
+    chosen = load_preset(config.preset)
+    if config.strategy != chosen.strategy:
+        chosen = replace(chosen, strategy=config.strategy, strategy_options={})
+    space = load_space(Path(config.space) if config.space else None)
+    known_cases = _corpus(Path(config.corpus) if config.corpus else None)
+    target = open_target(config.target, seed=config.seed, pace=pace)
+    run = Campaign(target=target, space=space, preset=chosen, store=store, seed=config.seed, budget=config.budget,
+                   listener=_progress(max(10, config.budget // 10)), corpus=known_cases, resume=resume,
+                   earlier_budgets=config.earlier_budgets)
     try:
         summary = run.run()
     except CampaignInterrupted:
-        click.echo(f"collie: interrupted; the journal is safe. Continue with: collie campaign --resume --out {out}",
-                   err=True)
+        click.echo(f"collie: interrupted; the journal is safe. Continue with: collie campaign --resume --out "
+                   f"{store.root}", err=True)
         raise SystemExit(130) from None
-    corpus_line = (f"; {len(summary.corpus_reproduced)} of {summary.replayed} known cases reproduced"
+    out = store.root
+    corpus_line = (f"; {len(summary.corpus_reproduced)} of {counted(summary.replayed, 'known case')} reproduced"
                    if summary.replayed else "")
-    click.echo(f"== done: {summary.experiments} experiments ({summary.minimize_experiments} minimizing, "
+    unminimized = ("" if summary.confirms else
+                   f" (preset {chosen.name} neither confirms nor minimizes: they are saved as found)")
+    click.echo(f"== done: {counted(summary.experiments, 'experiment')} ({summary.minimize_experiments} minimizing, "
                f"{summary.calibration} calibration, {summary.pruned} pruned, {summary.failed} failed); "
-               f"{len(summary.anomalies)} anomalies in {out}{corpus_line}", err=True)
+               f"{counted(len(summary.anomalies), 'anomaly', 'anomalies')} in {out}{unminimized}{corpus_line}",
+               err=True)
     if fmt == "json":
         emit(json.dumps({"out": str(out), "experiments": summary.experiments,
                          "minimize_experiments": summary.minimize_experiments, "pruned": summary.pruned,
                          "failed": summary.failed, "known_hits": summary.known_hits,
                          "replayed": summary.replayed, "corpus_reproduced": summary.corpus_reproduced,
+                         "confirms_and_minimizes": summary.confirms,
                          "anomalies": _summary_rows(summary)}, indent=2))
     else:
         emit(render(_summary_rows(summary), fmt, title=f"anomalies ({out})",

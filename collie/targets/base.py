@@ -1,9 +1,10 @@
 """The target interface: something that runs a workload and reports what happened, with counters.
 
 A target is a context manager. ``describe()`` fingerprints the subsystem (NIC, firmware, driver, kernel, line
-rate, ceilings); ``run(workload, duration)`` runs one experiment and returns a :class:`RunResult`. A workload the
-target cannot run (over a device limit, an opcode it lacks) raises :class:`Unsupported`: the campaign prunes that
-trial and never counts it as an anomaly.
+rate, ceilings); ``run(workload, duration)`` runs one experiment and returns a :class:`RunResult`; it may be told
+the run's ``repetition`` (see :meth:`Target.run`), which makes seeded noise a function of the caller's record. A
+workload the target cannot run (over a device limit, an opcode it lacks) raises :class:`Unsupported`: the campaign
+prunes that trial and never counts it as an anomaly.
 
 Invariants of a :class:`RunResult`:
     * rates are per second of the measured interval (setup excluded);
@@ -199,8 +200,17 @@ class Target(Protocol):
         """Fingerprint of the subsystem under test."""
         ...
 
-    def run(self, workload: Workload, duration: float) -> RunResult:
+    def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:
         """Run one experiment for ``duration`` seconds of measured traffic.
+
+        Args:
+            workload: what to run.
+            duration: seconds of measured traffic.
+            repetition: how many times the caller ran this very workload before (a campaign counts its
+                journal's completed trials of the same key). A target whose measurements come from a seeded
+                noise source (the simulator) draws this run's noise from it, so that a resumed campaign,
+                which takes its earlier trials from the journal instead of running them, measures what an
+                uninterrupted one did. Real targets ignore it. None: the target counts its own runs.
 
         Raises:
             Unsupported: the target cannot run this workload.

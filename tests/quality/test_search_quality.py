@@ -16,7 +16,7 @@ from collie.features import features
 from collie.mfs import MFS
 from collie.preset import load_preset
 from collie.space import load_space
-from collie.store import CampaignStore
+from collie.store import CampaignConfig, CampaignStore
 from collie.targets.sim import SimTarget
 
 SPACE = load_space()
@@ -37,8 +37,9 @@ def _campaign(tmp: Path, seed: int, budget: int) -> list[tuple[str, MFS]]:
         if isinstance(e, AnomalyFound) and e.confirmed:
             found.append(last[0])
 
+    store = CampaignStore.create(tmp, CampaignConfig(f"sim:{PROFILE}", seed, budget, "collie", "anneal"))
     c = Campaign(target=SimTarget(PROFILE, seed=seed), space=SPACE, preset=load_preset("collie"),
-                 store=CampaignStore.create(tmp, {"seed": seed}), seed=seed, budget=budget, listener=listen)
+                 store=store, seed=seed, budget=budget, listener=listen)
     summary = c.run()
     confirmed = [a for a in summary.anomalies if a.confirmed and a.mfs is not None]
     return [(truth[0], a.mfs) for truth, a in zip(found, confirmed, strict=True) if len(truth) == 1 and a.mfs]
@@ -92,7 +93,8 @@ def _first_rare_find(tmp: Path, seed: int, budget: int) -> _Reached | None:
             raise _Reached(last[0][0], e.experiments)
 
     c = Campaign(target=SimTarget(PROFILE, seed=seed), space=SPACE, preset=load_preset("collie"),
-                 store=CampaignStore.create(tmp, {"seed": seed}), seed=seed, budget=budget, listener=listen)
+                 store=CampaignStore.create(tmp, CampaignConfig(f"sim:{PROFILE}", seed, budget, "collie", "anneal")),
+                 seed=seed, budget=budget, listener=listen)
     try:
         c.run()
     except _Reached as reached:

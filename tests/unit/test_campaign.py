@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -17,6 +18,7 @@ from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted,
 from collie.features import features
 from collie.mfs import MFS, Condition
 from collie.preset import Preset, load_preset
+from collie.records import CampaignConfig
 from collie.space import load_space
 from collie.store import CampaignStore
 from collie.targets.base import RunResult, TargetInfo
@@ -43,16 +45,20 @@ class Wrapped:
     def describe(self) -> TargetInfo:
         return self.sim.describe()
 
-    def run(self, workload: Workload, duration: float) -> RunResult:
+    def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:
         self.runs += 1
         if self.fail_every and self.runs > 6 and self.runs % self.fail_every == 0:
             raise RuntimeError("NIC went away")
-        r = self.sim.run(workload, duration)
+        r = self.sim.run(workload, duration, repetition=repetition)
         return dataclasses.replace(r, truth=()) if self.strip_truth else r
 
 
+def config(seed: int = 0, budget: int = 250) -> CampaignConfig:
+    return CampaignConfig(target="test", seed=seed, budget=budget, preset="collie", strategy="anneal")
+
+
 def _campaign(tmp: Path, target: Any, budget: int = 250, seed: int = 3, resume: bool = False) -> Campaign:
-    store = CampaignStore.open(tmp) if resume else CampaignStore.create(tmp, {"target": "test", "seed": seed})
+    store = CampaignStore.open(tmp) if resume else CampaignStore.create(tmp, config(seed, budget))
     return Campaign(target=target, space=load_space(), preset=load_preset("collie"), store=store, seed=seed,
                     budget=budget, resume=resume)
 
@@ -144,22 +150,32 @@ def test_target_failures_are_recorded_and_the_campaign_goes_on(tmp_path: Path) -
     assert summary.failed == len(failed) and summary.experiments == 120
 
 
-def test_resume_from_a_cut_journal_reproduces_the_uncut_campaign(tmp_path: Path) -> None:
-    full = _campaign(tmp_path / "full", Wrapped()).run()
-    cut = tmp_path / "cut"
-    _campaign(cut, Wrapped()).run()
-    lines = (cut / "trials.jsonl").read_text().splitlines()
-    keep = lines[: len(lines) // 3]
-    # a crash mid-trial: the RUNNING record of the next trial plus half of its COMPLETE line
-    (cut / "trials.jsonl").write_text("\n".join(keep) + "\n" + lines[len(keep)][:40])
-    for a in (cut / "anomalies").iterdir():
-        for f in a.iterdir():
-            f.unlink()
-        a.rmdir()
-    resumed = _campaign(cut, Wrapped(), resume=True).run()
-    assert [(a.anomaly_id, a.mfs, a.point) for a in resumed.anomalies] == \
-           [(a.anomaly_id, a.mfs, a.point) for a in full.anomalies]
-    assert resumed.experiments == full.experiments
+def _rows(tmp: Path) -> list[dict[str, Any]]:
+    """The journal less timestamps and durations."""
+    rows = _journal(tmp)
+    for r in rows:
+        r.pop("time")
+        if "result" in r:
+            r["result"].pop("setup_s")
+    return rows
+
+
+def test_resume_from_a_cut_journal_writes_the_uncut_campaigns_journal(tmp_path: Path) -> None:
+    full = _campaign(tmp_path / "full", Wrapped(), budget=150).run()
+    lines = (tmp_path / "full" / "trials.jsonl").read_text().splitlines()
+    # a crash mid-trial (the RUNNING record of the next trial plus half of its COMPLETE line), and a crash
+    # while a trial ran (its RUNNING record last); each resumed campaign's journal is the uncut one's
+    third = len(lines) // 3 // 2 * 2  # a number of whole trials' rows
+    for keep, torn in ((third + 1, lines[third + 1][:40]), (2 * third + 1, "")):
+        assert json.loads(lines[keep - 1])["status"] == "RUNNING"
+        cut = tmp_path / f"cut-{keep}"
+        shutil.copytree(tmp_path / "full", cut)
+        (cut / "trials.jsonl").write_text("\n".join(lines[:keep]) + "\n" + torn)
+        shutil.rmtree(cut / "anomalies")
+        resumed = _campaign(cut, Wrapped(), budget=150, resume=True).run()
+        assert resumed.anomalies == full.anomalies
+        assert resumed.experiments == full.experiments
+        assert _rows(cut) == _rows(tmp_path / "full")
 
 
 SIDE_PROFILE = """
@@ -213,7 +229,7 @@ def _scripted(tmp: Path, profile_text: str, first: list[dict[str, Any]], budget:
     """A campaign on a made-up profile whose search asks ``first`` before anything else."""
     profile = tmp / "profile.toml"
     profile.write_text(profile_text)
-    store = CampaignStore.create(tmp / "c", {"target": "test"})
+    store = CampaignStore.create(tmp / "c", config(0, budget))
     campaign = Campaign(target=SimTarget(str(profile)), space=load_space(), preset=preset or load_preset("collie"),
                         store=store, seed=0, budget=budget,
                         listener=None if events is None else events.append)
@@ -376,7 +392,7 @@ def test_a_budget_spent_before_the_edges_are_finished_keeps_the_wide_mfs(tmp_pat
 
 
 def _with_corpus(tmp: Path, corpus: Path, budget: int, events: list[Any]) -> Campaign:
-    store = CampaignStore.create(tmp, {"target": "test", "seed": 5})
+    store = CampaignStore.create(tmp, config(5, budget))
     campaign = Campaign(target=Wrapped(), space=load_space(), preset=load_preset("collie"), store=store, seed=5,
                         budget=budget, corpus=load_corpus(corpus), listener=events.append)
     campaign.run()

@@ -122,6 +122,19 @@ def test_directions_build_the_right_flows(space) -> None:  # type: ignore[no-unt
     assert pairs("incast") == [("a", "b"), ("b", "b")]
 
 
+def test_one_direction_table_serves_build_point_of_and_calibration(space) -> None:  # type: ignore[no-untyped-def]
+    from collie.calibrate import calibration_workloads
+    from collie.space import DIRECTION_PAIRS, DIRECTIONS
+
+    assert tuple(DIRECTION_PAIRS) == DIRECTIONS
+    for direction, pairs in DIRECTION_PAIRS.items():
+        w = space.build({"direction": direction})
+        assert tuple((f.client.host, f.server.host) for f in w.flows) == pairs
+        assert space.point_of(w)["direction"] == direction
+    for kind, _, w in calibration_workloads():
+        assert tuple((f.client.host, f.server.host) for f in w.flows) == DIRECTION_PAIRS[kind]
+
+
 def test_validate_messages_are_actionable(space) -> None:  # type: ignore[no-untyped-def]
     p = space.simplest()
     with pytest.raises(ConstraintError) as err:

@@ -2,8 +2,10 @@
 
 Invariants:
     * ``run`` never sleeps unless ``pace > 0`` (then it sleeps ``pace x duration`` seconds, for demos);
-    * noise is a pure function of ``(seed, workload.key(), how many times this instance already ran that
-      key)``; two instances with the same seed replaying the same sequence of workloads agree exactly;
+    * noise is a pure function of ``(seed, workload.key(), repetition)``, where ``repetition`` is the one
+      ``run`` is told (a campaign: how many of its journal's completed trials ran that key before) or else how
+      many times this instance already ran that key; two instances with the same seed replaying the same
+      sequence of workloads agree exactly, and so does a campaign resumed from its journal;
     * ``RunResult.truth`` lists the ids of the quirks that fired (tests and benchmarks only); with
       ``record_truth=False`` it is always empty and nothing else in the result changes.
 """
@@ -89,8 +91,9 @@ class SimTarget:
             hosts=p.hosts, details=details,
         )
 
-    def run(self, workload: Workload, duration: float) -> RunResult:
-        """Simulate one experiment of ``duration`` measured seconds.
+    def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:
+        """Simulate one experiment of ``duration`` measured seconds; ``repetition`` picks its noise (see the
+        module's invariants).
 
         Raises:
             Unsupported: a host outside the profile, GPU memory without a GPU, over a device limit.
@@ -100,8 +103,13 @@ class SimTarget:
             raise ValueError(f"duration must be positive, got {duration}")
         check_supported(self.profile, workload)
         key = workload_key(workload)
-        rep = self._runs.get(key, 0)
-        self._runs[key] = rep + 1
+        if repetition is None:
+            rep = self._runs.get(key, 0)
+            self._runs[key] = rep + 1
+        elif repetition < 0:
+            raise ValueError(f"repetition must be 0 or more, got {repetition}")
+        else:
+            rep = repetition
         draws = Draws(self.seed, key, rep)
         out = simulate(self.profile, workload, features(workload), duration, draws, self._counters)
         if self.pace > 0:

@@ -147,7 +147,8 @@ class VerbsTarget:
         if problems:
             raise Unsupported(problems[0])
 
-    def run(self, workload: Workload, duration: float) -> RunResult:
+    def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:
+        """Run ``workload`` on the device; ``repetition`` is ignored (real measurements are not drawn from a seed)."""
         if not duration > 0:
             raise InputError(f"duration {duration} is not a positive number of seconds")
         self.check(workload)

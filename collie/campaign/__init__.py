@@ -1,0 +1,20 @@
+"""A campaign: calibrate -> replay the corpus -> explore -> confirm -> minimize -> record, journaled.
+
+Split along its jobs (in the spirit of Optuna's study and storage):
+    * :mod:`collie.campaign.runner` - the journaled trial runner (:class:`TrialRunner`): numbers, runs or takes
+      from the journal, and journals every trial, telling the target each run's repetition;
+    * :mod:`collie.campaign.registry` - the anomaly registry (:class:`AnomalyRegistry`): known match, regions,
+      widening, MFS replacement;
+    * :mod:`collie.campaign.loop` - the phase loop (:class:`Campaign`), which finds, confirms, minimizes and saves;
+    * :mod:`collie.campaign.summary` - the tally the CLI reads (:class:`CampaignSummary`).
+
+The campaign folder's files and their typed records are in :mod:`collie.store` and :mod:`collie.records`.
+"""
+
+from collie.campaign.loop import MAX_SIDE_FINDINGS, Campaign
+from collie.campaign.registry import AnomalyRecord, AnomalyRegistry
+from collie.campaign.runner import CampaignInterrupted, TrialOutcome, TrialRunner
+from collie.campaign.summary import CampaignSummary
+
+__all__ = ["MAX_SIDE_FINDINGS", "AnomalyRecord", "AnomalyRegistry", "Campaign", "CampaignInterrupted",
+           "CampaignSummary", "TrialOutcome", "TrialRunner"]

@@ -1,0 +1,124 @@
+"""The anomaly registry: what a campaign knows of the anomalies it met, and the questions its search asks.
+
+Which known anomaly explains a find (:meth:`AnomalyRegistry.match`), which one a find lies just past the edge
+of (:meth:`AnomalyRegistry.near`), the regions of the space the strategy is kept out of or steered around
+(:meth:`AnomalyRegistry.regions`, :meth:`AnomalyRegistry.inside`), and the replacement of an MFS that was
+widened or whose edges were finished (:meth:`AnomalyRegistry.replace_mfs`).
+
+Invariants: records are frozen; a replaced record takes the place of the old one in both :attr:`known` and
+:attr:`found`, so both lists always hold the current record of each anomaly, in the order met.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+from collie.features import Features, features
+from collie.mfs import MFS
+from collie.oracle import leading_symptom
+from collie.space import SearchSpace
+from collie.strategies.base import Region
+
+
+@dataclass(frozen=True)
+class AnomalyRecord:
+    """One anomaly a campaign knows.
+
+    Attributes:
+        anomaly_id: ``A001-pause`` (found by this campaign) or ``corpus:NAME`` (a corpus case that reproduced).
+        signature: the verdict's signature when it was found.
+        mfs: its minimal feature set; None when it was not minimized.
+        point: its simplest case as a search point (the find's own point when not minimized; empty for a
+            corpus case).
+        found_at: the experiment that first showed it, counting explore, confirm and minimize runs from 1
+            (calibration and corpus replays aside); 0 for a corpus case.
+        confirmed: it reproduced ``required`` of ``runs`` times (after minimizing, on the simplest case).
+    """
+
+    anomaly_id: str
+    signature: str
+    mfs: MFS | None
+    point: Mapping[str, Any]
+    found_at: int
+    confirmed: bool
+
+
+class AnomalyRegistry:
+    """The known anomalies of one campaign over one search space.
+
+    Args:
+        space: the campaign's search space (points are built into workloads to read their features).
+        found: the list the campaign's own finds are kept in (the summary's), in the order found.
+    """
+
+    def __init__(self, space: SearchSpace, found: list[AnomalyRecord]) -> None:
+        self.space = space
+        #: every known anomaly: the corpus's that reproduced, then the campaign's own finds, in order
+        self.known: list[AnomalyRecord] = []
+        self.found = found
+
+    def next_id(self, primary: str) -> str:
+        """The id of the next find whose primary symptom is ``primary`` (``A003-low-throughput``)."""
+        return f"A{len(self.found) + 1:03d}-{primary.replace('_', '-')}"
+
+    def add(self, record: AnomalyRecord, *, found: bool = True) -> None:
+        """Know ``record``; ``found``: the campaign found it (else a corpus case)."""
+        self.known.append(record)
+        if found:
+            self.found.append(record)
+
+    def get(self, anomaly_id: str) -> AnomalyRecord:
+        """The current record of a known anomaly (KeyError if none)."""
+        for a in self.known:
+            if a.anomaly_id == anomaly_id:
+                return a
+        raise KeyError(anomaly_id)
+
+    def regions(self) -> list[Region]:
+        """The known anomalies with a minimized case and a minimal feature set, as regions of the space."""
+        return [Region(dict(a.point), partial(self.misses, a.mfs)) for a in self.known
+                if a.mfs is not None and a.mfs.conditions and a.point]
+
+    def misses(self, mfs: MFS, point: Mapping[str, Any]) -> int:
+        """How many conditions of ``mfs`` the workload of ``point`` breaks."""
+        return len(mfs.broken(features(self.space.build(point))))
+
+    def inside(self, point: Mapping[str, Any]) -> int:
+        """How many known MFSs hold ``point`` (a search's exclusion: 0 is worth asking)."""
+        f = features(self.space.build(point))
+        return sum(a.mfs is not None and a.mfs.holds(f) for a in self.known)
+
+    def match(self, f: Features, signature: str) -> AnomalyRecord | None:
+        """The known anomaly that explains a run of ``f`` showing ``signature``: one whose MFS holds for ``f``
+        and leads with the same symptom, or an unminimized one of that very signature.
+
+        A run inside one anomaly's region that leads with another symptom has met a second anomaly overlapping
+        it (an RC SEND pause inside the region of a low-throughput anomaly that any RC verb shows).
+        """
+        for a in self.known:
+            if a.mfs is not None and a.mfs.holds(f) and leading_symptom(a.signature) == leading_symptom(signature):
+                return a
+            if a.mfs is None and a.signature == signature:
+                return a
+        return None
+
+    def near(self, f: Features, signature: str) -> tuple[int, MFS] | None:
+        """A known anomaly of the same signature whose MFS, widened a little, explains ``f``: (index, MFS)."""
+        for i, a in enumerate(self.known):
+            if a.mfs is not None and a.signature == signature:
+                widened = a.mfs.widened_to(f)
+                if widened is not None:
+                    return i, widened
+        return None
+
+    def replace_mfs(self, record: AnomalyRecord, mfs: MFS) -> AnomalyRecord:
+        """Give known anomaly ``record`` the MFS ``mfs``; returns its new record (in place of the old one)."""
+        new = replace(record, mfs=mfs)
+        for records in (self.known, self.found):
+            for i, a in enumerate(records):
+                if a.anomaly_id == record.anomaly_id:
+                    records[i] = new
+        return new

@@ -1,0 +1,160 @@
+"""The journaled trial runner: every experiment of a campaign is a numbered trial, run once and journaled.
+
+Invariants:
+    * trial ``n`` is journaled RUNNING before the target runs it, and COMPLETE, PRUNED or FAILED after;
+    * a trial the journal holds finished (a resumed campaign re-walking its path) is not run again: its result is
+      taken from the journal and judged again. It must be the same phase and workload the campaign asks at that
+      place, else the journal belongs to another path (other options, files or collie version) and the campaign
+      stops with one sentence rather than mixing two paths;
+    * the repetition a target is told for a run (see :meth:`~collie.targets.base.Target.run`) is how many
+      earlier COMPLETE trials of the campaign ran the same workload: a function of the journal only, so the
+      simulator's noise, and with it every result and decision, is the same in a resumed campaign as in an
+      uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from collie.campaign.summary import CampaignSummary
+from collie.errors import InputError
+from collie.events import Event, TrialFinished, TrialStarted
+from collie.oracle import Oracle, Verdict
+from collie.records import Phase, TrialRecord, TrialState
+from collie.store import JOURNAL, CampaignStore, JournalRead
+from collie.targets.base import RunResult, Target, Unsupported
+from collie.workload import Workload
+
+
+class CampaignInterrupted(Exception):
+    """Ctrl-C: the trial in flight was abandoned; the journal holds everything before it."""
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """How one trial ended: its state, what the target measured (COMPLETE) and the oracle's verdict on it
+    (None for calibration), or why it was pruned or failed."""
+
+    state: TrialState
+    result: RunResult | None = None
+    verdict: Verdict | None = None
+    reason: str = ""
+
+
+class TrialRunner:
+    """Runs a campaign's trials one after another (see the module's invariants).
+
+    Args:
+        target: the entered target.
+        store: the campaign folder the journal is appended to.
+        duration: seconds of measured traffic per run.
+        summary: the campaign's tally (experiments, pruned, failed), counted here.
+        emit: where the ``TrialStarted`` and ``TrialFinished`` events go.
+        journal: the journal read back for a resume (None for a new campaign).
+    """
+
+    def __init__(self, target: Target, store: CampaignStore, duration: float, summary: CampaignSummary,
+                 emit: Callable[[Event], None], journal: JournalRead | None = None) -> None:
+        self.target = target
+        self.store = store
+        self.duration = duration
+        self.summary = summary
+        self.emit = emit
+        self.trial = 0
+        #: judges every result but calibration's, once calibration has made it
+        self.oracle: Oracle | None = None
+        self._repetitions: Counter[str] = Counter()
+        self._recorded: dict[int, tuple[TrialRecord, int]] = {}
+        if journal is not None:
+            self._recorded = {r.trial: (r, line) for r, line in zip(journal.records, journal.lines, strict=True)
+                              if r.state.finished}
+
+    def run(self, phase: Phase, workload: Workload, point: Mapping[str, Any] | None) -> TrialOutcome:
+        """Run (or take from the journal) the next trial; journal it; return its outcome.
+
+        Raises:
+            InputError: the journal holds another phase or workload at this trial.
+            CampaignInterrupted: Ctrl-C while the target ran it.
+        """
+        self.trial += 1
+        n = self.trial
+        key = workload.key()
+        pt = dict(point) if point is not None else {}
+        recorded = self._recorded.pop(n, None)
+        if recorded is not None and (recorded[0].phase, recorded[0].key) != (phase, key):
+            record, line = recorded
+            raise InputError(f"{self.store.root / JOURNAL}: line {line}: trial {n} ran {record.phase} of workload "
+                             f"{record.key}, but the campaign now asks {phase} of {key} there: its options, its "
+                             "files or collie changed since, so it cannot be resumed exactly; start a new campaign "
+                             "with another --out")
+        if recorded is not None and recorded[0].result is not None:
+            problem = _foreign(recorded[0].result, workload)
+            if problem:
+                raise InputError(f"{self.store.root / JOURNAL}: line {recorded[1]}: result: {problem} of its "
+                                 f"workload {key}; the journal is damaged")
+        self.emit(TrialStarted(n, phase, pt))
+        if recorded is not None:
+            record = recorded[0]
+            verdict = self._judge(phase, record.result, workload)
+            outcome = TrialOutcome(record.state, record.result, verdict, record.reason)
+        else:
+            self.store.append(TrialRecord(n, phase, key, pt, TrialState.RUNNING, time.time()))
+            outcome = self._run_live(workload, self._repetitions[key])
+            outcome = TrialOutcome(outcome.state, outcome.result, self._judge(phase, outcome.result, workload),
+                                   outcome.reason)
+            v = outcome.verdict
+            summary = None if v is None else {"anomalous": v.anomalous, "signature": v.signature,
+                                              "score": v.score, "metrics": dict(v.metrics)}
+            self.store.append(TrialRecord(n, phase, key, pt, outcome.state, time.time(), outcome.reason,
+                                          outcome.result, summary))
+        if outcome.state is TrialState.COMPLETE:
+            self._repetitions[key] += 1
+        if phase.budgeted:
+            self.summary.experiments += outcome.state is not TrialState.PRUNED
+        self.summary.pruned += outcome.state is TrialState.PRUNED
+        self.summary.failed += outcome.state is TrialState.FAILED
+        self.emit(TrialFinished(n, phase, outcome.state, self.summary.experiments, pt, outcome.verdict,
+                                outcome.result, outcome.reason))
+        return outcome
+
+    def unwalked(self) -> tuple[int, int] | None:
+        """The first finished trial of the journal the campaign did not reach, as ``(trial, line)``; None when it
+        re-walked them all (its budget in ``campaign.toml`` was lowered, or the journal is another campaign's)."""
+        if not self._recorded:
+            return None
+        first = min(self._recorded)
+        return first, self._recorded[first][1]
+
+    def _judge(self, phase: Phase, result: RunResult | None, workload: Workload) -> Verdict | None:
+        if result is None or phase is Phase.CALIBRATE or self.oracle is None:
+            return None
+        return self.oracle.judge(result, workload)
+
+    def _run_live(self, workload: Workload, repetition: int) -> TrialOutcome:
+        try:
+            result = self.target.run(workload, self.duration, repetition=repetition)
+        except Unsupported as exc:
+            return TrialOutcome(TrialState.PRUNED, reason=f"unsupported: {exc}")
+        except KeyboardInterrupt:
+            raise CampaignInterrupted() from None
+        except Exception as exc:  # a target failure must not end the campaign
+            return TrialOutcome(TrialState.FAILED, reason=f"{type(exc).__name__}: {exc}")
+        return TrialOutcome(TrialState.COMPLETE, result)
+
+
+def _foreign(result: RunResult, workload: Workload) -> str:
+    """Why a journaled ``result`` cannot be a run of ``workload`` (``""``: it can): another workload key, flows
+    that are not the workload's, or hosts it does not touch."""
+    if result.workload_key != workload.key():
+        return f"its workload_key {result.workload_key} is not the key"
+    flows = [(i, f.client.host, f.server.host) for i, f in enumerate(workload.flows)]
+    if sorted((f.flow, f.client, f.server) for f in result.flows) != flows:
+        return "its flows are not the flows"
+    hosts = [h.host for h in result.hosts]
+    if len(set(hosts)) != len(hosts) or not set(hosts) <= set(workload.hosts):
+        return f"its hosts {', '.join(hosts)} are not the hosts"
+    return ""
