@@ -7,13 +7,16 @@ the inventory or the options (one sentence).
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from collie.cli.render import emit, format_option, render
-from collie.remote.check import HostCheck, check_inventory
+from collie.errors import InputError
 from collie.remote.inventory import load_inventory
+
+if TYPE_CHECKING:
+    from collie.remote.check import HostCheck
 
 inventory_option = click.option("--inventory", "inventory_path", required=True, metavar="HOSTS.toml",
                                  type=click.Path(dir_okay=False), help="The inventory of hosts (see docs/remote.md).")
@@ -65,6 +68,11 @@ def check(inventory_path: str, accept_new_host_keys: bool, fmt: str) -> None:
     Exits 1 when a host is not usable; the problem column says why.
     """
     inv = load_inventory(inventory_path)
+    try:  # paramiko is only needed here: the other commands run where it is not installed (a bare python3)
+        from collie.remote.check import check_inventory
+    except ImportError as exc:
+        raise InputError(f"collie hosts check needs {exc.name or 'paramiko'}; install it with "
+                         "'pip install paramiko' (or Debian's python3-paramiko)") from None
     results = check_inventory(inv, accept_new_host_keys=accept_new_host_keys)
     if fmt == "table":
         usable = sum(c.usable for c in results)

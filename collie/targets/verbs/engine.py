@@ -12,6 +12,7 @@ Work request objects are never created here: chains come prebuilt from ``resourc
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, replace
@@ -104,14 +105,39 @@ class Engine:
         self.cqs = [(run, cq) for run in self.runs for cq in run.res.send_cqs]
         self.rcqs = [(run, cq) for run in self.runs for cq in run.res.recv_cqs if run.res.recv_chain]
         self.counters: list[tuple[int, Snapshot]] = []
+        self._readers: list[threading.Thread] = []
+        self._reader_errors: list[BaseException] = []
         self.dead = 0
         self.measuring = False
         self.t_lo = self.t_hi = 0
         self.verbs_fraction = 0.0
 
     def _snap(self) -> None:
-        if self.job.collector is not None:
-            self.counters.append((time.monotonic_ns(), self.job.collector.snapshot()))
+        """Read the counters in a thread of their own: ``ethtool`` and ``rdma`` are processes that take
+        milliseconds (far more under emulation), and the traffic loop must not stall at the interval's edges
+        while they run. Each reading keeps the instant it started."""
+        collector = self.job.collector
+        if collector is None:
+            return
+        slot = len(self.counters)
+        self.counters.append((time.monotonic_ns(), Snapshot(0.0, {}, "pending", "")))
+
+        def read() -> None:
+            try:
+                self.counters[slot] = (self.counters[slot][0], collector.snapshot())
+            except BaseException as exc:  # handed to the worker's thread by wait_for_counters
+                self._reader_errors.append(exc)
+
+        reader = threading.Thread(target=read, name=f"counters-{slot}", daemon=True)
+        reader.start()
+        self._readers.append(reader)
+
+    def wait_for_counters(self) -> None:
+        """Wait until every counter reading started at an edge has finished; raise the first one's error."""
+        for reader in self._readers:
+            reader.join()
+        if self._reader_errors:
+            raise self._reader_errors[0]
 
     # ---- receive side -------------------------------------------------------------------------------
     def post_initial_recvs(self) -> None:
@@ -409,6 +435,7 @@ def run_job(pv: Pyverbs, job: WorkerJob, sync: Any = None) -> WorkerReport:
         engine.run(start_ns)
         stats, errors = engine.stats(job.verify)
         report = WorkerReport(worker=job.worker, setup_s=setup_s, stats=stats, errors=errors)
+        engine.wait_for_counters()
         if len(engine.counters) == 2:
             (ta, a), (tb, b) = engine.counters
             report = replace(report, counters_before=a, counters_after=b, counter_seconds=(tb - ta) / 1e9)

@@ -183,3 +183,23 @@ def test_pause_counters_moved_in_ethtool_give_a_pause_verdict(driver: str, mlx5_
     assert not any(s.kind == "pause" for s in v.symptoms)
     assert not v.evidence["hosts"]["b"]["pause_readable"]
     assert any(n.startswith("b: pause counters were not readable") for n in v.evidence["notes"])
+
+
+def test_the_traffic_loop_never_waits_for_a_counter_read(mlx5_root: Path) -> None:
+    """ethtool and rdma are processes that take a while (far longer under emulation): the engine reads the
+    counters in a thread of its own, so its traffic loop does not stall at the interval's edges."""
+    import threading
+
+    readers: list[str] = []
+
+    def slow(netdev: str) -> Snapshot:
+        readers.append(threading.current_thread().name)
+        return ethtool_snapshot(parse_ethtool(MLX5_DUMP, "fixture"), netdev)
+
+    flow = W.flows[0]
+    collector = HostCollector("mlx5_0", 1, root=str(mlx5_root), ethtool_reader=slow, netlink=SourceUse.OFF)
+    job = WorkerJob(worker=0, spec=VerbsSpec("mlx5_0"), shares=(Share(0, flow, flow.qps, flow.mrs, 0),),
+                    timing=Timing(0.01, 0.05, 2.0), verify=False, seed=1, collector=collector)
+    report = run_job(fake(), job)
+    assert report.counters_before is not None and report.counters_after is not None
+    assert len(readers) == 2 and threading.main_thread().name not in readers, readers
