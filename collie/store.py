@@ -200,7 +200,8 @@ class CampaignStore:
         """Every record in order, each checked (see the module's invariants), less the trace of a crash.
 
         A last line without its newline that is not a whole record (a crash while writing it) is cut off the
-        file with a warning; so is, silently, the RUNNING row of the trial in flight at a crash or a Ctrl-C (a
+        file with a warning (a whole one gets its newline back, with a warning, so that the next record starts a
+        line of its own); so is, silently, the RUNNING row of the trial in flight at a crash or a Ctrl-C (a
         resumed campaign runs that trial again and journals it anew, so its journal is the uninterrupted one's).
         A journal without trials beside a ``campaign.toml`` that holds calibrated ceilings has lost them (the
         ceilings come from the first trials): an error, not a fresh start.
@@ -239,13 +240,23 @@ class CampaignStore:
             raise InputError(f"{path}: holds no finished trial, but {self.root / CONFIG} holds the ceilings its "
                              "calibration trials measured: the journal was lost or emptied, and resuming would "
                              "start the campaign over; restore it, or start a new campaign with another --out")
+        tail = raw_lines[-1]  # what follows the last newline: b"" unless a crash cut the last write short
+        if cut is None and tail and not tail.strip():
+            cut = len(data) - len(tail)
         if records and records[-1].state is TrialState.RUNNING:  # the trial in flight: it runs again
             cut = starts[-1]
             records.pop()
             numbers.pop()
-        if cut is not None:
+        missing_newline = cut is None and bool(tail)  # a whole last record without its newline
+        if missing_newline:
+            warnings.append(f"{path}: line {numbers[-1]} lacks its newline (a crash while writing it); added it")
+        if cut is not None or missing_newline:
             with self._writing(), open(path, "r+b") as fh:
-                fh.truncate(cut)
+                if cut is not None:
+                    fh.truncate(cut)
+                else:
+                    fh.seek(0, os.SEEK_END)
+                    fh.write(b"\n")
                 fh.flush()
                 os.fsync(fh.fileno())
         return JournalRead(tuple(records), tuple(numbers), tuple(warnings))

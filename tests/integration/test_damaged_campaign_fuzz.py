@@ -73,9 +73,13 @@ def _damage_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     if not data:
         return b"\xff", "garbage in an empty file"
     at = rng.randrange(len(data))
-    kind = rng.choice(["truncate", "garbage", "cut-span"])
+    kind = rng.choice(["truncate", "truncate-at-a-line-end", "garbage", "cut-span"])
     if kind == "truncate":
         return data[:at], f"truncated at byte {at}"
+    if kind == "truncate-at-a-line-end":  # where a crash most often stops: just before, on or after a newline
+        ends = [i for i, b in enumerate(data) if b == ord("\n")] or [len(data) - 1]
+        at = max(0, rng.choice(ends) + rng.choice((-1, 0, 1)))
+        return data[:at], f"truncated at byte {at}, at a line's end"
     if kind == "garbage":
         junk = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
         return data[:at] + junk + data[at + len(junk):], f"garbage {junk!r} at byte {at}"
@@ -123,9 +127,16 @@ def _mutate(out: Path, rng: random.Random) -> str:
 
 
 def _without_crash_trace(data: bytes) -> bytes:
-    """The journal as a resume keeps it: less a torn last line and the RUNNING row of the trial in flight."""
+    """The journal as a resume keeps it: less a torn last line (a whole one gets its newline back) and the
+    RUNNING row of the trial in flight."""
     lines = data.split(b"\n")
-    whole = lines[:-1]  # each followed by its newline; the last element is torn (or empty)
+    whole, tail = lines[:-1], lines[-1]  # each of ``whole`` was followed by its newline; ``tail`` was not
+    if tail.strip():
+        try:
+            if isinstance(json.loads(tail.decode()), dict):
+                whole.append(tail)
+        except ValueError:
+            pass
     last = next((i for i in range(len(whole) - 1, -1, -1) if whole[i].strip()), None)
     if last is not None:
         try:
@@ -142,6 +153,7 @@ def _check(what: str, code: int, stderr: str, before: bytes, after: bytes) -> st
     if code == 2:
         errors = [line for line in stderr.splitlines() if line.startswith("collie: error: ")]
         assert len(errors) == 1 and stderr.rstrip().endswith(errors[0]), (what, stderr)
+        # (a refusal found once the journal was read follows the repair of the crash trace)
         assert after in (before, _without_crash_trace(before)), (what, "the journal changed on a refusal")
         return "refused"
     assert code == 0, (what, code, stderr)

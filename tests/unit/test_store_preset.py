@@ -54,6 +54,22 @@ def test_journal_append_and_truncated_last_line(tmp_path: Path) -> None:
     assert [r.trial for r in again.read_journal().records if r.state.finished] == [1, 2, 3, 4]
 
 
+def test_a_whole_last_record_without_its_newline_gets_it_back(tmp_path: Path) -> None:
+    # a crash that lost only the newline of the last record: appending must not glue the next record to it
+    s = CampaignStore.create(tmp_path / "c", CONFIG)
+    _append(s, 1, 2)
+    s.close()
+    journal = tmp_path / "c" / "trials.jsonl"
+    journal.write_bytes(journal.read_bytes()[:-1])
+    read = CampaignStore.open(tmp_path / "c").read_journal()
+    assert [r.trial for r in read.records] == [1, 1, 2, 2]
+    assert read.warnings and "line 4 lacks its newline" in read.warnings[0]
+    again = CampaignStore.open(tmp_path / "c")
+    _append(again, 3)
+    again.close()
+    assert [r.trial for r in again.read_journal().records] == [1, 1, 2, 2, 3, 3]
+
+
 def test_damage_in_the_middle_is_an_error_and_leaves_the_file_alone(tmp_path: Path) -> None:
     s = CampaignStore.create(tmp_path / "c", CONFIG)
     _append(s, 1, 2)
