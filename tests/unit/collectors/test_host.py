@@ -164,8 +164,8 @@ def _judge_through_the_verbs_target(device: str, collector: HostCollector) -> Ve
 def test_pause_counters_moved_in_ethtool_give_a_pause_verdict(driver: str, mlx5_root: Path,
                                                               bnxt_root: Path) -> None:
     root, device, texts, counter = (
-        (mlx5_root, "mlx5_0", mlx5_texts(60_000), "tx_prio3_pause_duration") if driver == "mlx5" else
-        (bnxt_root, "bnxt_re0", bnxt_texts(60_000), "pfc_pri3_tx_duration_us"))
+        (mlx5_root, "mlx5_0", mlx5_texts(300_000), "tx_prio3_pause_duration") if driver == "mlx5" else
+        (bnxt_root, "bnxt_re0", bnxt_texts(300_000), "pfc_pri3_tx_duration_us"))
     collector = HostCollector(device, 1, root=str(root), ethtool_reader=Dumps(texts), netlink_reader=no_netlink)
     v = _judge_through_the_verbs_target(device, collector)
     pause = [s for s in v.symptoms if s.kind == "pause"]
@@ -173,8 +173,9 @@ def test_pause_counters_moved_in_ethtool_give_a_pause_verdict(driver: str, mlx5_
     assert pause[0].counter == counter and pause[0].source == "ethtool" and not pause[0].estimate
     b = v.evidence["hosts"]["b"]
     assert b["pause_readable"] and b["pause_basis"]["tx"] == "duration"
-    assert b["pause_ratio_tx"]["3"] > 0.1  # 60 ms of pause in an interval of about 0.1 s
-    assert b["counters"][counter] == {"delta": 60_000, "source": "ethtool"}
+    # 300 ms of pause in an interval of about 0.1 s (longer on a loaded machine): far above the 0.1 % threshold
+    assert b["pause_ratio_tx"]["3"] > 0.05
+    assert b["counters"][counter] == {"delta": 300_000, "source": "ethtool"}
     assert all(c["source"] in ("port", "hw", "ethtool") for c in b["counters"].values()), b["counters"]
     assert b["unreadable"] == {"rdma-stat": "the 'rdma' tool (iproute2) is not installed"}
 
