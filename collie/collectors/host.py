@@ -22,7 +22,6 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from typing import Final
@@ -94,14 +93,11 @@ class HostCollector:
         sysfs = read_port(self.root, self.ref)
         parts: list[tuple[str, Snapshot]] = [("sysfs", sysfs)]
         unreadable: dict[str, str] = {}
-        wanted = [(source, read) for source, use, read in ((ETHTOOL, self.ethtool, self._read_ethtool),
-                                                           (NETLINK, self.netlink, self._read_netlink))
-                  if use is not SourceUse.OFF]
-        # the tools are processes: started together, each reads as close to this instant as it can
-        with ThreadPoolExecutor(max_workers=max(1, len(wanted))) as pool:
-            futures = [(source, pool.submit(read)) for source, read in wanted]
-        for source, future in futures:
-            part = future.result()
+        for source, use, read in ((ETHTOOL, self.ethtool, self._read_ethtool),
+                                  (NETLINK, self.netlink, self._read_netlink)):
+            if use is SourceUse.OFF:
+                continue
+            part = read()
             if isinstance(part, str):
                 unreadable[source] = part
             else:
