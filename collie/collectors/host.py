@@ -21,7 +21,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Final
@@ -52,6 +52,15 @@ def dialect_of(root: str, device: str, names: Iterable[str] = ()) -> str | None:
     if by_name is not None:
         return by_name
     return guess_dialect(names, device_driver(root, device) or "")
+
+
+@dataclass(frozen=True)
+class ToolReadings:
+    """What ``ethtool -S`` and ``rdma statistic`` gave: ``(source, snapshot)`` parts, and the sources that could
+    not be read with the reason."""
+
+    parts: tuple[tuple[str, Snapshot], ...]
+    unreadable: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -90,8 +99,19 @@ class HostCollector:
         Raises:
             InputError: the port is not in sysfs, or a required source could not be read.
         """
-        sysfs = read_port(self.root, self.ref)
-        parts: list[tuple[str, Snapshot]] = [("sysfs", sysfs)]
+        return self.merge(self.read_sysfs(), self.read_tools())
+
+    def read_sysfs(self) -> Snapshot:
+        """The port's sysfs counters alone: file reads, fast enough to take at the very edge of an interval."""
+        return read_port(self.root, self.ref)
+
+    def read_tools(self) -> ToolReadings:
+        """``ethtool -S`` and ``rdma statistic``: processes, which take milliseconds (far more under emulation).
+
+        Raises:
+            InputError: a required source could not be read.
+        """
+        parts: list[tuple[str, Snapshot]] = []
         unreadable: dict[str, str] = {}
         for source, use, read in ((ETHTOOL, self.ethtool, self._read_ethtool),
                                   (NETLINK, self.netlink, self._read_netlink)):
@@ -102,8 +122,13 @@ class HostCollector:
                 unreadable[source] = part
             else:
                 parts.append((source, part))
-        snap = combine(parts, device=self.label)
-        return Snapshot(sysfs.timestamp, snap.values, "host", self.label, snap.problems, snap.sources, unreadable)
+        return ToolReadings(tuple(parts), unreadable)
+
+    def merge(self, sysfs: Snapshot, tools: ToolReadings) -> Snapshot:
+        """One snapshot of a sysfs reading and the tools' readings (see the module docstring for the order)."""
+        snap = combine([("sysfs", sysfs), *tools.parts], device=self.label)
+        return Snapshot(sysfs.timestamp, snap.values, "host", self.label, snap.problems, snap.sources,
+                        dict(tools.unreadable))
 
     def _read_ethtool(self) -> Snapshot | str:
         netdev = self.netdev if self.netdev is not None else port_netdev(self.root, self.ref)

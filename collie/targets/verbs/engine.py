@@ -113,18 +113,20 @@ class Engine:
         self.verbs_fraction = 0.0
 
     def _snap(self) -> None:
-        """Read the counters in a thread of their own: ``ethtool`` and ``rdma`` are processes that take
-        milliseconds (far more under emulation), and the traffic loop must not stall at the interval's edges
-        while they run. Each reading keeps the instant it started."""
+        """Read the counters at an edge of the interval: sysfs at once, in this thread (file reads); ``ethtool``
+        and ``rdma`` in a thread of their own, since they are processes that take milliseconds (far more under
+        emulation) and the traffic loop must not stall while they run. A reading keeps the instant it started."""
         collector = self.job.collector
         if collector is None:
             return
+        started = time.monotonic_ns()
+        sysfs = collector.read_sysfs()
         slot = len(self.counters)
-        self.counters.append((time.monotonic_ns(), Snapshot(0.0, {}, "pending", "")))
+        self.counters.append((started, sysfs))
 
         def read() -> None:
             try:
-                self.counters[slot] = (self.counters[slot][0], collector.snapshot())
+                self.counters[slot] = (started, collector.merge(sysfs, collector.read_tools()))
             except BaseException as exc:  # handed to the worker's thread by wait_for_counters
                 self._reader_errors.append(exc)
 
