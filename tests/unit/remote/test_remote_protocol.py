@@ -73,15 +73,15 @@ def test_a_run_result_keeps_everything_including_truth() -> None:
 @pytest.mark.parametrize(("line", "match"), [
     (b"not json\n", "not a JSON line"),
     (b"[1, 2]\n", "expected a JSON object"),
-    (b'{"v": 2, "id": 1, "type": "ping"}\n', "protocol version 2 is not this side's version 1"),
+    (b'{"v": 1, "id": 1, "type": "ping"}\n', "protocol version 1 is not this side's version 2"),
     (b'{"v": true, "id": 1, "type": "ping"}\n', "protocol version True"),
-    (b'{"v": 1, "id": "1", "type": "ping"}\n', "message id '1' is not an integer"),
-    (b'{"v": 1, "id": 1, "type": "rm -rf"}\n', "unknown message type 'rm -rf'"),
-    (b'{"v": 1, "id": 1, "type": "hello"}\n', "malformed 'hello' message"),
-    (b'{"v": 1, "id": 1, "type": "hello", "host": 3, "target": "sim", "controller_version": "x"}\n', "'host'"),
-    (b'{"v": 1, "id": 1, "type": "run", "workload": {}, "duration": 1}\n', "malformed 'run' message"),
-    (b'{"v": 1, "id": 1, "type": "run", "workload": {}, "duration": -1}\n', "duration -1 is not a positive"),
-    (b'{"v": 1, "id": 1, "type": "error", "kind": "nope", "message": "x"}\n', "malformed 'error' message"),
+    (b'{"v": 2, "id": "1", "type": "ping"}\n', "message id '1' is not an integer"),
+    (b'{"v": 2, "id": 1, "type": "rm -rf"}\n', "unknown message type 'rm -rf'"),
+    (b'{"v": 2, "id": 1, "type": "hello"}\n', "malformed 'hello' message"),
+    (b'{"v": 2, "id": 1, "type": "hello", "host": 3, "target": "sim", "controller_version": "x"}\n', "'host'"),
+    (b'{"v": 2, "id": 1, "type": "run", "workload": {}, "duration": 1}\n', "malformed 'run' message"),
+    (b'{"v": 2, "id": 1, "type": "run", "workload": {}, "duration": -1}\n', "duration -1 is not a positive"),
+    (b'{"v": 2, "id": 1, "type": "error", "kind": "nope", "message": "x"}\n', "malformed 'error' message"),
 ])
 def test_malformed_lines_are_protocol_errors(line: bytes, match: str) -> None:
     with pytest.raises(ProtocolError, match=match):
