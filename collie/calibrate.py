@@ -46,8 +46,10 @@ def wire_bps_from_payload(payload_bps: float) -> float:
 
 
 def catalog_of(info: TargetInfo) -> Catalog:
-    """The counter catalog a target's results are read with (its dialect, plus ``sim`` on the simulator)."""
-    return catalog_for(info.counter_dialect, simulated=info.kind == "sim")
+    """The counter catalog a target's results are read with (its dialect, plus ``sim`` on the simulator, local or
+    on remote sim hosts)."""
+    simulated = info.kind == "sim" or (info.kind == "remote" and info.details.get("simulated") == "yes")
+    return catalog_for(info.counter_dialect, simulated=simulated)
 
 
 def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, info: TargetInfo,
