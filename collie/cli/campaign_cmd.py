@@ -14,7 +14,7 @@ from click.core import ParameterSource
 from collie.campaign import Campaign, CampaignInterrupted, CampaignSummary
 from collie.cases import CorpusCase, load_corpus
 from collie.cli.render import emit, format_option, render
-from collie.cli.run_cmd import pace_option, seed_option, target_option
+from collie.cli.run_cmd import accept_keys_option, pace_option, seed_option, target_option
 from collie.errors import InputError
 from collie.events import (
     AnomalyFound,
@@ -139,12 +139,22 @@ _PRESET_HELP = ("Search preset: collie or quick (confirm and minimize every find
                    "--budget extends it).")
 @click.option("--no-live", is_flag=True, help="Plain progress lines only (the live dashboard comes later).")
 @pace_option
+@accept_keys_option
 @format_option
 @click.pass_context
 def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, preset: str, strategy: str | None,
              budget: int | None, seed: int, out: Path | None, corpus: Path | None, resume: bool, no_live: bool,
-             pace: float, fmt: str) -> None:
-    """Search a target for anomalies, minimize each one, and save replayable cases."""
+             pace: float, accept_new_host_keys: bool, fmt: str) -> None:
+    """Search a target for anomalies, minimize each one, and save replayable cases.
+
+    \b
+    Exit codes:
+      0    done
+      2    a usage mistake (options, files, an inventory), nothing run
+      3    a remote target's hosts cannot be reached at the start, or a host was taken out and no inventory
+           host can stand in (the journal is safe: continue with --resume)
+      130  interrupted (continue with --resume)
+    """
     store = _store(ctx, resume, out, target_spec, seed, preset, strategy, budget, space_file, corpus)
     config = store.config()
     chosen = load_preset(config.preset)
@@ -152,7 +162,7 @@ def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, pres
         chosen = replace(chosen, strategy=config.strategy, strategy_options={})
     space = load_space(Path(config.space) if config.space else None)
     known_cases = _corpus(Path(config.corpus) if config.corpus else None)
-    target = open_target(config.target, seed=config.seed, pace=pace)
+    target = open_target(config.target, seed=config.seed, pace=pace, accept_new_host_keys=accept_new_host_keys)
     run = Campaign(target=target, space=space, preset=chosen, store=store, seed=config.seed, budget=config.budget,
                    listener=_progress(max(10, config.budget // 10)), corpus=known_cases, resume=resume,
                    earlier_budgets=config.earlier_budgets)

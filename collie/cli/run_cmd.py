@@ -15,7 +15,10 @@ from collie.units import format_size
 from collie.workload import Workload
 
 target_option = click.option("--target", "target_spec", default=DEFAULT_TARGET, show_default=True,
-                             help="sim, sim:PROFILE, sim:PATH.toml, verbs:DEVICE[:PORT[:GID]].")
+                             help="sim, sim:PROFILE, sim:PATH.toml, verbs:DEVICE[:PORT[:GID]], remote:HOSTS.toml.")
+accept_keys_option = click.option("--accept-new-host-keys", is_flag=True,
+                                  help="remote: targets only: record the key of a host that has none recorded yet "
+                                       "(a changed key is never accepted).")
 seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                            help="Random seed (simulator noise, search stream).")
 pace_option = click.option("--pace", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
@@ -62,11 +65,18 @@ def host_rows(result: RunResult) -> list[dict[str, Any]]:
               help="Seconds of measured traffic.")
 @seed_option
 @pace_option
+@accept_keys_option
 @format_option
-def run(target_spec: str, workload_file: Path, duration: float, seed: int, pace: float, fmt: str) -> None:
-    """Run one experiment and print its result."""
+def run(target_spec: str, workload_file: Path, duration: float, seed: int, pace: float, accept_new_host_keys: bool,
+        fmt: str) -> None:
+    """Run one experiment and print its result.
+
+    \b
+    Exit codes: 0 done; 2 a usage mistake (a bad workload or inventory file, a workload the target cannot run);
+    3 a remote target whose hosts cannot be reached.
+    """
     workload = Workload.load(workload_file)
-    target = open_target(target_spec, seed=seed, pace=pace)
+    target = open_target(target_spec, seed=seed, pace=pace, accept_new_host_keys=accept_new_host_keys)
     with target:
         try:
             result = target.run(workload, duration)
