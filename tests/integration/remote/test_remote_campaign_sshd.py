@@ -137,6 +137,16 @@ def test_a_campaign_on_two_remote_sim_hosts_finds_what_the_local_simulator_finds
     # one agent per placed host for the whole campaign (node-c is not placed), started with the fixed line
     assert [s.commands()[n:] for s, n in zip(sshd_farm.servers, before, strict=True)] == [
         [AGENT_COMMAND_LINE], [AGENT_COMMAND_LINE], []]
+    # the other commands open the same target: run, and replay / minimize a case on the hosts it was found on
+    case = sorted((tmp_path / "remote" / "anomalies").iterdir())[0]
+    ran = run_cli("run", "--target", f"remote:{inventory}", "--workload", str(case / "case.toml"), "--format", "json")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["target"] == f"remote:{inventory}"
+    replayed = run_cli("replay", str(case), "--runs", "2", "--format", "json")
+    assert replayed.returncode == 1, replayed.stderr  # it reproduces there
+    assert f"{case} was found on remote:{inventory}; running it there" in replayed.stderr
+    minimized = run_cli("minimize", str(case), "--format", "json")
+    assert minimized.returncode == 0, minimized.stderr
     no_agent_left(sshd_farm.servers[0].folder.parent)
 
 
