@@ -60,6 +60,17 @@ def no_agent_left(folder: Path) -> None:
         assert wait_gone(pid, 20), f"agent {pid} is still running after the test"
 
 
+@pytest.fixture(autouse=True)
+def nothing_left(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[None]:
+    """After every test of this module: no agent started through its sshd servers is still running."""
+    yield
+    folders = [tmp_path]
+    if "sshd_farm" in request.fixturenames:
+        folders.append(request.getfixturevalue("sshd_farm").servers[0].folder.parent)
+    for folder in folders:
+        no_agent_left(folder)
+
+
 @pytest.fixture
 def farm3(tmp_path: Path) -> Iterator[SshdFarm]:
     """Three sshd servers of this test's own (it may stop one)."""
@@ -276,7 +287,7 @@ def test_an_inventory_mistake_is_exit_2(tmp_path: Path) -> None:
 
 def test_a_host_that_never_answers_fails_its_trial_by_timeout(sshd_farm: SshdFarm, ssh_home: Path,
                                                              tmp_path: Path) -> None:
-    inventory = sshd_farm.inventory(tmp_path / "hosts.toml", ["h0", "h1", "h2"], request_timeout=2)
+    inventory = sshd_farm.inventory(tmp_path / "hosts.toml", ["h0", "h1", "h2"], request_timeout=5)
     stopped: list[int] = []
     target = RemoteTarget(inventory, seed=SEED)
 
@@ -292,7 +303,7 @@ def test_a_host_that_never_answers_fails_its_trial_by_timeout(sshd_farm: SshdFar
     assert summary.failed == 1 and summary.experiments == 30
     (failed,) = [r for r in journal(tmp_path / "c") if r["status"] == TrialState.FAILED.value]
     assert failed["trial"] == 9
-    assert failed["reason"] == "HostError: host 'h0': its agent did not answer prepare within 2 s"
+    assert failed["reason"] == "HostError: host 'h0': its agent did not answer prepare within 5 s"
     assert wait_gone(stopped[0])
     no_agent_left(sshd_farm.servers[0].folder.parent)
 

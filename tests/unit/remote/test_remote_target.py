@@ -199,3 +199,38 @@ def test_open_target_names_the_inventory(tmp_path: Path) -> None:
         open_target(f"remote:{tmp_path / 'nope.toml'}")
     with pytest.raises(Exception, match="remote needs an inventory file"):
         open_target("remote:")
+
+
+def test_verbs_parts_merge_with_each_roles_rates_recomputed_from_every_flow(tmp_path: Path) -> None:
+    from collie.remote.session import HostPart
+    from collie.targets.base import FlowResult, HostResult
+
+    inv = inventory(tmp_path, [("n0", "verbs:rxe0:1:1", []), ("n1", "verbs:rxe0:1:1", [])])
+    t = RemoteTarget(inv)  # not entered: merging needs no agent
+    w = Workload.from_dict({"flows": [
+        {"client": "a", "server": "b", "transport": "RC", "opcode": "WRITE"},
+        {"client": "b", "server": "a", "transport": "RC", "opcode": "READ"},
+        {"client": "a", "server": "b", "transport": "RC", "opcode": "SEND"}]})
+
+    def flow(i: int, client: str, server: str, bps: float) -> FlowResult:
+        return FlowResult(i, client, server, bps, bps / 8000, bps / 80000, 1.0, 2.0, 3.0)
+
+    def host_result(name: str) -> HostResult:  # what one host can tell alone: its own flows only
+        return HostResult(name, 1.0, 1.0, 1.0, 1.0, counters={"port_xmit_data": 5.0},
+                          sources={"port_xmit_data": "port"})
+
+    parts = {"n0": HostPart(hosts=(host_result("a"),), flows=(flow(0, "a", "b", 8e9), flow(2, "a", "b", 2e9)),
+                            setup_s=0.3, errors=("flow 0: 1 completions with RETRY_EXC_ERR",), interval=(1, 2)),
+             "n1": HostPart(hosts=(host_result("b"),), flows=(flow(1, "b", "a", 4e9),), setup_s=0.5,
+                            engine_bound=True, interval=(1, 2))}
+    r = t._merge(w, 1.0, parts)
+    assert [f.flow for f in r.flows] == [0, 1, 2] and r.setup_s == 0.5 and r.engine_bound
+    a, b = r.host("a"), r.host("b")
+    # a writes and sends to b, and the READ that b (its client) issues brings its payload from a: all from a to b
+    assert (a.tx_bps, a.rx_bps, a.tx_pps) == (14e9, 0.0, 14e9 / 8000)
+    assert (b.tx_bps, b.rx_bps, b.rx_pps) == (0.0, 14e9, 14e9 / 8000)
+    assert a.counters == {"port_xmit_data": 5.0} and a.sources == {"port_xmit_data": "port"}
+    assert r.errors == ("host 'n0': flow 0: 1 completions with RETRY_EXC_ERR",)
+    assert r.target == f"remote:{inv}" and r.workload_key == w.key()
+    with pytest.raises(Exception, match="no host reported flow 1 of the workload"):
+        t._merge(w, 1.0, {"n0": parts["n0"]})
