@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from collie.cli.render import emit, format_option, render
-from collie.errors import InputError
+from collie.errors import CollieError, InputError
 from collie.remote.inventory import load_inventory
 
 if TYPE_CHECKING:
@@ -33,9 +33,18 @@ def hosts() -> None:
 @inventory_option
 @format_option
 def list_hosts(inventory_path: str, fmt: str) -> None:
-    """Validate an inventory and list its hosts (no network)."""
+    """Validate an inventory and list its hosts (no network), with the workload roles each one plays as
+    ``--target remote:HOSTS.toml``."""
+    from collie.remote.placement import place
+
     inv = load_inventory(inventory_path)
+    try:
+        placement = place(inv)
+    except CollieError as exc:  # still a valid inventory for hosts check; only the remote target refuses it
+        click.echo(f"warning: --target remote:{inv.path} would refuse this inventory: {exc}", err=True)
+        placement = {}
     rows = [{"host": h.name, "address": h.address, "port": h.port, "user": h.user, "target": h.target.spec,
+             "roles": ", ".join(r for r, p in placement.items() if p.name == h.name) or None,
              "identity": str(h.identity) if h.identity else None, "netdev": h.netdev, "numa": h.numa,
              "tags": list(h.tags)} for h in inv.hosts]
     emit(render(rows, fmt, title=f"{inv.path}: {len(rows)} host(s)"))

@@ -108,6 +108,7 @@ class AgentClient:
         self.clock: Clock | None = None
         self._next_id = 1
         self._broken: str | None = None
+        self._plan: RunPlan | None = None
 
     def _fail(self, failure: Failure, reason: str) -> HostError:
         if failure not in (Failure.AGENT_ERROR,):
@@ -220,6 +221,7 @@ class AgentClient:
             Unsupported: the host's target cannot run the workload.
             HostError: as :meth:`request`.
         """
+        self._plan = plan
         return list(self.request(Prepare(plan), Prepared, timeout).endpoints)
 
     def connect(self, peers: Sequence[Mapping[str, Any]], timeout: float | None = None) -> None:
@@ -230,9 +232,13 @@ class AgentClient:
         """Tell the session to begin its warm-up at ``at`` on the agent's clock (answered at once)."""
         self.request(Start(at), Started, timeout)
 
-    def finish(self, timeout: float) -> HostPart:
-        """Wait for the run's end and return what the host measured; ``timeout`` must cover the rest of the run
-        (the caller's: time until the start + warm-up + duration + the request timeout)."""
+    def finish(self, timeout: float | None = None) -> HostPart:
+        """Wait for the run's end and return what the host measured. ``timeout`` must cover the rest of the run
+        (the caller knows the time until the start); default: the last prepared plan's warm-up + duration + the
+        request timeout."""
+        if timeout is None:
+            plan = self._plan
+            timeout = self.request_timeout + (plan.warmup + plan.duration if plan is not None else 0.0)
         return self.request(Finish(), Finished, timeout).part
 
     def abort(self, timeout: float | None = None) -> None:

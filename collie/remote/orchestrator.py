@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -234,6 +234,7 @@ class RemoteTarget:
         is; host failures are counted and raised as one sentence."""
         assert self._pool is not None
         futures = {a.host.name: self._pool.submit(call, a) for a in agents}
+        wait(futures.values())  # every agent's step has ended before anything else is sent to any of them
         results: dict[str, T] = {}
         failed: list[tuple[str, HostError]] = []
         unsupported: Unsupported | None = None

@@ -212,7 +212,7 @@ def test_the_client_drives_a_child_agent_step_by_step(local: LocalLauncher) -> N
     assert client.prepare(plan(BIDI, ("b",), repetition=1)) == []
     client.connect([])
     client.start(50.0)
-    part = client.finish(timeout=60)
+    part = client.finish()  # deadline: the plan's warm-up + duration + the request timeout
     local_result = SimTarget("cx6-200g", seed=3).run(BIDI, 1.0, repetition=1)
     assert part.hosts == (local_result.host("b"),)
     assert part.flows == tuple(f for f in local_result.flows if f.client == "b")
