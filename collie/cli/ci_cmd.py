@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from collie.campaign import CampaignInterrupted
-from collie.cli.campaign_cmd import _progress
+from collie.cli.dashboard import dashboard, live_options
 from collie.cli.render import emit, render
 from collie.cli.run_cmd import seed_option, target_option
 from collie.errors import InputError
@@ -81,11 +81,11 @@ def _junit_target(path: Path | None) -> None:
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Search preset for the short search.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="The gate's campaign folder (default: a new reports/ci-<time>[-N]); `collie report` reads it.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr; only the result.")
+@live_options
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True,
               help="Output format.")
 def ci(target_spec: str, corpus: Path, budget: int, junit_file: Path | None, waive_file: Path | None, seed: int,
-       preset: str, out: Path | None, quiet: bool, fmt: str) -> None:
+       preset: str, out: Path | None, no_live: bool, quiet: bool, fmt: str) -> None:
     """Gate CI on a target: replay every known case of --corpus, then search --budget experiments for new ones.
 
     A known case that still reproduces fails the gate unless a waiver in force covers it; one that no longer
@@ -114,11 +114,13 @@ def ci(target_spec: str, corpus: Path, budget: int, junit_file: Path | None, wai
     else:
         store = CampaignStore.prepare(Path("reports") / time.strftime("ci-%Y%m%d-%H%M%S"), config, unique=True)
     target = open_target(target_spec, seed=seed)
-    listener = None if quiet else _progress(max(10, budget // 10))
+    view = dashboard(title=f"collie ci on {target_spec}: {len(known_cases)} known cases, then {budget} experiments",
+                     total=budget, every=max(10, budget // 10), no_live=no_live, quiet=quiet)
     try:
-        result = run_gate(target=target, target_spec=target_spec, space=load_space(None), preset=chosen,
-                          store=store, seed=seed, budget=budget, corpus=known_cases, waivers=waivers,
-                          today=dt.date.today(), listener=listener)
+        with view:
+            result = run_gate(target=target, target_spec=target_spec, space=load_space(None), preset=chosen,
+                              store=store, seed=seed, budget=budget, corpus=known_cases, waivers=waivers,
+                              today=dt.date.today(), listener=view)
     except InfrastructureError as exc:
         click.echo(f"collie: error: {exc}", err=True)
         sys.exit(int(ExitCode.INFRASTRUCTURE))
