@@ -219,8 +219,9 @@ def run_gate(*, target: Target, target_spec: str, space: SearchSpace, preset: Pr
             why = failure or f"{type(exc).__name__}: {exc}"
             raise InfrastructureError(f"the target {target_spec} failed while the gate ran: {why}") from None
         raise
-    ran = [e for e in watch.finished if e.status is not TrialState.PRUNED]
-    if ran and all(e.status is TrialState.FAILED for e in ran):
+    # calibration alone working is not enough: a gate whose replays and search all failed judged nothing
+    judged = [e for e in watch.finished if e.status is not TrialState.PRUNED and e.phase != Phase.CALIBRATE]
+    if judged and all(e.status is TrialState.FAILED for e in judged):
         raise InfrastructureError(f"every run failed on {target_spec} (the first: {watch.first_failure()})")
     known = tuple(_known(case, event, waivers, today) for case, event in zip(corpus, watch.replays, strict=True))
     new = []

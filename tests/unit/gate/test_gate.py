@@ -30,6 +30,15 @@ class BrokenTarget(SimTarget):
         raise OSError("ibv_post_send: No such device")
 
 
+class FailsAfterCalibration(SimTarget):
+    """Calibrates, then fails every other run (a device that breaks under real traffic)."""
+
+    def run(self, workload: Workload, duration: float, *, repetition: int = 0) -> Any:
+        if workload.name.startswith("calibrate-"):
+            return super().run(workload, duration, repetition=repetition)
+        raise RuntimeError("completion with error: IBV_WC_RETRY_EXC_ERR")
+
+
 def _gate(tmp_path: Path, target: SimTarget, spec: str, waivers: Waivers | None = None) -> Any:
     corpus = load_corpus(ROOT / "workloads" / "corpus")
     picked = tuple(c for c in corpus if c.name in ("f03-read-mtu1k", "h15-ud-many-qp"))
@@ -64,3 +73,8 @@ def test_reproduced_fixed_and_waived(tmp_path: Path) -> None:
 def test_every_run_failing_is_an_infrastructure_failure(tmp_path: Path) -> None:
     with pytest.raises(InfrastructureError, match="failed while the gate ran: OSError: ibv_post_send"):
         _gate(tmp_path, BrokenTarget("cx6-200g"), "sim:cx6-200g")
+
+
+def test_replays_and_search_all_failing_is_an_infrastructure_failure(tmp_path: Path) -> None:
+    with pytest.raises(InfrastructureError, match=r"every run failed on sim:cx6-200g .*IBV_WC_RETRY_EXC_ERR"):
+        _gate(tmp_path, FailsAfterCalibration("cx6-200g"), "sim:cx6-200g")
