@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -43,3 +44,17 @@ def test_piped_the_same_campaign_logs_plain_lines(tmp_path: Path) -> None:
     assert "╭" not in r.stderr and "\x1b[" not in r.stderr and "   40 experiments" in r.stderr
     quiet = run_cli("campaign", "--budget", "40", "--preset", "quick", "--out", str(tmp_path / "q"), "--quiet")
     assert quiet.returncode == 0 and "== calibrate" not in quiet.stderr and "== done" in quiet.stderr
+
+
+def test_replay_and_minimize_log_each_run_when_piped() -> None:
+    case = ROOT / "workloads" / "corpus" / "f03-read-mtu1k"
+    r = run_cli("replay", str(case), "--runs", "2", "--duration", "1")
+    assert r.returncode == 1, r.stderr
+    assert "== replay: 2 runs of 1 s" in r.stderr
+    assert "   trial 1 (replay): anomalous pause@receiver" in r.stderr and "   trial 2 (replay):" in r.stderr
+    quiet = run_cli("replay", str(case), "--runs", "2", "--duration", "1", "--quiet")
+    assert quiet.returncode == 1 and "(replay)" not in quiet.stderr and "reproduces" in quiet.stderr
+    m = run_cli("minimize", str(ROOT / "workloads" / "examples" / "ud-send-batch64.toml"), "--format", "json")
+    assert m.returncode == 0, m.stderr
+    probes = [line for line in m.stderr.splitlines() if "(minimize):" in line]
+    assert len(probes) == json.loads(m.stdout)["experiments"] + 1  # the first run, then every probe
