@@ -48,6 +48,7 @@ def _register() -> None:
     """Attach the subcommands (each lives in its own ``collie/cli/*_cmd.py`` module)."""
     from collie.cli.campaign_cmd import campaign
     from collie.cli.case_cmd import minimize, replay
+    from collie.cli.ci_cmd import ci
     from collie.cli.counters_cmd import counters
     from collie.cli.hosts_cmd import hosts
     from collie.cli.run_cmd import run
@@ -62,6 +63,7 @@ def _register() -> None:
     main.add_command(sim)
     main.add_command(counters)
     main.add_command(hosts)
+    main.add_command(ci)
 
 
 _register()

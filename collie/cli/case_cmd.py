@@ -18,10 +18,13 @@ import click
 
 from collie.case_record import EVIDENCE_FILE, CaseRecord, OriginalFind, RunLog, TargetRecord
 from collie.cases import Case, RecordedTarget, load_case, oracle_for, recorded_target
+from collie.cli.dashboard import dashboard, live_options
 from collie.cli.render import emit, format_option, render
 from collie.cli.run_cmd import accept_keys_option, seed_option
 from collie.errors import CollieError, InputError, TargetError, TargetUnavailable
+from collie.events import PhaseStarted, TrialFinished, TrialStarted, counted
 from collie.preset import DEFAULT_PRESET, load_preset
+from collie.records import TrialState
 from collie.space import load_space
 from collie.targets import DEFAULT_TARGET, open_target
 from collie.targets.base import Target, TargetInfo
@@ -104,8 +107,10 @@ def _say_differences(case: Case, spec: str, recorded: RecordedTarget, info: Targ
 @click.option("--duration", type=click.FloatRange(min=0.1, max=3600.0), default=5.0, show_default=True)
 @seed_option
 @accept_keys_option
+@live_options
 @format_option
 def replay(case: Path, target_spec: str | None, runs: int, duration: float, seed: int, accept_new_host_keys: bool,
+           no_live: bool, quiet: bool,
            fmt: str) -> None:
     """Re-run a saved case (a case folder or a workload file) on the target it was found on.
 
@@ -123,14 +128,20 @@ def replay(case: Path, target_spec: str | None, runs: int, duration: float, seed
     spec, recorded = choose_target(c, target_spec)
     rows: list[dict[str, Any]] = []
     hits = 0
-    with opened(c, spec, recorded, target_spec is not None, seed, accept_new_host_keys) as (target, _):
+    view = dashboard(title=f"collie replay of {case} on {spec}", total=runs, every=1, no_live=no_live, quiet=quiet,
+                     each=("replay",))
+    with opened(c, spec, recorded, target_spec is not None, seed, accept_new_host_keys) as (target, _), view:
+        view(PhaseStarted("calibrate", "the target's ceilings (its campaign's, when the case ran there)"))
         oracle, _ = oracle_for(c, target, spec, load_preset(DEFAULT_PRESET).thresholds)
+        view(PhaseStarted("replay", f"{counted(runs, 'run')} of {duration:g} s"))
         for i in range(runs):
+            view(TrialStarted(i + 1, "replay", {}))
             try:
                 result = target.run(c.workload, duration)
             except Unsupported as exc:
                 raise TargetError(f"{spec} cannot run this case: {exc}") from None
             v = oracle.judge(result, c.workload)
+            view(TrialFinished(i + 1, "replay", TrialState.COMPLETE, i + 1, {}, v, result))
             hits += v.anomalous
             rows.append({"run": i + 1, "anomalous": v.anomalous, "signature": v.signature,
                          "throughput": round(v.metrics.get("throughput", 0.0), 3), "score": round(v.score, 2)})
@@ -170,9 +181,10 @@ def _start_point(c: Case, space: Any) -> dict[str, Any]:
               help="Save the result as a case folder here (case.toml, mfs.json, evidence.json), e.g. for --corpus.")
 @seed_option
 @accept_keys_option
+@live_options
 @format_option
 def minimize(case: Path, target_spec: str | None, space_file: Path | None, preset: str, out_dir: Path | None,
-             seed: int, accept_new_host_keys: bool, fmt: str) -> None:
+             seed: int, accept_new_host_keys: bool, no_live: bool, quiet: bool, fmt: str) -> None:
     """Find the minimal feature set and the simplest case of a saved anomaly, on the target it was found on.
 
     \b
@@ -200,15 +212,27 @@ def minimize(case: Path, target_spec: str | None, space_file: Path | None, prese
     point = _start_point(c, space)
     spec, recorded = choose_target(c, target_spec)
     log = RunLog()
-    with opened(c, spec, recorded, target_spec is not None, seed, accept_new_host_keys) as (target, info):
+    view = dashboard(title=f"collie minimize {case} on {spec}", total=None, every=1, no_live=no_live, quiet=quiet,
+                     each=("minimize",))
+    with opened(c, spec, recorded, target_spec is not None, seed, accept_new_host_keys) as (target, info), view:
+        view(PhaseStarted("calibrate", "the target's ceilings (its campaign's, when the case ran there)"))
         oracle, calibration = oracle_for(c, target, spec, chosen.thresholds)
+        view(PhaseStarted("minimize", f"preset {chosen.name}, {chosen.duration:g} s per experiment"))
+        spent = 0
 
         def run(p: Mapping[str, Any]) -> Any:
+            nonlocal spent
             w = space.build(p)
+            spent += 1
+            view(TrialStarted(spent, "minimize", dict(p)))
             try:
-                return oracle.judge(target.run(w, chosen.duration), w)
-            except Unsupported:
+                result = target.run(w, chosen.duration)
+            except Unsupported as exc:
+                view(TrialFinished(spent, "minimize", TrialState.PRUNED, spent, dict(p), reason=str(exc)))
                 return None
+            verdict = oracle.judge(result, w)
+            view(TrialFinished(spent, "minimize", TrialState.COMPLETE, spent, dict(p), verdict, result))
+            return verdict
 
         probe = log.watch(run)
         verdict = probe(point)
