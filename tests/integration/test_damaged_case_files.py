@@ -32,7 +32,7 @@ LEGACY: Final = 80
 ODD_VALUES: Final[tuple[Any, ...]] = (None, True, False, 0, -3, 1.5, 10**30, float("inf"), "", "abc", "\x00",
                                       [], [1, "x"], {}, {"x": 1})
 #: stderr lines a run that worked may print besides its result
-HARMLESS: Final = ("warning: ", "note: ", "reproduces (", "does not reproduce (")
+HARMLESS: Final = ("warning: ", "note: ", "reproduces (", "does not reproduce (", "== ", "   trial ")  # + progress lines
 
 
 def _nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
