@@ -114,7 +114,7 @@ class RemoteTarget:
             failed = self._ensure_agents()
             if failed:
                 raise TargetUnavailable(_sentence([e for _, e in failed], "cannot be used") +
-                                        "; check them with: collie hosts check --inventory "
+                                        "; see: collie hosts check --inventory "
                                         f"{self.inventory.path}")
             self._check_dialects()
         except BaseException:

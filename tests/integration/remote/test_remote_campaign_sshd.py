@@ -333,3 +333,19 @@ def test_a_controller_killed_with_sigkill_resumes_to_the_uninterrupted_result(ss
     assert anomalies(out) == anomalies(tmp_path / "whole")
     assert journal(out) == journal(tmp_path / "whole")
     no_agent_left(sshd_farm.servers[0].folder.parent)
+
+
+def test_a_host_nobody_listens_on_is_exit_3_for_run_and_campaign(ssh_home: Path, tmp_path: Path) -> None:
+    from tests.sshd_fixture import free_port
+
+    port = free_port()  # nothing listens there
+    path = tmp_path / "hosts.toml"
+    path.write_text(f'connect_timeout = 5\n[[host]]\nname = "gone"\naddress = "127.0.0.1"\nport = {port}\n'
+                    f'target = "sim"\n')
+    workload = str(ROOT / "workloads" / "examples" / "rc-write-64k.toml")
+    for args in (("run", "--workload", workload), ("campaign", "--budget", "5", "--out", str(tmp_path / "c"))):
+        out = run_cli(*args, "--target", f"remote:{path}")
+        assert out.returncode == 3, out.stderr
+        assert out.stderr.strip() == (f"collie: error: host 'gone': cannot connect to 127.0.0.1:{port}: Connection "
+                                      f"refused; see: collie hosts check --inventory {path}")
+    assert not (tmp_path / "c").exists()

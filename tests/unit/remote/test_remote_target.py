@@ -142,7 +142,7 @@ def test_unreachable_hosts_at_open_are_one_sentence(tmp_path: Path, launcher: Fl
     inv = inventory(tmp_path, [("h0", "sim:cx6-200g", []), ("h1", "sim:cx6-200g", [])])
     launcher.down |= {"h0", "h1"}
     with pytest.raises(TargetUnavailable, match=r"^2 hosts cannot be used: host 'h0': 127.0.0.1:22 refused the "
-                                                r"connection; host 'h1': .*; check them with: collie hosts check"):
+                                                r"connection; host 'h1': .*; see: collie hosts check"):
         RemoteTarget(inv, launcher=launcher).__enter__()
 
 
