@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 inventory_option = click.option("--inventory", "inventory_path", required=True, metavar="HOSTS.toml",
                                  type=click.Path(dir_okay=False), help="The inventory of hosts (see docs/remote.md).")
-CHECK_COLUMNS = ("host", "address", "status", "host_key", "agent", "target", "nic", "counters", "sources",
+CHECK_COLUMNS = ("host", "address", "status", "host_key", "agent", "deployed", "target", "nic", "counters", "sources",
                  "clock_skew_ms", "problem")
 
 
@@ -51,7 +51,9 @@ def _row(c: HostCheck) -> dict[str, Any]:
     agent = f"{c.agent_version} (protocol {c.protocol})" if c.agent_version else None
     key = f"{c.host_key.split()[-1]} ({c.host_key_state})" if c.host_key else None
     return {"host": c.host, "address": f"{c.user}@{c.address}:{c.port}", "status": c.status.value,
-            "host_key": key, "agent": agent, "target": c.target, "nic": c.nic_model or None,
+            "host_key": key, "agent": agent,
+            "deployed": f"{c.deployed} ({c.deploy_action})" if c.deployed else None, "target": c.target,
+            "nic": c.nic_model or None,
             "counters": c.counters if c.agent_version else None, "sources": sources or None,
             "clock_skew_ms": (round(c.clock_skew_ms, 1) or 0.0) if c.clock_skew_ms is not None else None,
             "problem": problem or None}

@@ -1,7 +1,8 @@
 """``collie hosts check``: is each inventory host usable, and if not, why (one sentence a person can act on).
 
 For each host, concurrently: connect (reachability, host key, authentication), start its agent (``hello``:
-collie and protocol versions, clock skew), ``describe`` its target (fingerprint) and ``sample`` its counters
+collie and protocol versions, clock skew; a host without collie or with another version gets this collie
+deployed first, :mod:`~collie.remote.deploy`), ``describe`` its target (fingerprint) and ``sample`` its counters
 (how many, from which sources, which sources are unreadable), then ``bye``.
 
 Invariants:
@@ -20,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Final
 
-from collie import __version__
 from collie.remote.client import AgentClient
+from collie.remote.deploy import start_agent
 from collie.remote.errors import Failure, HostError
 from collie.remote.inventory import Host, Inventory
 from collie.remote.ssh import KnownHosts, SshLauncher
@@ -51,6 +52,9 @@ class HostCheck:
         host_key_state: ``known`` (recorded before) or ``recorded`` (new, recorded now).
         host_key_file: the known_hosts file that holds it.
         agent_version, protocol, python, capabilities: from the agent's hello.
+        deployed: the collie version deployed to the host for this check ("" when the host's own collie ran).
+        deployed_folder: where (relative to the user's home).
+        deploy_action: ``uploaded`` (now) or ``reused`` (an earlier complete deployment).
         clock_skew_ms, rtt_ms: the agent's clock minus ours, and the hello round trip.
         nic_model, driver, firmware, line_rate_bps: from the target's fingerprint.
         counters: how many counters were readable.
@@ -74,6 +78,9 @@ class HostCheck:
     protocol: int | None = None
     python: str = ""
     capabilities: tuple[str, ...] = ()
+    deployed: str = ""
+    deployed_folder: str = ""
+    deploy_action: str = ""
     clock_skew_ms: float | None = None
     rtt_ms: float | None = None
     nic_model: str = ""
@@ -105,8 +112,11 @@ def check_host(host: Host, launcher: SshLauncher, request_timeout: float) -> Hos
         conn = launcher.connection(host)
         found.update(host_key=conn.key.fingerprint, host_key_state=conn.key.state.value,
                      host_key_file=str(conn.key.file))
-        client = AgentClient(host, launcher.start(host), request_timeout)
-        welcome = client.hello()
+        started = start_agent(launcher, host, request_timeout)
+        client, welcome = started.client, started.welcome
+        if started.deployment is not None:
+            found.update(deployed=started.deployment.version, deployed_folder=started.deployment.folder,
+                         deploy_action=started.deployment.action.value)
         assert client.clock is not None
         found.update(agent_version=welcome.collie_version, protocol=welcome.protocol, python=welcome.python,
                      capabilities=welcome.capabilities, clock_skew_ms=client.clock.skew_s * 1e3,
@@ -115,10 +125,6 @@ def check_host(host: Host, launcher: SshLauncher, request_timeout: float) -> Hos
         if abs(client.clock.skew_s) > SKEW_NOTE_S:
             notes.append(f"clock skew {client.clock.skew_s:+.2f} s: synchronise the clocks (chrony or NTP)")
         found["notes"] = tuple(notes)
-        if welcome.collie_version != __version__:
-            raise HostError(host.name, Failure.VERSION, f"its agent runs collie {welcome.collie_version} and this "
-                                                        f"controller runs {__version__}; install collie "
-                                                        f"{__version__} on the host")
         info = client.describe()
         found.update(nic_model=info.nic_model, driver=info.driver, firmware=info.firmware,
                      line_rate_bps=info.line_rate_bps)
