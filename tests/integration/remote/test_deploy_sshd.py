@@ -288,3 +288,20 @@ def test_a_stray_incomplete_folder_in_the_deployments_place_is_refused_not_start
     assert code == 1 and row["failure"] == "deploy", err
     assert row["problem"] == (f"cannot deploy collie to ~/{FOLDER}: creating ~/.cache/collie "
                               f"(~/.cache/collie is not a folder)")
+
+
+def test_hosts_sharing_one_account_are_deployed_to_once_concurrently(
+        make_host: Callable[..., tuple[Sshd, Path]], tmp_path: Path) -> None:
+    need_host_python()
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    server, _ = make_host("shared", empty, python3_bin(tmp_path / "bin"))
+    names = ["one", "two", "three"]
+    inventory = SshdFarm(server.client_key, [server] * 3).inventory(tmp_path / "three.toml", names)
+    out = run_cli("hosts", "check", "--inventory", str(inventory), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [r["host"] for r in rows] == names and {r["deployed"] for r in rows} == {__version__}
+    assert sorted(r["deploy_action"] for r in rows) == ["reused", "reused", "uploaded"]
+    assert deployments(server) == [f"agent-{__version__}"]
+    assert server.commands().count(deployed_command_line(__version__)) == 3
