@@ -2,12 +2,15 @@
 
 For each host, concurrently: connect (reachability, host key, authentication), start its agent (``hello``:
 collie and protocol versions, clock skew; a host without collie or with another version gets this collie
-deployed first, :mod:`~collie.remote.deploy`), ``describe`` its target (fingerprint) and ``sample`` its counters
-(how many, from which sources, which sources are unreadable), then ``bye``.
+deployed first, :mod:`~collie.remote.deploy`), ``inspect`` its RDMA port (verbs hosts: link state, the GID at the
+target's index and whether it is RoCE v2, active MTU), ``describe`` its target (fingerprint; skipped when the port
+cannot carry traffic) and ``sample`` its counters (how many, from which sources, which sources are unreadable),
+then ``bye``.
 
 Invariants:
     * a host is usable (:attr:`CheckStatus.OK`) only when every step succeeded, its agent runs this collie's
-      version, and at least one counter was readable; otherwise :attr:`HostCheck.problem` says why in one
+      version, its RDMA port (verbs) is ACTIVE with a GID at the target's index, and at least one counter was
+      readable; otherwise :attr:`HostCheck.problem` says why in one
       sentence and :attr:`HostCheck.failure` names the step's kind of failure;
     * hosts are checked concurrently (one thread per host, bounded); one host's failure never stops another's
       check; every agent started is closed before :func:`check_inventory` returns.
@@ -24,7 +27,7 @@ from typing import Any, Final
 from collie.remote.client import AgentClient
 from collie.remote.deploy import start_agent
 from collie.remote.errors import Failure, HostError
-from collie.remote.inventory import Host, Inventory
+from collie.remote.inventory import Host, Inventory, TargetKind
 from collie.remote.ssh import KnownHosts, SshLauncher
 
 #: Beyond this clock skew a host is still usable, but the check adds a note (counters of two hosts would be
@@ -56,6 +59,12 @@ class HostCheck:
         deployed_folder: where (relative to the user's home).
         deploy_action: ``uploaded`` (now) or ``reused`` (an earlier complete deployment).
         clock_skew_ms, rtt_ms: the agent's clock minus ours, and the hello round trip.
+        port_state, phys_state, link_layer: the verbs port's state (``ACTIVE``, ``DOWN``, ...), physical state
+            (``LinkUp``, ``Disabled``, ...) and link layer (``Ethernet``, ``InfiniBand``); "" for sim hosts.
+        gid_index, gid, gid_type: the target's GID index, the GID there ("" when none) and its type
+            (``RoCE v2``, ``IB/RoCE v1``).
+        netdev, netdev_mtu, active_mtu: the netdev behind the port, its MTU, and the port's active InfiniBand
+            MTU in bytes (None when unknown).
         nic_model, driver, firmware, line_rate_bps: from the target's fingerprint.
         counters: how many counters were readable.
         sources: the sources they came from (``port``, ``hw``, ``ethtool``, ``rdma-stat``, ``sim``).
@@ -83,6 +92,15 @@ class HostCheck:
     deploy_action: str = ""
     clock_skew_ms: float | None = None
     rtt_ms: float | None = None
+    port_state: str = ""
+    phys_state: str = ""
+    link_layer: str = ""
+    gid_index: int | None = None
+    gid: str = ""
+    gid_type: str = ""
+    netdev: str | None = None
+    netdev_mtu: int | None = None
+    active_mtu: int | None = None
     nic_model: str = ""
     driver: str = ""
     firmware: str = ""
@@ -124,15 +142,25 @@ def check_host(host: Host, launcher: SshLauncher, request_timeout: float) -> Hos
         notes = []
         if abs(client.clock.skew_s) > SKEW_NOTE_S:
             notes.append(f"clock skew {client.clock.skew_s:+.2f} s: synchronise the clocks (chrony or NTP)")
+        port = client.inspect() if host.target.kind is TargetKind.VERBS and "inspect" in welcome.capabilities \
+            else None
+        if port is not None:
+            found.update(port_state=port.state, phys_state=port.phys_state, link_layer=port.link_layer,
+                         gid_index=port.gid_index, gid=port.gid, gid_type=port.gid_type, netdev=port.netdev,
+                         netdev_mtu=port.netdev_mtu, active_mtu=port.active_mtu)
+            notes += port.notes
         found["notes"] = tuple(notes)
-        info = client.describe()
-        found.update(nic_model=info.nic_model, driver=info.driver, firmware=info.firmware,
-                     line_rate_bps=info.line_rate_bps)
+        if port is None or port.usable:  # the verbs target refuses to open on a port that cannot carry traffic
+            info = client.describe()
+            found.update(nic_model=info.nic_model, driver=info.driver, firmware=info.firmware,
+                         line_rate_bps=info.line_rate_bps)
         snaps = client.sample()
         values = sum(sum(v is not None for v in s.values.values()) for s in snaps)
         sources = sorted({src for s in snaps for src in s.sources.values()} or {s.source for s in snaps})
         unreadable = {k: v for s in snaps for k, v in s.unreadable.items()}
         found.update(counters=values, sources=tuple(sources), unreadable=unreadable)
+        if port is not None and not port.usable:
+            raise HostError(host.name, Failure.PORT, "; ".join(port.problems))
         if values == 0:
             why = "; ".join(f"{k}: {v}" for k, v in unreadable.items()) or "the collector found none"
             raise HostError(host.name, Failure.AGENT_ERROR, f"no counter of {host.target.spec} is readable ({why})")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from collie import __version__
+from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
 from collie.remote.errors import Failure, HostError
 from collie.remote.inventory import Host
@@ -31,6 +32,8 @@ from collie.remote.protocol import (
     ErrorKind,
     Farewell,
     Hello,
+    Inspect,
+    Inspected,
     Ping,
     Pong,
     ProtocolError,
@@ -193,6 +196,10 @@ class AgentClient:
 
     def sample(self) -> tuple[Snapshot, ...]:
         return self.request(Sample(), Sampled).snapshots
+
+    def inspect(self) -> PortStatus | None:
+        """The host's RDMA port state (None for a sim host)."""
+        return self.request(Inspect(), Inspected).port
 
     def run(self, workload: Workload, duration: float, timeout: float | None = None) -> RunResult:
         """Run one workload on the host's target (``timeout`` defaults to the request timeout + duration)."""

@@ -27,6 +27,7 @@ class Failure(Enum):
     AGENT_EXITED = "agent-exited"  # the agent's channel closed before it answered
     VERSION = "version"  # the agent speaks another protocol version or runs another collie
     PROTOCOL = "protocol"  # the agent answered something that is not a reply to the request
+    PORT = "port"  # the host's RDMA port is not ACTIVE, or its GID index holds no GID
     AGENT_ERROR = "agent-error"  # the agent answered with an error (its target or collector failed)
     BROKEN = "broken"  # an earlier failure left this agent's channel unusable
 

@@ -19,6 +19,8 @@ request               reply               what
 ``sample``            ``sampled``         every counter the host can read now, one snapshot per port
                                           (verbs: the host collector; sim: the simulator's running totals)
 ``run``               ``ran``             run one workload on the host's own target; a ``RunResult``
+``inspect``           ``inspected``       the state of the host's RDMA port (verbs hosts; none for sim):
+                                          link state, the GID at the target's index and its type, MTU
 ``bye``               ``farewell``        the agent closes its target and exits
 ====================  ==================  ===========================================================
 
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
 
+from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
 from collie.errors import InputError
 from collie.targets.base import RunResult, TargetInfo
@@ -102,11 +105,16 @@ class Run:
 
 
 @dataclass(frozen=True)
+class Inspect:
+    """Ask for the state of the host's RDMA port (link, GID, MTU)."""
+
+
+@dataclass(frozen=True)
 class Bye:
     """Close the target and exit."""
 
 
-Request = Hello | Ping | Describe | Sample | Run | Bye
+Request = Hello | Ping | Describe | Sample | Run | Inspect | Bye
 
 # ------------------------------------------------------------------------------------------------ replies
 
@@ -163,6 +171,13 @@ class Ran:
 
 
 @dataclass(frozen=True)
+class Inspected:
+    """``port``: the host's RDMA port state, or None for a sim host (it has no port)."""
+
+    port: PortStatus | None
+
+
+@dataclass(frozen=True)
 class Farewell:
     """The agent's last message before it exits."""
 
@@ -175,15 +190,15 @@ class Error:
     message: str
 
 
-Reply = Welcome | Pong | Described | Sampled | Ran | Farewell | Error
+Reply = Welcome | Pong | Described | Sampled | Ran | Inspected | Farewell | Error
 
 _TYPES: Final[Mapping[type, str]] = {
     Hello: "hello", Ping: "ping", Describe: "describe", Sample: "sample", Run: "run", Bye: "bye",
     Welcome: "welcome", Pong: "pong", Described: "described", Sampled: "sampled", Ran: "ran", Farewell: "farewell",
-    Error: "error",
+    Error: "error", Inspect: "inspect", Inspected: "inspected",
 }
 REPLY_TO: Final[Mapping[type, type]] = {Hello: Welcome, Ping: Pong, Describe: Described, Sample: Sampled, Run: Ran,
-                                        Bye: Farewell}
+                                        Bye: Farewell, Inspect: Inspected}
 
 
 @dataclass(frozen=True)
@@ -224,6 +239,8 @@ def _fields(m: Request | Reply) -> dict[str, Any]:
         return {"snapshots": [s.to_dict() for s in m.snapshots]}
     if isinstance(m, Ran):
         return {"result": m.result.to_dict(include_truth=True)}
+    if isinstance(m, Inspected):
+        return {"port": m.port.to_dict() if m.port is not None else None}
     if isinstance(m, Error):
         return {"kind": m.kind.value, "message": m.message}
     return {}
@@ -289,6 +306,13 @@ def _message(kind: Any, d: Mapping[str, Any]) -> Request | Reply:
         return Run(workload=Workload.from_dict(d["workload"], "run.workload"), duration=float(duration))
     if kind == "bye":
         return Bye()
+    if kind == "inspect":
+        return Inspect()
+    if kind == "inspected":
+        port = d.get("port")
+        if port is not None and not isinstance(port, dict):
+            raise ProtocolError("inspected: port is not an object")
+        return Inspected(PortStatus.from_dict(port) if port is not None else None)
     if kind == "welcome":
         return Welcome(collie_version=_str(d, "collie_version"), protocol=_int(d, "protocol"),
                        capabilities=tuple(_str_list(d, "capabilities")), host=_str(d, "host"),
