@@ -23,6 +23,8 @@ inventory_option = click.option("--inventory", "inventory_path", required=True, 
                                  type=click.Path(dir_okay=False), help="The inventory of hosts (see docs/remote.md).")
 CHECK_COLUMNS = ("host", "address", "status", "host_key", "agent", "deployed", "target", "nic", "port", "gid", "mtu",
                  "counters", "sources", "clock_skew_ms", "problem")
+#: Columns left out of the table when no host has a value there (a sim-only inventory has no port, GID or MTU).
+SOMETIMES = frozenset({"deployed", "port", "gid", "mtu"})
 
 
 @click.group("hosts")
@@ -76,7 +78,8 @@ def _port_cells(c: HostCheck) -> dict[str, str | None]:
     port = f"{c.port_state or '?'}" + (f" ({c.phys_state})" if c.phys_state else "")
     if c.link_layer and c.link_layer != "Ethernet":
         port += f" {c.link_layer}"
-    gid = f"[{c.gid_index}] " + (f"{_short_gid(c.gid)} {c.gid_type or 'type unknown'}" if c.gid else "none")
+    has_gid = bool(set(c.gid.replace(":", "")) - {"0"})
+    gid = f"[{c.gid_index}] " + (f"{_short_gid(c.gid)} {c.gid_type or 'type unknown'}" if has_gid else "none")
     mtu = None
     if c.active_mtu is not None or c.netdev_mtu is not None:
         mtu = f"{c.active_mtu or '?'}" + (f" ({c.netdev} {c.netdev_mtu})" if c.netdev_mtu is not None else "")
@@ -103,7 +106,9 @@ def check(inventory_path: str, accept_new_host_keys: bool, fmt: str) -> None:
     results = check_inventory(inv, accept_new_host_keys=accept_new_host_keys)
     if fmt == "table":
         usable = sum(c.usable for c in results)
-        emit(render([_row(c) for c in results], fmt, columns=CHECK_COLUMNS,
+        rows = [_row(c) for c in results]
+        columns = [k for k in CHECK_COLUMNS if k not in SOMETIMES or any(r[k] is not None for r in rows)]
+        emit(render(rows, fmt, columns=columns,
                     title=f"{inv.path}: {usable} of {len(results)} host(s) usable"))
     else:
         emit(render([c.to_dict() for c in results], fmt))
