@@ -33,7 +33,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Final
@@ -317,19 +317,34 @@ def _deps_error(host: Host, reason: str) -> HostError | None:
                                                     f"needs; {advice(missing)}")
 
 
+#: Connections whose host runs the deployed collie: later agents on them start it directly.
+_deployed_on: weakref.WeakKeyDictionary[SshConnection, Deployment] = weakref.WeakKeyDictionary()
+
+
 def start_agent(launcher: Launcher, host: Host, request_timeout: float, seed: int = 0,
                 pings: int = 3) -> Started:
     """Start ``host``'s agent and say hello; deploy this collie first when the host's is missing or another version.
 
     The host's own ``python3 -m collie.agent`` is tried first. When it is not there (its python3 cannot find
     collie), or answers with another collie or protocol version, and ``launcher`` is an :class:`SshLauncher`,
-    this collie is deployed (:func:`deploy`) and started from there.
+    this collie is deployed (:func:`deploy`) and started from there. Later agents on the same connection start
+    the deployed copy directly (one round trip, no SFTP).
 
     Raises:
         HostError: as :meth:`AgentClient.hello`; :attr:`Failure.AGENT_DEPS` when the host's python3 lacks a
             module the agent needs (or is too old); :attr:`Failure.DEPLOY` when the upload failed;
             :attr:`Failure.VERSION` when even the deployed agent answers another version.
     """
+    if isinstance(launcher, SshLauncher):
+        conn = launcher.connection(host)
+        known = _deployed_on.get(conn)
+        if known is not None:
+            try:
+                return _start_deployed(launcher, host, known, request_timeout, seed, pings)
+            except HostError as exc:
+                if exc.failure not in (Failure.AGENT_MISSING, Failure.VERSION):
+                    raise
+                _deployed_on.pop(conn, None)  # removed on the host meanwhile: look again from the start
     client = AgentClient(host, launcher.start(host), request_timeout)
     try:
         welcome = client.hello(seed, pings)
@@ -352,7 +367,15 @@ def start_agent(launcher: Launcher, host: Host, request_timeout: float, seed: in
         raise other
     if not isinstance(launcher, SshLauncher):
         raise other
-    deployment = deploy(launcher.connection(host), launcher.connect_timeout)
+    conn = launcher.connection(host)
+    deployment = deploy(conn, launcher.connect_timeout)
+    started = _start_deployed(launcher, host, deployment, request_timeout, seed, pings)
+    _deployed_on[conn] = replace(deployment, action=Action.REUSED)
+    return started
+
+
+def _start_deployed(launcher: SshLauncher, host: Host, deployment: Deployment, request_timeout: float, seed: int,
+                    pings: int) -> Started:
     client = AgentClient(host, launcher.start(host, deployed=deployment.version), request_timeout)
     where = f"collie {deployment.version} deployed to ~/{deployment.folder}"
     try:

@@ -163,6 +163,11 @@ def test_a_host_without_collie_gets_it_deployed_and_the_next_check_reuses_it(
         pid = started.welcome.pid
         started.client.close()
         assert wait_gone(pid)
+        n = len(server.commands())
+        again = start_agent(ssh, host, 30)  # the same connection: the deployed copy is started at once
+        assert again.deployment is not None and again.welcome.collie_version == __version__
+        assert server.commands()[n:] == [deployed_command_line(__version__)]
+        again.client.close()
     finally:
         ssh.close()
 
