@@ -132,3 +132,24 @@ def test_a_sim_host_has_no_port_cells(tmp_path: Path) -> None:
     check = check_host(host("sim:cx6-200g"), InProcessLauncher(tmp_path), 5)  # type: ignore[arg-type]
     assert check.port_state == "" and check.gid_index is None
     assert (_row(check)["port"], _row(check)["gid"], _row(check)["mtu"]) == (None, None, None)
+
+
+def test_the_agent_inspects_its_verbs_port_with_the_inventory_netdev_and_a_sim_host_has_none(
+        mlx5_root: Path) -> None:
+    from collie.remote.protocol import Hello, Inspect, Inspected
+
+    calls: list[tuple[str, int, int, str | None]] = []
+
+    def inspector(device: str, port: int, gid: int, netdev: str | None) -> Any:
+        calls.append((device, port, gid, netdev))
+        return read_port_status(roce(mlx5_root), device, port, gid, netdev)
+
+    agent = Agent(inspector=inspector)
+    agent.handle(Hello(host="h", target="verbs:mlx5_0:1:3", controller_version=__version__, netdev="ens1f0np0"))
+    reply = agent.handle(Inspect())
+    assert isinstance(reply, Inspected) and reply.port is not None
+    assert (reply.port.state, reply.port.gid_type, reply.port.active_mtu) == ("ACTIVE", "RoCE v2", 4096)
+    assert calls == [("mlx5_0", 1, 3, "ens1f0np0")]
+    sim = Agent(inspector=inspector)
+    sim.handle(Hello(host="h", target="sim:cx6-200g", controller_version=__version__))
+    assert sim.handle(Inspect()) == Inspected(None) and len(calls) == 1
