@@ -75,8 +75,10 @@ def _port_cells(c: HostCheck) -> dict[str, str | None]:
     """The port, GID and MTU cells of a verbs host (None for a sim host or one not reached)."""
     if not c.port_state and c.gid_index is None:
         return {"port": None, "gid": None, "mtu": None}
-    port = f"{c.port_state or '?'}" + (f" ({c.phys_state})" if c.phys_state else "")
-    if c.link_layer and c.link_layer != "Ethernet":
+    port: str | None = None
+    if c.port_state:  # empty when the device or port is absent (the problem says so)
+        port = c.port_state + (f" ({c.phys_state})" if c.phys_state else "")
+    if port and c.link_layer and c.link_layer != "Ethernet":
         port += f" {c.link_layer}"
     has_gid = bool(set(c.gid.replace(":", "")) - {"0"})
     gid = f"[{c.gid_index}] " + (f"{_short_gid(c.gid)} {c.gid_type or 'type unknown'}" if has_gid else "none")
