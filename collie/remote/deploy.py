@@ -151,11 +151,15 @@ def deploy(conn: SshConnection, timeout: float, what: Bundle | None = None) -> D
         what: the files to deploy.
 
     Raises:
-        HostError: :attr:`Failure.DEPLOY`, with the SFTP failure in one sentence; nothing incomplete is left in
-            the deployment's place.
+        HostError: :attr:`Failure.DEPLOY`, with the SFTP failure in one sentence (or why this collie cannot be
+            deployed: its version is not a plain version string); nothing incomplete is left in the deployment's
+            place.
     """
-    b = what or bundle()
-    final = deployed_folder(b.version)
+    try:
+        b = what or bundle()
+        final = deployed_folder(b.version)
+    except (ValueError, OSError) as exc:  # a version that cannot name a folder, an unreadable installation
+        raise HostError(conn.host.name, Failure.DEPLOY, f"this collie cannot be deployed: {exc}") from None
     with _locks_guard:
         lock = _locks.setdefault(conn, threading.Lock())
     with lock:

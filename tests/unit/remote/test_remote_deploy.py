@@ -111,3 +111,22 @@ def test_another_version_through_a_launcher_that_cannot_deploy_is_a_version_fail
                                   f"install collie {__version__} on the host")
     finally:
         launcher.close()
+
+
+def test_a_collie_whose_version_cannot_name_a_folder_is_one_sentence_not_a_traceback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    import collie.remote.deploy as deploy_module
+
+    bundle.cache_clear()
+    monkeypatch.setattr(deploy_module, "__version__", "1.0; rm -rf ~")
+    try:
+        with pytest.raises(HostError) as err:
+            deploy_module.deploy(SimpleNamespace(host=host()), 5)  # type: ignore[arg-type]
+    finally:
+        bundle.cache_clear()
+    assert err.value.failure is Failure.DEPLOY
+    assert str(err.value) == ("host 'n': this collie cannot be deployed: collie version '1.0; rm -rf ~' is not a "
+                              "plain version string (digits, letters, '.', '+', '-'); it cannot name a deployment "
+                              "folder")
