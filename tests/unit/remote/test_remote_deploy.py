@@ -17,6 +17,7 @@ from collie.remote.deps import missing_from
 from collie.remote.errors import Failure, HostError
 from collie.remote.inventory import Host, parse_host_target
 from collie.remote.launch import AGENT_COMMAND_LINE, LocalLauncher, deployed_command_line, plain_version
+from collie.remote.protocol import PROTOCOL_VERSION
 from tests.conftest import ROOT
 from tests.integration.remote.test_deploy_sshd import fake_collie
 
@@ -100,7 +101,8 @@ def test_a_host_with_this_collie_is_used_as_it_is() -> None:
 
 
 def test_another_version_through_a_launcher_that_cannot_deploy_is_a_version_failure(tmp_path: Path) -> None:
-    old = fake_collie(tmp_path / "site", {"v": 1, "type": "welcome", "collie_version": "0.0.1", "protocol": 1,
+    old = fake_collie(tmp_path / "site", {"v": PROTOCOL_VERSION, "type": "welcome", "collie_version": "0.0.1",
+                                          "protocol": PROTOCOL_VERSION,
                                           "capabilities": [], "time": 0.0, "python": "3", "hostname": "h"})
     launcher = LocalLauncher(env={"PYTHONPATH": str(old)}, cwd=str(tmp_path))
     try:
