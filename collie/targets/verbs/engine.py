@@ -468,7 +468,8 @@ class Engine:
             wrs = sum(y - x for x, y in zip(a, b, strict=True))
             nbytes = sum(sums.bytes(x, y) for x, y in zip(a, b, strict=True))
             packets = sum(sums.packets(x, y) for x, y in zip(a, b, strict=True))
-            if ud and run.rqs:  # what arrived (UD drops); a client alone counts what it sent
+            if run.rqs and (ud or not share.side.client):  # what arrived (UD drops; a server end alone);
+                # a UD client alone counts what it sent
                 wrs, nbytes, packets = run.rx_wrs, run.rx_bytes, run.rx_wrs
             out.append(FlowStats(
                 flow=run.res.share.flow_index, seconds=seconds, wrs=wrs, bytes=nbytes, packets=packets,
