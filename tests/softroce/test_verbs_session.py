@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from collie.collectors.host import HostCollector, SourceUse
 from collie.remote.session import HostPart, RunPlan
 from collie.targets.verbs import VerbsTarget
 from collie.targets.verbs.session import VerbsSession
@@ -37,8 +38,16 @@ MATRIX = {
 }
 
 
-def run_pair(device: str, w: Workload) -> tuple[HostPart, HostPart, VerbsSession, VerbsSession]:
-    sa, sb = VerbsSession(device, verify=True, seed=1), VerbsSession(device, verify=True, seed=2)
+def sysfs_only(device: str) -> HostCollector:
+    """The port's sysfs counters alone: ``ethtool`` and ``rdma`` are processes, which under emulation steal
+    enough CPU at the interval's edges to blur a throughput comparison (two sessions on one guest read twice)."""
+    return HostCollector(device, 1, ethtool=SourceUse.OFF, netlink=SourceUse.OFF)
+
+
+def run_pair(device: str, w: Workload,
+             collector: HostCollector | None = None) -> tuple[HostPart, HostPart, VerbsSession, VerbsSession]:
+    sa = VerbsSession(device, verify=True, seed=1, collector=collector)
+    sb = VerbsSession(device, verify=True, seed=2, collector=collector)
     try:
         ea = sa.prepare(RunPlan(run=1, workload=w, roles=("a",), warmup=WARMUP, duration=DURATION))
         eb = sb.prepare(RunPlan(run=1, workload=w, roles=("b",), warmup=WARMUP, duration=DURATION))
@@ -79,14 +88,37 @@ def test_two_sessions_on_one_rxe_move_verified_traffic(device: str, name: str) -
 
 def test_throughput_comparable_to_the_local_target(device: str) -> None:
     w = MATRIX["rc-write"]
-    pa, _, _, _ = run_pair(device, w)
-    with VerbsTarget(device, verify=True, warmup=WARMUP) as target:
+    pa, pb, _, _ = run_pair(device, w, sysfs_only(device))
+    assert pa.errors == () and pb.errors == ()
+    with VerbsTarget(device, verify=True, warmup=WARMUP, collector=sysfs_only(device)) as target:
         local = target.run(w, DURATION)
     assert local.errors == ()
     cross, here = pa.flows[0].bps, local.flows[0].bps
     print(f"\nrc-write 64 KiB x 2 QPs: sessions {cross / 1e6:.1f} Mbit/s, local target {here / 1e6:.1f} Mbit/s "
           f"(ratio {cross / here:.2f})")
     assert cross > 0 and here > 0
+
+
+def test_abort_mid_run_stops_the_traffic_and_frees_everything(device: str) -> None:
+    before = rdma_resources(device)
+    w = MATRIX["rc-send"]
+    sa, sb = VerbsSession(device, seed=1), VerbsSession(device, seed=2)
+    try:
+        ea = sa.prepare(RunPlan(run=1, workload=w, roles=("a",), warmup=WARMUP, duration=60.0))
+        eb = sb.prepare(RunPlan(run=1, workload=w, roles=("b",), warmup=WARMUP, duration=60.0))
+        assert rdma_resources(device)["qp"] > before["qp"]
+        sa.connect(eb)
+        sb.connect(ea)
+        at = time.time()
+        sa.start(at)
+        sb.start(at)
+        time.sleep(1.0)
+    finally:
+        sa.abort()
+        sb.abort()
+    sa.abort()  # idempotent
+    assert mp.active_children() == []
+    assert rdma_resources(device) == before
 
 
 def _host(device: str, role: str, seed: int, conn: Connection) -> None:

@@ -389,7 +389,10 @@ class Engine:
                 self.measuring = True
                 self._edge()
                 self.t_lo = clock()
-            if not (has_recv and self._poll_recv()):
+            if not has_recv:  # nothing to do until the next edge
+                wake = hi if self.measuring else lo
+                time.sleep(min(0.05, max(IDLE_SLEEP_S, (wake - now) / 1e9)))
+            elif not self._poll_recv():
                 time.sleep(IDLE_SLEEP_S)
         if not self.measuring:
             self._edge()

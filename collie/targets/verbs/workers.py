@@ -81,7 +81,6 @@ def _die_with_parent() -> None:
 
 def _child(job: WorkerJob, conn: Connection, pv: Pyverbs | None) -> None:
     signal.signal(signal.SIGTERM, _on_term)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides; Ctrl-C reaches it, not us
     _die_with_parent()
     try:
         report = run_job(pv if pv is not None else load(), job, _PipeSync(conn))

@@ -7,8 +7,11 @@ hosts is tested at the worker level in test_verbs_split and on a real rxe device
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import time
 from collections.abc import Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
@@ -93,3 +96,42 @@ def test_steps_out_of_order_and_bad_plans_are_refused(session: VerbsSession) -> 
     with pytest.raises(Unsupported, match="sges 64"):
         session.prepare(plan(("a",), Workload(flows=(Flow(A, B, sizes=(4096,), sges=64),))))
     assert multiprocessing.active_children() == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _lost_controller(conn: Connection, root: str) -> None:
+    collector = HostCollector("rxe0", 1, root=root, ethtool=SourceUse.OFF, netlink=SourceUse.OFF)
+    s = VerbsSession("rxe0", pyverbs=fake(), collector=collector)
+    s.prepare(plan(("a", "b"), duration=120.0))
+    s.connect([])
+    s.start(time.time())
+    conn.send([p.pid for p in multiprocessing.active_children()])
+    time.sleep(60)
+
+
+def test_workers_end_when_their_session_process_dies(tmp_path: Path) -> None:
+    """An agent killed outright (no abort) in the middle of the traffic (when workers read no pipe) leaves no
+    worker behind: workers get SIGTERM when it dies."""
+    root = str(ttar_tree.make_rxe_tree(tmp_path / "rxe"))
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    host = ctx.Process(target=_lost_controller, args=(child, root))
+    host.start()
+    try:
+        assert parent.poll(60)
+        workers = parent.recv()
+        assert workers and all(_alive(p) for p in workers)
+    finally:
+        os.kill(host.pid, signal.SIGKILL)
+        host.join(10)
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in workers)  # long before the run's 120 s were over
