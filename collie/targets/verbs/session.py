@@ -133,7 +133,7 @@ class VerbsSession:
             if self._pv is None:
                 self._pv = load()
             self._facts = query(self._pv, self.spec)
-        problems = check_workload(w, self._facts.limits)
+        problems = check_workload(w, self._facts.limits, plan.roles)
         if problems:
             raise Unsupported(problems[0])
         one_sided = any((f.client.host in plan.roles) != (f.server.host in plan.roles) for f in w.flows)
