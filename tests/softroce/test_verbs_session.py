@@ -139,7 +139,9 @@ def _host(device: str, role: str, seed: int, conn: Connection) -> None:
 
 def test_two_sessions_in_two_processes(device: str) -> None:
     before = rdma_resources(device)
-    w = Workload(flows=(Flow(A, B, sizes=(16384,), qps=2), Flow(B, A, opcode="SEND", sizes=(2048,), qps=2)))
+    # a->b over two worker processes on each host, b->a the other way, a->a both ends on host a (local)
+    w = Workload(flows=(Flow(A, B, sizes=(16384,), qps=2, processes=2), Flow(B, A, opcode="SEND", sizes=(2048,), qps=2),
+                        Flow(A, A, sizes=(4096,))))
     ctx = mp.get_context("fork")
     hosts = []
     for role, seed in (("a", 1), ("b", 2)):
@@ -174,10 +176,10 @@ def test_two_sessions_in_two_processes(device: str) -> None:
     assert isinstance(pa, HostPart) and isinstance(pb, HostPart), parts
     assert pa.errors == () and pb.errors == (), (pa.errors, pb.errors)
     # each host measures the flow whose client it is
-    assert [(f.flow, f.client) for f in pa.flows] == [(0, "a")]
+    assert [(f.flow, f.client) for f in pa.flows] == [(0, "a"), (2, "a")]
     assert [(f.flow, f.client) for f in pb.flows] == [(1, "b")]
     assert all(f.bps > 0 for f in (*pa.flows, *pb.flows))
     assert pa.hosts[0].counters["sent_pkts"] > 0 and pb.hosts[0].counters["sent_pkts"] > 0
     print(f"\ntwo processes: a->b WRITE {pa.flows[0].bps / 1e6:.1f} Mbit/s, b->a SEND {pb.flows[0].bps / 1e6:.1f} "
-          "Mbit/s")
+          f"Mbit/s, a->a WRITE {pa.flows[1].bps / 1e6:.1f} Mbit/s")
     assert rdma_resources(device) == before
