@@ -130,6 +130,7 @@ def _host(device: str, role: str, seed: int, conn: Connection) -> None:
         session.connect(conn.recv())
         session.start(conn.recv())
         conn.send(session.finish())
+        conn.recv()  # abort: after every host finished (server ends stay up for the other host's drain)
     except BaseException as exc:
         conn.send(exc)
     finally:
@@ -167,6 +168,8 @@ def test_two_sessions_in_two_processes(device: str) -> None:
         for _, _, conn in hosts:
             assert conn.poll(120)
             parts.append(conn.recv())
+        for _, _, conn in hosts:
+            conn.send("abort")
     finally:
         for _, p, _ in hosts:
             p.join(30)

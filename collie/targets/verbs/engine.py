@@ -11,8 +11,9 @@ Work request objects are never created here: chains come prebuilt from ``resourc
 
 A worker of a cross-host run may hold only server ends (``Side.SERVER``): it has nothing to post, so it only
 keeps its receive queues full (sleeping briefly when nothing arrived, not to steal the CPU from the traffic),
-reads the counters at the edges and, after the deadline, lingers ``timing.linger`` seconds with its QPs alive
-so the clients on the other host can drain. Data is verified where the destination buffers are: at the
+reads the counters at the edges and, after the deadline and its report, keeps its QPs alive (receives
+reposted) until its coordinator says stop, at most ``timing.linger`` seconds, so the clients on the other host
+can drain. Data is verified where the destination buffers are: at the
 server for WRITE/SEND, at the client for READ (atomics across hosts are not verified: the server cannot know
 how many WRs the client posted).
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -319,7 +321,6 @@ class Engine:
         nqps = sum(len(run.qps) for run in runs)
         if not nqps:
             self._serve(lo, hi)
-            self._linger()
             return
         has_recv = bool(self.rcqs)
         it = 0
@@ -375,7 +376,6 @@ class Engine:
         self.t_hi = clock()
         self.verbs_fraction = timed_verbs / timed_total if timed_total else 0.0
         self._drain()
-        self._linger()
 
     def _serve(self, lo: int, hi: int) -> None:
         """The loop of a worker with nothing to post: receives and the edges only."""
@@ -401,13 +401,15 @@ class Engine:
         self._edge()
         self.t_hi = clock()
 
-    def _linger(self) -> None:
-        """Keep server ends of cross-host flows alive (receives reposted) ``timing.linger`` s after the end."""
-        linger = self.job.timing.linger
-        if not linger or not any(run.res.share.side is Side.SERVER for run in self.runs):
-            return
-        end = self.t_hi + int(linger * 1e9)
-        while time.monotonic_ns() < end:
+    @property
+    def holds(self) -> bool:
+        """This worker has server ends of cross-host flows to keep alive after the run (see ``linger``)."""
+        return bool(self.job.timing.linger) and any(run.res.share.side is Side.SERVER for run in self.runs)
+
+    def linger(self, stop: Callable[[], bool]) -> None:
+        """Keep the server ends alive (receives reposted) until ``stop()`` or ``timing.linger`` s after the end."""
+        end = self.t_hi + int(self.job.timing.linger * 1e9)
+        while time.monotonic_ns() < end and not stop():
             if not (self.rcqs and self._poll_recv()):
                 time.sleep(IDLE_SLEEP_S)
 
@@ -491,7 +493,9 @@ def run_job(pv: Pyverbs, job: WorkerJob, sync: Any = None) -> WorkerReport:
     The handshake with the coordinator has two phases: ``sync.prepared(endpoints) -> peers`` hands over the
     connection data of this worker's one-sided shares (JSON-ready dicts, see ``endpoints``) and returns the
     peers' (the coordinator's wait for them is not setup time); ``sync.ready(setup_s) -> start_ns`` says this
-    worker is connected and returns the common start instant (``CLOCK_MONOTONIC`` ns).
+    worker is connected and returns the common start instant (``CLOCK_MONOTONIC`` ns). A worker holding
+    server ends of cross-host flows hands its report over early (``sync.report(report)``, when the sync has
+    it) and keeps those ends alive until ``sync.stopped()`` (or ``timing.linger`` s) before tearing down.
 
     Args:
         sync: ``None`` to start at once (only for jobs with no one-sided shares), or the coordinator's object
@@ -528,6 +532,11 @@ def run_job(pv: Pyverbs, job: WorkerJob, sync: Any = None) -> WorkerReport:
         if len(engine.counters) == 2:
             (ta, a), (tb, b) = engine.counters
             report = replace(report, counters_before=a, counters_after=b, counter_seconds=(tb - ta) / 1e9)
+        if engine.holds:
+            early = getattr(sync, "report", None)
+            if early is not None:
+                early(report)
+            engine.linger(getattr(sync, "stopped", lambda: False))
         return report
     finally:
         res.close()

@@ -68,9 +68,9 @@ class Share:
 @dataclass(frozen=True)
 class Timing:
     """Seconds of each phase: ``warmup`` (traffic, not measured), ``duration`` (measured), ``drain_timeout``
-    (outstanding WRs after the deadline must complete within it), ``linger`` (a worker holding only server
-    ends keeps its QPs alive, receives posted, this long after the deadline, so the clients on the other host
-    can drain; 0 on local runs)."""
+    (outstanding WRs after the deadline must complete within it), ``linger`` (a worker holding server ends of
+    cross-host flows keeps them alive, receives posted, after the deadline until its coordinator says stop,
+    at most this long, so the clients on the other host can drain; 0 on local runs)."""
 
     warmup: float
     duration: float

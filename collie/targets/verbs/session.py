@@ -15,7 +15,8 @@ Steps (the handshake with the worker processes follows them, see ``workers``):
 * ``start(at)``: the wall-clock instant ``at`` becomes a ``CLOCK_MONOTONIC`` instant of this host; every worker
   starts its warm-up then, so the hosts' measured intervals line up as well as their clocks do;
 * ``finish``: gather the reports. The client end measures a flow (its FlowResult); a server end only keeps its
-  QPs alive (receive queues full for SEND) and lingers after the deadline so the client can drain. Worker 0
+  QPs alive (receive queues full for SEND): its worker reports as soon as the interval is over and keeps
+  them alive until ``abort`` (at most :data:`LINGER_S`), so the client on the other host can drain. Worker 0
   reads the port's counters (``HostCollector`` of the spec's device and port, ``netdev`` for ``ethtool -S``) at
   the edges of this host's measured interval. Data is verified where the destination buffers are.
 * ``abort``: end every worker process (SIGTERM: an orderly teardown that frees every verbs object; SIGKILL
@@ -48,10 +49,12 @@ from collie.targets.verbs.spec import parse_spec
 from collie.targets.verbs.target import plan_jobs
 from collie.targets.verbs.workers import WorkerPool
 
-#: Seconds a worker holding server ends keeps them alive after the deadline (the client drains meanwhile).
-LINGER_S: Final = 1.0
-#: Seconds of grace for workers to leave on their own when aborted, before SIGTERM.
-ABORT_GRACE_S: Final = 0.2
+#: Most seconds a worker holding server ends keeps them alive after the deadline, waiting for ``abort`` (the
+#: client on the other host drains meanwhile): the drain's own bound.
+LINGER_S: Final = 10.0
+#: Seconds of grace for workers to leave on their own when aborted (those holding server ends do at once; those
+#: in the middle of traffic read no pipe), before SIGTERM.
+ABORT_GRACE_S: Final = 1.0
 #: Seconds added to the expected run time before ``finish`` gives up on a worker.
 FINISH_SLACK_S: Final = 60.0
 
@@ -63,6 +66,7 @@ class Phase(Enum):
     PREPARED = "prepared"
     CONNECTED = "connected"
     STARTED = "started"
+    FINISHED = "finished"
 
 
 @dataclass(frozen=True)
@@ -181,8 +185,13 @@ class VerbsSession:
         wait = max(0.0, (self._start_ns - time.monotonic_ns()) / 1e9)
         t = self._jobs[0].timing
         try:
-            reports = pool.gather(wait + t.warmup + t.duration + t.drain_timeout + t.linger + FINISH_SLACK_S)
-        finally:
+            reports = pool.gather(wait + t.warmup + t.duration + t.drain_timeout + FINISH_SLACK_S)
+        except BaseException:
+            self.abort()
+            raise
+        if t.linger:  # server ends stay up until abort, for the other host's clients
+            self._phase = Phase.FINISHED
+        else:
             self.abort()
         return self._part(plan, reports)
 

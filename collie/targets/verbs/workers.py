@@ -9,8 +9,10 @@ The handshake over each worker's pipe has two phases. **prepare**: the worker bu
 ``("prepared", endpoints)`` (the connection data of its one-sided shares; ``[]`` on a local run); **connect**:
 the coordinator sends ``("connect", peers)`` (the other host's endpoints; ``[]`` locally), the worker connects
 and sends ``("ready", setup_s)``; **go**: the coordinator sends ``("start", monotonic_ns)``, the worker runs and
-sends ``("done", report)``. A local run goes through the same steps with no endpoints; a cross-host session
-(``session``) lets the peers' data in between. Every wait is bounded; on any error, timeout or Ctrl-C the
+sends ``("done", report)`` (a worker holding server ends of cross-host flows sends it as soon as its interval
+is over, then keeps those ends alive until ``("stop", 0)``, so the other host's clients can drain). A local
+run goes through the same steps with no endpoints; a cross-host session (``session``) lets the peers' data in
+between. Every wait is bounded; on any error, timeout or Ctrl-C the
 coordinator ends the workers it started (SIGTERM, which a worker turns into an orderly teardown, then SIGKILL
 after a grace period) and re-raises. A worker also gets SIGTERM when its coordinator process dies, so a lost
 coordinator leaves no traffic running.
@@ -49,6 +51,7 @@ class Gathered:
 class _PipeSync:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self.sent = False
 
     def _await(self, want: str) -> Any:
         if not self.conn.poll(SETUP_TIMEOUT_S):
@@ -67,6 +70,15 @@ class _PipeSync:
         self.conn.send(("ready", setup_s))
         return int(self._await("start"))
 
+    def report(self, report: WorkerReport) -> None:
+        """Hand the report over before the worker's teardown (server ends stay alive until ``stop``)."""
+        self.conn.send(("done", report))
+        self.sent = True
+
+    def stopped(self) -> bool:
+        """The coordinator said stop (or went away)."""
+        return self.conn.poll(0)
+
 
 def _on_term(signum: int, frame: Any) -> None:
     raise SystemExit(143)
@@ -82,9 +94,11 @@ def _die_with_parent() -> None:
 def _child(job: WorkerJob, conn: Connection, pv: Pyverbs | None) -> None:
     signal.signal(signal.SIGTERM, _on_term)
     _die_with_parent()
+    sync = _PipeSync(conn)
     try:
-        report = run_job(pv if pv is not None else load(), job, _PipeSync(conn))
-        conn.send(("done", report))
+        report = run_job(pv if pv is not None else load(), job, sync)
+        if not sync.sent:
+            conn.send(("done", report))
     except Unsupported as exc:
         conn.send(("unsupported", str(exc)))
     except TargetError as exc:

@@ -17,6 +17,7 @@ from collie.targets.verbs.engine import WorkerReport, run_job
 from collie.targets.verbs.job import Side, Timing, WorkerJob
 from collie.targets.verbs.spec import VerbsSpec
 from collie.targets.verbs.target import plan_jobs
+from collie.targets.verbs.workers import WorkerPool
 from collie.workload import Endpoint, Flow, Workload
 from tests.unit.targets.verbs import fakeverbs
 from tests.unit.targets.verbs.fakeverbs import fake
@@ -149,3 +150,26 @@ def test_a_worker_with_one_sided_shares_needs_a_coordinator() -> None:
     (job,) = plan_jobs(Workload(flows=(Flow(A, B),)), SPEC, T, False, 1, None, [0], roles=("a",))
     with pytest.raises(TargetError, match="needs a coordinator"):
         run_job(fake(), job)
+
+
+def test_a_server_worker_reports_at_the_end_and_holds_its_ends_until_stop() -> None:
+    """The server's host must not tear its QPs down while the client's host drains: its worker reports as soon
+    as the interval is over, then keeps its ends up until the coordinator says stop (at most ``linger``)."""
+    w = Workload(flows=(Flow(A, B, opcode="SEND", sizes=(512,), qps=2),))
+    hold = Timing(warmup=0.01, duration=0.05, drain_timeout=2.0, linger=60.0)
+    jobs = [replace(j, collector=None) for j in plan_jobs(w, SPEC, hold, False, 1, None, [0], roles=("b",))]
+    pool = WorkerPool(jobs, pyverbs=fake())
+    try:
+        pool.launch()
+        (mine,) = pool.prepared(30)
+        assert [(e["side"], e["qp"]) for e in mine] == [("server", 0), ("server", 1)]
+        clients = [EndpointData(0, 0, i, "client", 900 + i, 5, "g").to_dict() for i in range(2)]
+        pool.connect(clients, 30)
+        pool.go(time.monotonic_ns())
+        (report,) = pool.gather(30)  # long before the 60 s of linger are over
+        assert report.errors == () and not report.stats[0].client
+        (proc, _), = pool._procs
+        assert proc.is_alive()  # still holding its QPs
+    finally:
+        pool.stop(grace_s=30)
+    assert not proc.is_alive() and proc.exitcode == 0  # left on "stop", not by a signal
