@@ -46,6 +46,7 @@ def _register() -> None:
     from collie.cli.case_cmd import minimize, replay
     from collie.cli.counters_cmd import counters
     from collie.cli.hosts_cmd import hosts
+    from collie.cli.report_cmd import report
     from collie.cli.run_cmd import run
     from collie.cli.sim_cmd import sim
     from collie.cli.space_cmd import space
@@ -58,6 +59,7 @@ def _register() -> None:
     main.add_command(sim)
     main.add_command(counters)
     main.add_command(hosts)
+    main.add_command(report)
 
 
 _register()
