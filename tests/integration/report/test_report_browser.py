@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from reporthelpers import SCRIPT, hostile_copy, make_campaign
+from reporthelpers import SCRIPT, hostile_copy
 
 from tests.conftest import run_cli
 
@@ -45,10 +45,10 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def page(tmp_path_factory: pytest.TempPathFactory, campaign: Path) -> tuple[Path, Path]:
     """(campaign folder with hostile names, its HTML report)."""
     base = tmp_path_factory.mktemp("report-browser")
-    campaign = hostile_copy(make_campaign(base / "clean"), base / "hostile")
+    campaign = hostile_copy(campaign, base / "hostile")
     html = base / "report.html"
     r = run_cli("report", str(campaign), "--format", "html", "-o", str(html))
     assert r.returncode == 0, r.stderr
