@@ -49,7 +49,8 @@ def _svg(fig: Figure) -> str:
 def overview_svg(trials: pd.DataFrame, found_at: Mapping[str, int]) -> str:
     """Throughput (Gb/s) and energy (fraction of the calibrated ceiling, what the search lowers) per trial;
     anomalous trials marked with a red cross, each anomaly's find with a labelled line."""
-    fig = _figure(9.0, 4.6)
+    fig = _figure(9.0, 4.6, layout=None)
+    fig.subplots_adjust(left=0.09, right=0.985, top=0.9, bottom=0.1, hspace=0.08)
     top, bottom = fig.subplots(2, 1, sharex=True)
     done = trials[trials["bps"].notna()]
     for phase, rows in done.groupby("phase", sort=False):
@@ -64,14 +65,14 @@ def overview_svg(trials: pd.DataFrame, found_at: Mapping[str, int]) -> str:
     for name, trial in found_at.items():
         for ax in (top, bottom):
             ax.axvline(trial, color="#c53030", alpha=0.35, linewidth=0.8)
-        top.annotate(name, (trial, 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
+        top.annotate(name.split("-")[0], (trial, 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
                      va="top", ha="right", color="#9b2c2c")
     top.set_ylabel("throughput (Gb/s)")
     bottom.set_ylabel("energy: fraction\nof ceiling")
     bottom.axhline(0.8, color="#718096", linestyle="--", linewidth=0.8)
     bottom.set_xlabel("trial")
     if len(done):
-        fig.legend(loc="outside upper center", fontsize=7, ncols=6, frameon=False, markerscale=1.5)
+        fig.legend(loc="upper center", fontsize=7, ncols=6, frameon=False, markerscale=1.5)
     for ax in (top, bottom):
         ax.grid(alpha=0.25)
     return _svg(fig)
