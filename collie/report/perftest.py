@@ -1,7 +1,8 @@
 """perftest command lines for a minimal case, so that a vendor can reproduce it without collie.
 
 perftest (``ib_write_bw``, ``ib_read_bw``, ``ib_send_bw``) runs one flow of one verb with one message size
-between a server (started first) and a client that connects to it. A case it can express maps one to one:
+between a server (started first) and a client that connects to it, or with ``-b`` (``--bidirectional``, given on
+both sides) that flow and its mirror image at once. A case it can express maps one to one:
 
 =====================  ==========================================================================
 collie flow field      perftest option (the names of perftest's own ``--help``)
@@ -14,10 +15,11 @@ mtu                    ``-m MTU`` (``--mtu``)
 sq_depth               ``-t N`` (``--tx-depth``)
 rq_depth (SEND only)   ``-r N`` (``--rx-depth``)
 batch                  ``-l N`` (``--post_list``)
-signal_every           ``-Q N`` (``--cq-mod``)
+signal_every           ``-Q N`` (``--cq-mod``; always given: perftest's default is one completion in 100)
 inline (not READ)      ``-I BYTES`` (``--inline_size``)
 mrs = qps (> 1)        ``--mr_per_qp``
-memory gpu             ``--use_cuda=0`` on that side
+memory gpu             ``--use_cuda=0`` on that side (a perftest built with CUDA)
+two mirrored flows      ``-b`` (``--bidirectional``) on both lines
 duration               ``-D SECONDS`` (``--duration``), and ``--report_gbits``
 device, port, GID      ``-d DEV -i PORT -x GID`` when the target names them (``verbs:DEV:PORT:GID``)
 =====================  ==========================================================================
@@ -30,7 +32,7 @@ case is then reported with one sentence naming the condition it lacks (:attr:`Pe
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from collie.workload import Flow, Workload
@@ -85,11 +87,20 @@ def device_of(target_spec: str) -> Device:
     return Device(parts[0], port, gid)
 
 
+def mirrored(workload: Workload) -> bool:
+    """Whether the workload is two flows, each the other with client and server swapped (perftest's ``-b``)."""
+    if len(workload.flows) != 2:
+        return False
+    a, b = workload.flows
+    return not a.loopback and replace(a, client=a.server, server=a.client) == b
+
+
 def lacks(workload: Workload) -> str:
     """The one condition of ``workload`` perftest cannot express (``""``: it can express it)."""
-    if len(workload.flows) != 1:
-        return (f"perftest runs one flow between two hosts, and this case has {len(workload.flows)} flows at "
-                "once")
+    if len(workload.flows) != 1 and not mirrored(workload):
+        return (f"perftest runs one flow between two hosts (or it and its mirror image, -b), and this case has "
+                f"{len(workload.flows)} flows at once" + (" that are not mirror images of each other"
+                                                           if len(workload.flows) == 2 else ""))
     f = workload.flows[0]
     if f.opcode not in TOOLS:
         return (f"perftest's bandwidth tests post WRITE, READ or SEND, and this case posts {f.opcode}")
@@ -103,7 +114,7 @@ def lacks(workload: Workload) -> str:
                 f"over {f.sges}")
     if f.mrs != 1 and f.mrs != f.qps:
         return (f"perftest registers one memory region, or one per QP (--mr_per_qp), and this case registers "
-                f"{f.mrs} for {f.qps} QPs")
+                f"{f.mrs} for {f.qps} QP{'s' if f.qps != 1 else ''}")
     if "remote" in (f.client.memory, f.server.memory):
         return ("perftest has no option to place its buffers on the other NUMA socket, which this case needs "
                 "(memory = remote)")
@@ -113,6 +124,9 @@ def lacks(workload: Workload) -> str:
         return "perftest sends a steady stream, and this case sends in on/off bursts"
     if f.inline and f.opcode == "READ":
         return "perftest has no inline data for READ, which this case asks for"
+    if f.batch > 1 and f.batch % f.signal_every:
+        return (f"perftest needs its post list to be a multiple of its completion moderation, and this case posts "
+                f"{f.batch} work requests at a time with one completion every {f.signal_every}")
     return ""
 
 
@@ -129,7 +143,7 @@ def perftest_lines(workload: Workload, target_spec: str, duration_s: float = 5.0
         return PerftestLines(lacks=why)
     f = workload.flows[0]
     tool = TOOLS[f.opcode]
-    common = _common(f, device_of(target_spec), duration_s)
+    common = _common(f, device_of(target_spec), duration_s) + (["-b"] if mirrored(workload) else [])
     server = [tool, *common, *_memory(f.server.memory)]
     server_address = "localhost" if f.loopback else f.server.host
     client = [tool, *common, *_memory(f.client.memory), server_address]
@@ -150,8 +164,7 @@ def _common(f: Flow, device: Device, duration_s: float) -> list[str]:
         args += ["-r", str(f.rq_depth)]
     if f.batch > 1:
         args += ["-l", str(f.batch)]
-    if f.signal_every > 1:
-        args += ["-Q", str(f.signal_every)]
+    args += ["-Q", str(f.signal_every)]
     if f.inline:
         args += ["-I", str(f.inline)]
     if f.mrs > 1:

@@ -13,7 +13,7 @@ from collie.workload import Endpoint, Flow, Workload
 #: whether each takes a value.
 PERFTEST_OPTIONS = {"-d": True, "-i": True, "-x": True, "-c": True, "-s": True, "-q": True, "-m": True, "-t": True,
                     "-r": True, "-l": True, "-Q": True, "-I": True, "-D": True, "--report_gbits": False,
-                    "--mr_per_qp": False, "--use_cuda": True}
+                    "--mr_per_qp": False, "--use_cuda": True, "-b": False}
 
 
 def _parse(line: str) -> tuple[str, dict[str, str], list[str]]:
@@ -42,14 +42,14 @@ def _flow(**kw: object) -> Flow:
 
 
 def test_a_write_case_maps_field_by_field_on_a_verbs_target() -> None:
-    w = Workload((_flow(transport="UC", opcode="WRITE", sizes=(65536,), qps=8, mtu=1024, sq_depth=256, batch=4,
+    w = Workload((_flow(transport="UC", opcode="WRITE", sizes=(65536,), qps=8, mtu=1024, sq_depth=256, batch=32,
                         signal_every=16, inline=64),))
     p = perftest_lines(w, "verbs:mlx5_0:1:3", duration_s=10.0)
     assert p.expressible and p.tool == "ib_write_bw" and (p.server_host, p.client_host) == ("b", "a")
     tool, server, rest = _parse(p.server)
     assert tool == "ib_write_bw" and rest == []
     assert server == {"-d": "mlx5_0", "-i": "1", "-x": "3", "-c": "UC", "-s": "65536", "-q": "8", "-m": "1024",
-                      "-t": "256", "-l": "4", "-Q": "16", "-I": "64", "-D": "10", "--report_gbits": ""}
+                      "-t": "256", "-l": "32", "-Q": "16", "-I": "64", "-D": "10", "--report_gbits": ""}
     tool, client, rest = _parse(p.client)
     assert client == server and rest == ["b"]  # the client connects to the server
 
@@ -77,12 +77,21 @@ def test_a_loopback_case_connects_to_localhost_and_gpu_memory_uses_cuda() -> Non
     assert "--use_cuda" not in _parse(p.server)[1]
 
 
+def test_a_flow_and_its_mirror_image_are_perftest_bidirectional() -> None:
+    there = _flow(opcode="READ", sizes=(4096,))
+    back = Flow(client=Endpoint("b"), server=Endpoint("a"), opcode="READ", sizes=(4096,))
+    p = perftest_lines(Workload((there, back)), "sim")
+    assert p.tool == "ib_read_bw"
+    assert "-b" in _parse(p.server)[1] and "-b" in _parse(p.client)[1]
+
+
 def test_one_memory_region_per_qp_is_mr_per_qp() -> None:
     assert "--mr_per_qp" in _parse(perftest_lines(Workload((_flow(qps=4, mrs=4),)), "sim").server)[1]
 
 
 @pytest.mark.parametrize("workload, condition", [
-    (Workload((_flow(), _flow())), "2 flows"),
+    (Workload((_flow(), _flow())), "2 flows at once that are not mirror images"),
+    (Workload((_flow(), _flow(), _flow())), "3 flows at once"),
     (Workload((_flow(opcode="ATOMIC_FA", sizes=(8,)),)), "posts ATOMIC_FA"),
     (Workload((_flow(sizes=(64, 65536)),)), "2 sizes"),
     (Workload((_flow(sges=4),)), "over 4"),
@@ -91,6 +100,7 @@ def test_one_memory_region_per_qp_is_mr_per_qp() -> None:
     (Workload((_flow(processes=2),)), "2 per host"),
     (Workload((_flow(burst=True),)), "bursts"),
     (Workload((_flow(opcode="READ", transport="UC"),)), "no UC connection"),
+    (Workload((_flow(batch=4, signal_every=8),)), "4 work requests at a time with one completion every 8"),
 ])
 def test_what_perftest_cannot_express_is_named_in_one_sentence(workload: Workload, condition: str) -> None:
     p = perftest_lines(workload, "sim")
