@@ -37,7 +37,7 @@ def render_junit(report: Report) -> str:
     known = TestSuite(SUITE_KNOWN)
     t = report.trials
     for row in t[(t["phase"] == "replay")].to_dict(orient="records"):
-        known.add_testcase(_known_case(row, TestCase, Failure))
+        known.add_testcase(_known_case(row, report.data.corpus_names.get(str(row["key"]), ""), TestCase, Failure))
     xml: Any = JUnitXml("collie report " + report.data.root.name)
     xml.add_testsuite(new)
     if known.tests:
@@ -46,8 +46,8 @@ def render_junit(report: Report) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + text.decode("utf-8") + "\n"
 
 
-def _known_case(row: dict[Any, Any], case_type: Any, failure_type: Any) -> Any:
-    case = case_type(f"known case {row['key']} (trial {row['trial']})", classname=SUITE_KNOWN)
+def _known_case(row: dict[Any, Any], name: str, case_type: Any, failure_type: Any) -> Any:
+    case = case_type(f"known case {name or row['key']} (trial {row['trial']})", classname=SUITE_KNOWN)
     if row["anomalous"] is True:
         failure = failure_type(f"still reproduces: {row['signature']}", type_=str(row["signature"]))
         case.result = [failure]

@@ -15,12 +15,13 @@ Invariants:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from collie.case_record import CaseRecord, read_case_folder
-from collie.errors import InputError
-from collie.records import CampaignConfig, TrialRecord
+from collie.errors import CollieError, InputError
+from collie.records import CampaignConfig, Phase, TrialRecord
 from collie.store import ANOMALIES, CONFIG, JOURNAL
 from collie.tomlio import read_toml
 
@@ -35,6 +36,8 @@ class CampaignData:
         trials: one record per trial, by trial number (the last row of each).
         anomalies: each anomaly folder's record, by folder name.
         warnings: what was left out (a torn last line), one sentence each.
+        corpus_names: workload key -> name of each case of the campaign's corpus (empty: no corpus, or its
+            folder is no longer readable, which a warning says).
     """
 
     root: Path
@@ -42,6 +45,7 @@ class CampaignData:
     trials: tuple[TrialRecord, ...]
     anomalies: tuple[CaseRecord, ...]
     warnings: tuple[str, ...] = ()
+    corpus_names: Mapping[str, str] = field(default_factory=dict)
 
 
 def load_campaign(root: Path) -> CampaignData:
@@ -61,8 +65,21 @@ def load_campaign(root: Path) -> CampaignData:
     base = root / ANOMALIES
     folders = sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")) \
         if base.is_dir() else []
+    names = _corpus_names(config.corpus, warnings) if any(t.phase is Phase.REPLAY for t in trials) else {}
     return CampaignData(root.resolve(), config, trials, tuple(read_case_folder(p) for p in folders),
-                        tuple(warnings))
+                        tuple(warnings), names)
+
+
+def _corpus_names(corpus: str, warnings: list[str]) -> dict[str, str]:
+    """Workload key -> case name of the corpus the campaign replayed (its folder may have moved since)."""
+    from collie.cases import load_corpus
+
+    try:
+        return {case.workload.key(): case.name for case in load_corpus(Path(corpus))} if corpus else {}
+    except CollieError as exc:
+        warnings.append(f"the campaign's corpus {corpus} cannot be read now ({exc}); its known cases are named by "
+                        "their workload key")
+        return {}
 
 
 def _read_trials(path: Path) -> tuple[tuple[TrialRecord, ...], list[str]]:

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from junitparser import Failure, JUnitXml
+from reporthelpers import SCRIPT, hostile_copy, make_campaign
 
 from collie.report.frames import TRIAL_COLUMNS, read_trials_csv
 from tests.conftest import ROOT, run_cli
@@ -191,3 +192,20 @@ def test_the_format_follows_the_output_suffix(campaign: Path, tmp_path: Path) ->
     r = run_cli("report", str(campaign), "-o", str(tmp_path / "r.html"))
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_junit_has_a_test_case_per_known_case_replayed(tmp_path: Path) -> None:
+    folder = make_campaign(tmp_path / "corpus", 1, 2, "--corpus", str(ROOT / "workloads" / "corpus"))
+    xml = JUnitXml.fromfile(str(_report(folder, "junit", tmp_path)))
+    known = next(s for s in xml if s.name == "collie.known")
+    replays = [r for r in _journal(folder) if r["phase"] == "replay"]
+    names = sorted(p.name for p in (ROOT / "workloads" / "corpus").iterdir() if p.is_dir())
+    assert sorted(c.name.split(" ")[2] for c in known) == names and len(replays) == len(names) == 18
+    reproduced = sum(r["verdict"]["anomalous"] for r in replays)
+    assert known.failures == reproduced > 0  # a known case that still reproduces fails
+
+
+def test_markdown_escapes_what_a_campaign_names(campaign: Path, tmp_path: Path) -> None:
+    text = _report(hostile_copy(campaign, tmp_path / "hostile"), "md", tmp_path).read_text()
+    assert SCRIPT not in text.replace(f'name = "{SCRIPT}"', "").replace(f"`{SCRIPT}`", "")
+    assert "\\<script\\>alert(1)\\</script\\>" in text  # the CPU, as text
