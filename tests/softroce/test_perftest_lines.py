@@ -30,12 +30,13 @@ def _case(name: str) -> Workload:
     return next(c.workload for c in load_corpus(ROOT / "workloads" / "corpus") if c.name == name)
 
 
-def _run(lines: PerftestLines, port: int, timeout: float = 180) -> str:
-    """Start the server line, then the client line (retried until the server listens); the client's output."""
+def _run(lines: PerftestLines, port: int, log: Path, timeout: float = 180) -> tuple[str, str]:
+    """Start the server line, then the client line (retried until the server listens); (server's output,
+    client's output). The server writes to the file ``log`` (a pipe could fill up and block it)."""
     server_cmd = [*shlex.split(lines.server), "-p", str(port)]
     client_cmd = [*shlex.split(lines.client)[:-1], "-p", str(port), "127.0.0.1"]
-    server = subprocess.Popen(server_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              stdin=subprocess.DEVNULL)
+    with open(log, "w") as fh:  # the child keeps its own copy of the file
+        server = subprocess.Popen(server_cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -50,7 +51,7 @@ def _run(lines: PerftestLines, port: int, timeout: float = 180) -> str:
             server.kill()
             server.wait()
     assert client.returncode == 0, f"{' '.join(client_cmd)}: rc {client.returncode}\n{client.stdout}{client.stderr}"
-    return client.stdout
+    return log.read_text(), client.stdout
 
 
 def _field(out: str, name: str) -> str:
@@ -60,19 +61,23 @@ def _field(out: str, name: str) -> str:
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_the_perftest_lines_of_a_simulated_case_run_on_rxe_with_its_flow_shape(device: str, name: str) -> None:
+def test_the_perftest_lines_of_a_simulated_case_run_on_rxe_with_its_flow_shape(device: str, name: str,
+                                                                                tmp_path: Path) -> None:
     workload = _case(name)
     lines = perftest_lines(workload, f"verbs:{device}:1:1", duration_s=2.0)
     assert lines.expressible, lines.lacks
-    out = _run(lines, 18600 + CASES.index(name))
+    server_out, out = _run(lines, 18600 + CASES.index(name), tmp_path / "server.log")
     f = workload.flows[0]
-    title = TITLES[lines.tool] + (" Bidirectional" if mirrored(workload) else "") + " BW Test"
+    title = (TITLES[lines.tool] + (" Bidirectional" if mirrored(workload) else "")
+             + (" Post List" if f.batch > 1 else "") + " BW Test")
     assert re.search(rf"^\s*{title}\s*$", out, re.MULTILINE), out
     assert _field(out, "Connection type") == f.transport
     assert int(_field(out, "Number of qps")) == f.qps
     assert int(_field(out, "TX depth")) == f.sq_depth
-    if f.opcode == "SEND":
-        assert int(_field(out, "RX depth")) == f.rq_depth
+    if f.opcode == "SEND":  # the receiving side prints its receive queue
+        assert int(_field(server_out, "RX depth")) == f.rq_depth
+    if f.batch > 1:
+        assert int(_field(out, "Post List")) == f.batch
     assert int(_field(out, "CQ Moderation")) == f.signal_every
     assert _field(out, "Mtu") == f"{f.mtu}[B]"
     rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s*$", out, re.MULTILINE)
