@@ -37,11 +37,11 @@ def main() -> None:
                             str(args.budget), "--seed", str(args.seed), "--out", str(folder)], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             print(f"campaign: {time.perf_counter() - t0:.1f} s")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         report = build_report(folder)
-        read = time.perf_counter() - t0
+        read, read_cpu = time.perf_counter() - t0, time.process_time() - c0
         print(f"{len(report.trials)} trials, {len(report.anomalies)} anomalies; reading the folder and building the "
-              f"frames: {read:.2f} s")
+              f"frames: {read:.2f} s ({read_cpu:.2f} CPU s)")
         print(f"{'format':8s} {'cold s':>8s} {'cold cpu':>9s} {'warm s':>8s} {'warm cpu':>9s} {'bytes':>10s}")
         for fmt in FORMATS:
             t0, c0 = time.perf_counter(), time.process_time()

@@ -15,7 +15,7 @@ from collie import __version__
 from collie.errors import CollieError
 from collie.records import Phase, TrialState
 from collie.report.facts import AnomalyFacts, fingerprint_rows
-from collie.report.model import Report
+from collie.report.model import Report, counts
 from collie.report.plots import counters_svg, overview_svg
 
 _SHOWN_DETAILS: Final = ("pcie_gbps", "relaxed_ordering", "cpu", "numa", "gpu", "max_qp", "max_mr", "max_sge",
@@ -43,15 +43,6 @@ def render_html(report: Report) -> str:
         anomalies=[_card(a, Markup) for a in report.anomalies],
         states=[str(s) for s in TrialState], by_phase=_by_phase(report),
     )
-
-
-def counts(report: Report) -> dict[str, int]:
-    """Trials, budgeted experiments, anomalous runs, pruned and failed trials."""
-    t = report.trials
-    budgeted = t["phase"].isin([str(p) for p in Phase if p.budgeted])
-    return {"trials": len(t), "experiments": int((budgeted & (t["status"] != "PRUNED")).sum()),
-            "anomalous": int(t["anomalous"].fillna(False).astype(bool).sum()),
-            "pruned": int((t["status"] == "PRUNED").sum()), "failed": int((t["status"] == "FAILED").sum())}
 
 
 def _by_phase(report: Report) -> list[tuple[str, list[int]]]:

@@ -12,8 +12,7 @@ from dataclasses import asdict
 from typing import Any, Final
 
 from collie.report.facts import AnomalyFacts
-from collie.report.html import counts
-from collie.report.model import Report
+from collie.report.model import Report, counts
 
 SCHEMA_NAME: Final = "collie-report"
 SCHEMA_VERSION: Final = 1

@@ -13,8 +13,7 @@ from typing import Final
 
 from collie import __version__
 from collie.report.facts import AnomalyFacts, fingerprint_rows
-from collie.report.html import counts
-from collie.report.model import Report
+from collie.report.model import Report, counts
 
 #: Counters listed per host (the largest deltas); the JSON report has them all.
 MD_COUNTERS: Final = 15

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from collie.records import Phase
 from collie.report.facts import AnomalyFacts, facts_of
 from collie.report.frames import anomalies_frame, trials_frame
 from collie.report.load import CampaignData, load_campaign
@@ -39,6 +40,15 @@ class Report:
         numbers = budgeted["trial"].tolist()
         return {a.anomaly_id: int(numbers[a.found_at - 1]) for a in self.anomalies
                 if a.found_at is not None and 0 < a.found_at <= len(numbers)}
+
+
+def counts(report: Report) -> dict[str, int]:
+    """Trials, budgeted experiments, anomalous runs, pruned and failed trials."""
+    t = report.trials
+    budgeted = t["phase"].isin([str(p) for p in Phase if p.budgeted])
+    return {"trials": len(t), "experiments": int((budgeted & (t["status"] != "PRUNED")).sum()),
+            "anomalous": int(t["anomalous"].fillna(False).astype(bool).sum()),
+            "pruned": int((t["status"] == "PRUNED").sum()), "failed": int((t["status"] == "FAILED").sum())}
 
 
 def build_report(root: Path) -> Report:
