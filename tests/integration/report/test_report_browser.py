@@ -12,6 +12,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from reporthelpers import SCRIPT, hostile_copy
@@ -23,7 +24,7 @@ CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Any]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -55,43 +56,42 @@ def page(tmp_path_factory: pytest.TempPathFactory, campaign: Path) -> tuple[Path
     return campaign, html
 
 
-def _requests(driver: object) -> list[str]:
+def _requests(driver: Any) -> list[str]:
     urls = []
-    for entry in driver.get_log("performance"):  # type: ignore[attr-defined]
+    for entry in driver.get_log("performance"):
         message = json.loads(entry["message"])["message"]
         if message["method"] == "Network.requestWillBeSent":
             urls.append(message["params"]["request"]["url"])
     return urls
 
 
-def test_the_html_report_loads_offline_and_shows_every_card_and_plot(browser: object, page: tuple[Path, Path]
-                                                                    ) -> None:
+def test_the_html_report_loads_offline_and_shows_every_card_and_plot(browser: Any, page: tuple[Path, Path]) -> None:
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
 
     campaign, html = page
-    driver = browser
-    driver.get_log("performance")  # type: ignore[attr-defined]  # drop what came before
-    driver.get(html.as_uri())  # type: ignore[attr-defined]
-    assert driver.execute_script("return document.readyState") == "complete"  # type: ignore[attr-defined]
+    driver: Any = browser
+    driver.get_log("performance")  # drop what came before
+    driver.get(html.as_uri())
+    assert driver.execute_script("return document.readyState") == "complete"
 
-    errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]  # type: ignore[attr-defined]
+    errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
     assert errors == []
     others = [u for u in _requests(driver) if u != html.as_uri() and not u.startswith("data:")]
     assert others == [], f"the report asked for {others}"
 
     with pytest.raises(NoAlertPresentException):
-        driver.switch_to.alert.text  # type: ignore[attr-defined]  # noqa: B018
-    assert driver.execute_script("return document.scripts.length") == 0  # type: ignore[attr-defined]
+        driver.switch_to.alert.text  # noqa: B018
+    assert driver.execute_script("return document.scripts.length") == 0
 
     folders = sorted(p.name for p in (campaign / "anomalies").iterdir())
-    cards = driver.find_elements(By.CSS_SELECTOR, "section.card.anomaly")  # type: ignore[attr-defined]
+    cards = driver.find_elements(By.CSS_SELECTOR, "section.card.anomaly")
     assert [c.get_attribute("data-anomaly") for c in cards] == folders
     for card in cards:
         plot = card.find_element(By.CSS_SELECTOR, "figure.counters svg")
         assert plot.size["width"] > 200 and plot.size["height"] > 50
         assert card.find_element(By.CSS_SELECTOR, "pre.replay").text.startswith("collie replay ")
-    overview = driver.find_element(By.CSS_SELECTOR, "#plot-overview svg")  # type: ignore[attr-defined]
+    overview = driver.find_element(By.CSS_SELECTOR, "#plot-overview svg")
     assert overview.size["width"] > 400 and overview.size["height"] > 150
 
     # the hostile names are on the page as text: the workload's name in its case, the host, the counter, the CPU
@@ -99,11 +99,11 @@ def test_the_html_report_loads_offline_and_shows_every_card_and_plot(browser: ob
     assert f'name = "{SCRIPT}"' in first.find_element(By.CSS_SELECTOR, "pre.case").get_attribute("textContent")
     hosts = [h.text for h in first.find_elements(By.CSS_SELECTOR, ".host h3")]
     assert any(SCRIPT in h for h in hosts), hosts
-    body = driver.find_element(By.TAG_NAME, "body").get_attribute("textContent")  # type: ignore[attr-defined]
+    body = driver.find_element(By.TAG_NAME, "body").get_attribute("textContent")
     assert body.count(SCRIPT) >= 4
 
-    height = driver.execute_script("return document.documentElement.scrollHeight")  # type: ignore[attr-defined]
-    driver.set_window_size(1300, min(int(height) + 100, 16000))  # type: ignore[attr-defined]
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1300, min(int(height) + 100, 16000))
     shot = Path(os.environ.get("COLLIE_REPORT_SCREENSHOT", str(html.with_suffix(".png"))))
-    assert driver.save_screenshot(str(shot))  # type: ignore[attr-defined]
+    assert driver.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
