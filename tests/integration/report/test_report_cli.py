@@ -209,3 +209,20 @@ def test_markdown_escapes_what_a_campaign_names(campaign: Path, tmp_path: Path) 
     text = _report(hostile_copy(campaign, tmp_path / "hostile"), "md", tmp_path).read_text()
     assert SCRIPT not in text.replace(f'name = "{SCRIPT}"', "").replace(f"`{SCRIPT}`", "")
     assert "\\<script\\>alert(1)\\</script\\>" in text  # the CPU, as text
+
+
+STORED = ROOT / "tests" / "fixtures" / "campaigns" / "main-474e322"
+
+
+def test_a_stored_campaign_folder_of_an_earlier_collie_renders_in_every_format(tmp_path: Path) -> None:
+    for fmt in ("html", "md", "csv", "json", "junit"):
+        assert _report(STORED, fmt, tmp_path).stat().st_size > 0
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert len(doc["trials"]) == len(_journal(STORED))
+    by_id = {a["id"]: a for a in doc["anomalies"]}
+    assert sorted(by_id) == ["A001-pause", "A002-low-throughput"]
+    assert by_id["A001-pause"]["mfs"]["text"] == "loopback == True and incast == True"
+    assert by_id["A002-low-throughput"]["mfs"] is None  # the budget ran out before it was minimized
+    assert "not minimized" in (tmp_path / "report.md").read_text()
+    html = (tmp_path / "report.html").read_text()
+    assert html.count('<section class="card anomaly"') == 2
