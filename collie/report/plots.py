@@ -101,7 +101,12 @@ def counters_svg(anomaly: AnomalyFacts) -> str:
             continue
         values = [abs(m.delta) for m in moved]
         ax.barh(range(len(moved)), values, color=["#c53030" if m.delta < 0 else "#2b6cb0" for m in moved])
-        ax.set_yticks(range(len(moved)), [m.name for m in moved], fontsize=7)
+        # names as plain text beside the bars: a tick per counter costs more than the rest of the plot
+        ax.set_yticks([])
+        ax.set_ylim(-0.6, len(moved) - 0.4)
+        side = ax.get_yaxis_transform()
+        for i, m in enumerate(moved):
+            ax.text(-0.02, i, m.name, transform=side, ha="right", va="center", fontsize=7)
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(LogLocator(numticks=6))
         ax.xaxis.set_major_formatter(FuncFormatter(_power))
