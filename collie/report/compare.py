@@ -58,12 +58,21 @@ class Comparison:
     throughput: pd.DataFrame
 
     def fingerprints(self) -> list[tuple[str, str, str]]:
-        """(label, old, new) for every fingerprint field either campaign records."""
-        old = dict(fingerprint_rows(self.old.data.config.target_info))
-        new = dict(fingerprint_rows(self.new.data.config.target_info))
+        """(label, old, new) for the main fingerprint fields either campaign records, then every other detail
+        (CPU, NUMA, relaxed ordering, device limits, ...) whose value differs."""
+        old_info, new_info = self.old.data.config.target_info, self.new.data.config.target_info
+        old, new = dict(fingerprint_rows(old_info)), dict(fingerprint_rows(new_info))
         labels = list(dict.fromkeys([*old, *new]))
         rows = [("target", self.old.data.config.target, self.new.data.config.target)]
-        return rows + [(label, old.get(label, "(unknown)"), new.get(label, "(unknown)")) for label in labels]
+        rows += [(label, old.get(label, "(unknown)"), new.get(label, "(unknown)")) for label in labels]
+        old_details = dict(old_info.details) if old_info is not None else {}
+        new_details = dict(new_info.details) if new_info is not None else {}
+        # "quirks" names what a simulated profile plants: a report does not show it (nor does the Markdown one)
+        for key in sorted({*old_details, *new_details} - {"pcie", "quirks"}):
+            was, now = old_details.get(key, "(unknown)"), new_details.get(key, "(unknown)")
+            if was != now:
+                rows.append((key, was, now))
+        return rows
 
 
 def _workload(a: AnomalyFacts) -> Workload:

@@ -107,3 +107,24 @@ def test_the_html_report_loads_offline_and_shows_every_card_and_plot(browser: An
     shot = Path(os.environ.get("COLLIE_REPORT_SCREENSHOT", str(html.with_suffix(".png"))))
     assert driver.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
+
+
+def test_the_comparison_page_loads_offline_and_shows_every_anomaly(browser: Any, campaign: Path,
+                                                                   tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    hostile = hostile_copy(campaign, tmp_path / "hostile")
+    html = tmp_path / "compare.html"
+    r = run_cli("report", "--compare", str(campaign), str(hostile), "-o", str(html))
+    assert r.returncode == 0, r.stderr
+    driver: Any = browser
+    driver.get_log("performance")
+    driver.get(html.as_uri())
+    assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
+    assert [u for u in _requests(driver) if u != html.as_uri() and not u.startswith("data:")] == []
+    assert driver.execute_script("return document.scripts.length") == 0
+    cards = driver.find_elements(By.CSS_SELECTOR, ".card")
+    assert len(cards) == len(list((campaign / "anomalies").iterdir()))  # the same campaign: all still present
+    cpu = next(row for row in driver.find_elements(By.CSS_SELECTOR, "table.fingerprints tr")
+               if row.text.startswith("cpu") or SCRIPT in row.text)
+    assert SCRIPT in cpu.text
