@@ -14,7 +14,21 @@ N = 2, 8, 32 hosts. One *step* drives every host at once (concurrently) and wait
 Prints milliseconds per step and the ratios. The sim runs no traffic (duration is simulated), so a step's time
 is all control overhead. Asserts nothing; tests never time anything.
 
+Then, per experiment of the remote target (``RemoteTarget.run``: relaunch check, prepare, connect, start, finish,
+merge, abort on every host of the placement, all hosts at once each step), on sim hosts for 2 and 8 hosts:
+
+* 2 hosts: one RemoteTarget over two hosts (roles a and b), running experiments one after another;
+* 8 hosts: four RemoteTargets of two hosts each, in four threads at once (four placements of one inventory's
+  hosts, as parallel search chains would use them).
+
+A sim host does not sleep through the measured interval (it is simulated), so an experiment's wall time is the
+control overhead plus the simulator's own compute on the agent; the latter is measured apart (the same workloads
+on a local SimTarget in this process) and subtracted: "control" = wall - local sim compute. With four targets on
+a 2-core machine the hosts' agents, sshd and the controller threads share the same cores, so the 8-host figure
+shows contention as much as the controller's cost.
+
     PYTHONPATH=. python bench/remote_overhead.py [--hosts 2 8 32] [--steps 20] [--ssh-steps 3]
+        [--target-hosts 2 8] [--experiments 50]
 """
 
 from __future__ import annotations
@@ -32,8 +46,10 @@ from pathlib import Path
 from collie import __version__
 from collie.remote.client import AgentClient
 from collie.remote.inventory import load_inventory
+from collie.remote.orchestrator import RemoteTarget
 from collie.remote.protocol import Hello, Run, encode
 from collie.remote.ssh import KnownHosts, SshLauncher
+from collie.targets.sim import SimTarget
 from collie.workload import Workload
 from tests.conftest import EXAMPLES
 from tests.sshd_fixture import SshdFarm, need_sshd, start_farm
@@ -87,11 +103,55 @@ def measure(n: int, steps: int, ssh_steps: int, folder: Path) -> dict[str, float
             "ssh_true": statistics.median(true), "ssh_agent": statistics.median(agent)}
 
 
+def measure_target(n: int, experiments: int, folder: Path) -> dict[str, float]:
+    """Per-experiment wall time of ``RemoteTarget.run`` with ``n`` sim hosts (n / 2 targets of 2 hosts, in
+    parallel), and the local simulator's compute for the same experiments."""
+    farm = start_farm(folder, n)
+    try:
+        inventories = [SshdFarm(farm.client_key, farm.servers[i:i + 2]).inventory(folder / f"pair{i}.toml")
+                       for i in range(0, n, 2)]
+        targets = [RemoteTarget(inv, seed=1) for inv in inventories]
+        with ThreadPoolExecutor(max_workers=len(targets)) as pool:
+            list(pool.map(lambda t: t.__enter__(), targets))
+            try:
+                for t in targets:
+                    t.run(WORKLOAD, 1.0, repetition=0)  # warm: first-use imports and caches on the agents
+
+                def chain(t: RemoteTarget) -> list[float]:
+                    times = []
+                    for i in range(experiments):
+                        t0 = time.perf_counter()
+                        t.run(WORKLOAD, 1.0, repetition=i)
+                        times.append(time.perf_counter() - t0)
+                    return times
+
+                t0 = time.perf_counter()
+                walls = [x for times in pool.map(chain, targets) for x in times]
+                elapsed = time.perf_counter() - t0
+            finally:
+                list(pool.map(lambda t: t.__exit__(None, None, None), targets))
+    finally:
+        for s in farm.servers:
+            s.stop()
+    local = SimTarget(seed=1)
+    sim = []
+    for i in range(experiments):
+        t0 = time.perf_counter()
+        local.run(WORKLOAD, 1.0, repetition=i)
+        sim.append(time.perf_counter() - t0)
+    wall, compute = statistics.median(walls), statistics.median(sim)
+    return {"wall": wall, "sim": compute, "control": wall - compute,
+            "rate": len(walls) / elapsed, "targets": len(targets)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hosts", type=int, nargs="+", default=[2, 8, 32])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--ssh-steps", type=int, default=3)
+    parser.add_argument("--target-hosts", type=int, nargs="*", default=[2, 8],
+                        help="host counts for the RemoteTarget.run overhead (even numbers; none: skip)")
+    parser.add_argument("--experiments", type=int, default=50, help="experiments per target")
     args = parser.parse_args()
     need_sshd()
     rows = {}
@@ -109,6 +169,19 @@ def main() -> None:
         grow = rows[last]["run"] / rows[first]["run"]
         print(f"agent run per step grows {grow:.1f}x from {first} to {last} hosts ({last / first:.0f}x the hosts); "
               f"ssh agent per step grows {rows[last]['ssh_agent'] / rows[first]['ssh_agent']:.1f}x")
+    per: dict[int, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args.target_hosts:
+            per[n] = r = measure_target(n, args.experiments, Path(tmp) / f"t{n}")
+            print(f"{n:>3} hosts ({r['targets']:.0f} remote target(s) at once): per experiment wall "
+                  f"{r['wall'] * 1e3:6.1f} ms, local sim compute {r['sim'] * 1e3:5.1f} ms, control "
+                  f"{r['control'] * 1e3:6.1f} ms | {r['rate']:6.1f} experiments/s in all", flush=True)
+    if len(per) > 1:
+        first, last = min(per), max(per)
+        print(f"control per experiment {per[last]['control'] / per[first]['control']:.1f}x from {first} to {last} "
+              f"hosts; experiments/s {per[last]['rate'] / per[first]['rate']:.1f}x; ssh agent step ({first} hosts) / "
+              f"remote experiment control = "
+              f"{rows[first]['ssh_agent'] / per[first]['control'] if first in rows else float('nan'):.0f}x")
 
 
 if __name__ == "__main__":

@@ -7,13 +7,22 @@ packets/s. The clean runs' loss and retransmission counters are the baseline the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from collie import rocev2
 from collie.collectors.catalog import Catalog
 from collie.collectors.normalize import catalog_for
-from collie.oracle import DIRECTION_KINDS, Ceilings, Oracle, Thresholds, event_rates, normalized_hosts
+from collie.oracle import (
+    DIRECTION_KINDS,
+    Ceilings,
+    Oracle,
+    Thresholds,
+    direction_kind,
+    event_rates,
+    normalized_hosts,
+    receivers,
+)
 from collie.space import DIRECTION_PAIRS
 from collie.targets.base import RunResult, TargetInfo
 from collie.workload import Endpoint, Flow, Workload
@@ -24,10 +33,11 @@ MTU: Final = 4096
 CALIBRATION_SECONDS: Final = 5.0
 
 
-def calibration_workloads() -> list[tuple[str, str, Workload]]:
-    """``(kind, measure, workload)`` for every calibration run; ``measure`` is ``bps`` or ``pps``."""
-    out = []
-    for kind in DIRECTION_KINDS:
+def calibration_workloads(kinds: Iterable[str] = DIRECTION_KINDS) -> list[tuple[str, str, Workload]]:
+    """``(kind, measure, workload)`` for every calibration run of the direction kinds ``kinds`` (default: all);
+    ``measure`` is ``bps`` or ``pps``."""
+    out: list[tuple[str, str, Workload]] = []
+    for kind in (k for k in DIRECTION_KINDS if k in set(kinds)):
         pairs = DIRECTION_PAIRS[kind]
         bw = Workload(tuple(Flow(Endpoint(c), Endpoint(s), sizes=(BANDWIDTH_SIZE,), qps=4, mtu=MTU,
                                  mrs=4, mr_size=BANDWIDTH_SIZE, sq_depth=128, rq_depth=128) for c, s in pairs),
@@ -46,21 +56,25 @@ def wire_bps_from_payload(payload_bps: float) -> float:
 
 
 def catalog_of(info: TargetInfo) -> Catalog:
-    """The counter catalog a target's results are read with (its dialect, plus ``sim`` on the simulator)."""
-    return catalog_for(info.counter_dialect, simulated=info.kind == "sim")
+    """The counter catalog a target's results are read with (its dialect, plus ``sim`` on the simulator, local or
+    on remote sim hosts)."""
+    simulated = info.kind == "sim" or (info.kind == "remote" and info.details.get("simulated") == "yes")
+    return catalog_for(info.counter_dialect, simulated=simulated)
 
 
 def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, info: TargetInfo,
-                      thresholds: Thresholds) -> Oracle:
-    """Run every calibration workload through ``run`` and build the oracle from what they measured.
+                      thresholds: Thresholds, kinds: Iterable[str] = DIRECTION_KINDS) -> Oracle:
+    """Run every calibration workload of the direction kinds ``kinds`` through ``run`` and build the oracle
+    from what they measured.
 
     Ceilings are the best receiving host's rates per direction kind; the baseline is the highest loss and
-    retransmission rate any clean calibration run showed, read from the counters' normal form.
+    retransmission rate any clean calibration run showed, read from the counters' normal form. An oracle
+    calibrated for some kinds only judges only workloads of those kinds (see :func:`kinds_of`).
     """
     wire: dict[str, float] = {}
     pps: dict[str, float] = {}
     baseline: dict[str, float] = {}
-    for kind, measure, workload in calibration_workloads():
+    for kind, measure, workload in calibration_workloads(kinds):
         result = run(workload)
         receivers = {f.server.host for f in workload.flows}
         if measure == "bps":
@@ -71,3 +85,10 @@ def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, in
         for name, rate in event_rates(normalized_hosts(result, catalog, info.line_rate_bps)).items():
             baseline[name] = max(baseline.get(name, 0.0), rate)
     return Oracle(catalog, Ceilings(wire, pps, info.line_rate_bps), thresholds, baseline)
+
+
+def kinds_of(workload: Workload) -> tuple[str, ...]:
+    """The direction kinds whose ceilings judging ``workload`` needs (one per receiving host), in
+    :data:`~collie.oracle.DIRECTION_KINDS` order: what a single run calibrates, two runs per kind."""
+    needed = {direction_kind(workload, host) for host in receivers(workload)}
+    return tuple(k for k in DIRECTION_KINDS if k in needed)

@@ -31,5 +31,11 @@ class TargetError(CollieError):
     """A target name is unknown or the target cannot be opened."""
 
 
+class TargetUnavailable(TargetError):
+    """The target cannot run anything any more, or could not be reached at all (remote hosts unreachable, or
+    taken out with none to stand in). A campaign stops instead of failing every remaining trial; the CLI exits
+    with status 3 (the journal stays resumable)."""
+
+
 class StoreError(CollieError):
     """The campaign folder could not be written during a campaign (a full disk, a vanished mount)."""

@@ -51,6 +51,24 @@ class TrialFinished:
 
 
 @dataclass(frozen=True)
+class SearchStep:
+    """The search strategy's state after it was told explore trial ``trial``'s outcome (for live views).
+
+    Attributes:
+        trial: the trial just told.
+        objectives: the metrics the strategy drives (``throughput``, ``diag:<counter>``; empty: it drives none,
+            e.g. random search).
+        objective: the one the next step drives (``""``: none).
+        temperature: the annealing temperature of that objective's chain (None: the strategy has none).
+    """
+
+    trial: int
+    objectives: tuple[str, ...] = ()
+    objective: str = ""
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
 class AnomalyFound:
     """A new anomaly, saved.
 
@@ -99,5 +117,6 @@ class Warning:
     message: str
 
 
-Event = PhaseStarted | TrialStarted | TrialFinished | AnomalyFound | KnownAnomaly | MfsFinished | Warning
+Event = (PhaseStarted | TrialStarted | TrialFinished | SearchStep | AnomalyFound | KnownAnomaly | MfsFinished
+         | Warning)
 Listener = Callable[[Event], None]

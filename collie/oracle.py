@@ -155,6 +155,11 @@ def direction_kind(workload: Workload, receiver: str) -> str:
     return "oneway"
 
 
+def receivers(workload: Workload) -> set[str]:
+    """The hosts ``workload``'s payload flows into (the server of a WRITE or SEND, the client of a READ)."""
+    return {_receiver(f.client.host, f.server.host, f.opcode) for f in workload.flows}
+
+
 def _receiver(client: str, server: str, opcode: str) -> str:
     return client if opcode == "READ" else server
 

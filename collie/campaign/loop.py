@@ -36,6 +36,7 @@ from collie.events import (
     Listener,
     MfsFinished,
     PhaseStarted,
+    SearchStep,
     Warning,
     counted,
 )
@@ -214,6 +215,7 @@ class Campaign:
                 self.strategy.tell(point, None)
                 continue
             self.strategy.tell(point, Outcome(v.metrics, v.anomalous))
+            self._emit(_search_step(self.runner.trial, self.strategy))
             if v.anomalous:
                 self._handle_anomaly(point, v, found_at=self.summary.experiments)
                 self.strategy.restart()
@@ -433,6 +435,15 @@ class Campaign:
             raise InputError(f"{self.store.root / JOURNAL}: line {line}: the campaign ended before trial {trial}, "
                              f"which its journal holds (was its budget in campaign.toml lowered?); it cannot be "
                              "resumed")
+
+
+def _search_step(trial: int, strategy: Any) -> SearchStep:
+    """What a live view shows of the strategy: the metrics it drives and its temperature, when it has them
+    (read as optional attributes: strategies are ask/tell and owe the campaign nothing else)."""
+    objectives = tuple(str(o) for o in getattr(strategy, "objectives", ()))
+    objective = str(getattr(strategy, "objective", ""))
+    temperature = getattr(strategy, "temperature", None)
+    return SearchStep(trial, objectives, objective, float(temperature) if temperature is not None else None)
 
 
 def _described(case: Workload, record: AnomalyRecord, mfs: MFS | None) -> Workload:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collie.campaign.summary import CampaignSummary
-from collie.errors import InputError
+from collie.errors import InputError, TargetUnavailable
 from collie.events import Event, TrialFinished, TrialStarted
 from collie.oracle import Oracle, Verdict
 from collie.records import Phase, TrialRecord, TrialState
@@ -141,6 +141,8 @@ class TrialRunner:
             return TrialOutcome(TrialState.PRUNED, reason=f"unsupported: {exc}")
         except KeyboardInterrupt:
             raise CampaignInterrupted() from None
+        except TargetUnavailable:  # nothing can run any more: the campaign stops (resumable), not every trial fails
+            raise
         except Exception as exc:  # a target failure must not end the campaign
             return TrialOutcome(TrialState.FAILED, reason=f"{type(exc).__name__}: {exc}")
         return TrialOutcome(TrialState.COMPLETE, result)

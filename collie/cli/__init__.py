@@ -1,6 +1,7 @@
 """The ``collie`` command line: thin click commands over the library, one renderer, one error path.
 
-Every :class:`~collie.errors.CollieError` raised below becomes one sentence on stderr and exit code 2.
+Every :class:`~collie.errors.CollieError` raised below becomes one sentence on stderr and exit code 2, except
+:class:`~collie.errors.TargetUnavailable` (hosts that cannot be reached or were all lost): exit code 3.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 import click
 
 from collie import __version__
-from collie.errors import CollieError
+from collie.errors import CollieError, TargetUnavailable
 
 
 class CollieGroup(click.Group):
@@ -20,6 +21,9 @@ class CollieGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except TargetUnavailable as exc:
+            click.echo(f"collie: error: {exc}", err=True)
+            sys.exit(3)
         except CollieError as exc:
             click.echo(f"collie: error: {exc}", err=True)
             sys.exit(2)
@@ -44,6 +48,7 @@ def _register() -> None:
     """Attach the subcommands (each lives in its own ``collie/cli/*_cmd.py`` module)."""
     from collie.cli.campaign_cmd import campaign
     from collie.cli.case_cmd import minimize, replay
+    from collie.cli.ci_cmd import ci
     from collie.cli.counters_cmd import counters
     from collie.cli.hosts_cmd import hosts
     from collie.cli.report_cmd import report
@@ -59,6 +64,7 @@ def _register() -> None:
     main.add_command(sim)
     main.add_command(counters)
     main.add_command(hosts)
+    main.add_command(ci)
     main.add_command(report)
 
 

@@ -13,58 +13,17 @@ from click.core import ParameterSource
 
 from collie.campaign import Campaign, CampaignInterrupted, CampaignSummary
 from collie.cases import CorpusCase, load_corpus
+from collie.cli.dashboard import dashboard, live_options
 from collie.cli.render import emit, format_option, render
-from collie.cli.run_cmd import pace_option, seed_option, target_option
+from collie.cli.run_cmd import accept_keys_option, pace_option, seed_option, target_option
 from collie.errors import InputError
-from collie.events import (
-    AnomalyFound,
-    Event,
-    KnownAnomaly,
-    MfsFinished,
-    PhaseStarted,
-    TrialFinished,
-    Warning,
-    counted,
-)
+from collie.events import counted
 from collie.preset import DEFAULT_PRESET, load_preset
-from collie.records import CampaignConfig, TrialState
+from collie.records import CampaignConfig
 from collie.space import load_space
 from collie.store import CONFIG, CampaignStore
 from collie.strategies import STRATEGIES
 from collie.targets import open_target
-
-
-def _progress(every: int) -> Any:
-    """A plain line logger for campaign events (stderr, so stdout stays data)."""
-
-    def listen(event: Event) -> None:
-        if isinstance(event, PhaseStarted):
-            click.echo(f"== {event.phase}: {event.detail}", err=True)
-        elif isinstance(event, TrialFinished):
-            if event.phase == "explore" and event.experiments % every == 0 and event.status != TrialState.PRUNED:
-                click.echo(f"   {counted(event.experiments, 'experiment')}", err=True)
-            if event.status == TrialState.FAILED:
-                click.echo(f"   trial {event.trial} FAILED: {event.reason}", err=True)
-        elif isinstance(event, AnomalyFound):
-            if not event.minimized:
-                state, what = "not confirmed or minimized by this preset", "saved as found"
-            elif not event.mfs:  # the budget ran out first (a warning said so)
-                state, what = "not minimized", "saved as found"
-            else:
-                state, what = "confirmed" if event.confirmed else "NOT confirmed after minimizing", event.mfs
-            click.echo(f"!! {event.anomaly_id} [{event.signature}] found at experiment {event.found_at} "
-                       f"({counted(event.minimize_experiments, 'more experiment')} to confirm and minimize, {state}): "
-                       f"{what}", err=True)
-        elif isinstance(event, KnownAnomaly):
-            widened = f"; its MFS widened to {event.widened}" if event.widened else ""
-            click.echo(f"   trial {event.trial}: known anomaly {event.anomaly_id}{widened}", err=True)
-        elif isinstance(event, MfsFinished):
-            click.echo(f"   {event.anomaly_id}: edges finished ({counted(event.experiments, 'experiment')}): "
-                       f"{event.mfs}", err=True)
-        elif isinstance(event, Warning):
-            click.echo(f"warning: {event.message}", err=True)
-
-    return listen
 
 
 def _corpus(folder: Path | None) -> tuple[CorpusCase, ...]:
@@ -137,14 +96,24 @@ _PRESET_HELP = ("Search preset: collie or quick (confirm and minimize every find
 @click.option("--resume", is_flag=True,
               help="Continue the campaign in --out (same target, seed, preset, strategy, space and corpus; "
                    "--budget extends it).")
-@click.option("--no-live", is_flag=True, help="Plain progress lines only (the live dashboard comes later).")
+@live_options
 @pace_option
+@accept_keys_option
 @format_option
 @click.pass_context
 def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, preset: str, strategy: str | None,
              budget: int | None, seed: int, out: Path | None, corpus: Path | None, resume: bool, no_live: bool,
-             pace: float, fmt: str) -> None:
-    """Search a target for anomalies, minimize each one, and save replayable cases."""
+             quiet: bool, pace: float, accept_new_host_keys: bool, fmt: str) -> None:
+    """Search a target for anomalies, minimize each one, and save replayable cases.
+
+    \b
+    Exit codes:
+      0    done
+      2    a usage mistake (options, files, an inventory), nothing run
+      3    a remote target's hosts cannot be reached at the start, or a host was taken out and no inventory
+           host can stand in (the journal is safe: continue with --resume)
+      130  interrupted (continue with --resume)
+    """
     store = _store(ctx, resume, out, target_spec, seed, preset, strategy, budget, space_file, corpus)
     config = store.config()
     chosen = load_preset(config.preset)
@@ -152,12 +121,14 @@ def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, pres
         chosen = replace(chosen, strategy=config.strategy, strategy_options={})
     space = load_space(Path(config.space) if config.space else None)
     known_cases = _corpus(Path(config.corpus) if config.corpus else None)
-    target = open_target(config.target, seed=config.seed, pace=pace)
+    target = open_target(config.target, seed=config.seed, pace=pace, accept_new_host_keys=accept_new_host_keys)
+    view = dashboard(title=f"collie campaign on {config.target} ({chosen.name}) -> {store.root}",
+                     total=config.budget, every=max(10, config.budget // 10), no_live=no_live, quiet=quiet)
     run = Campaign(target=target, space=space, preset=chosen, store=store, seed=config.seed, budget=config.budget,
-                   listener=_progress(max(10, config.budget // 10)), corpus=known_cases, resume=resume,
-                   earlier_budgets=config.earlier_budgets)
+                   listener=view, corpus=known_cases, resume=resume, earlier_budgets=config.earlier_budgets)
     try:
-        summary = run.run()
+        with view:
+            summary = run.run()
     except CampaignInterrupted:
         click.echo(f"collie: interrupted; the journal is safe. Continue with: collie campaign --resume --out "
                    f"{store.root}", err=True)

@@ -18,10 +18,13 @@ import click
 
 from collie.case_record import EVIDENCE_FILE, CaseRecord, OriginalFind, RunLog, TargetRecord
 from collie.cases import Case, RecordedTarget, load_case, oracle_for, recorded_target
+from collie.cli.dashboard import dashboard, live_options
 from collie.cli.render import emit, format_option, render
-from collie.cli.run_cmd import seed_option
-from collie.errors import CollieError, InputError, TargetError
+from collie.cli.run_cmd import accept_keys_option, seed_option
+from collie.errors import CollieError, InputError, TargetError, TargetUnavailable
+from collie.events import PhaseStarted, TrialFinished, TrialStarted, counted
 from collie.preset import DEFAULT_PRESET, load_preset
+from collie.records import TrialState
 from collie.space import load_space
 from collie.targets import DEFAULT_TARGET, open_target
 from collie.targets.base import Target, TargetInfo
@@ -29,7 +32,8 @@ from collie.targets.base import Target, TargetInfo
 case_argument = click.argument("case", type=click.Path(path_type=Path, exists=True))
 case_target_option = click.option(
     "--target", "target_spec", default=None,
-    help="Target to run the case on: sim, sim:PROFILE, sim:PATH.toml, verbs:DEVICE[:PORT[:GID]] (default: the "
+    help="Target to run the case on: sim, sim:PROFILE, sim:PATH.toml, verbs:DEVICE[:PORT[:GID]], remote:HOSTS.toml "
+         "(default: the "
          "target the case was found on; a bare workload file: sim, with a warning).")
 
 
@@ -53,8 +57,8 @@ def choose_target(case: Case, given: str | None) -> tuple[str, RecordedTarget | 
 
 
 @contextmanager
-def opened(case: Case, spec: str, recorded: RecordedTarget | None, given: bool, seed: int
-           ) -> Iterator[tuple[Target, TargetInfo]]:
+def opened(case: Case, spec: str, recorded: RecordedTarget | None, given: bool, seed: int,
+           accept_new_host_keys: bool = False) -> Iterator[tuple[Target, TargetInfo]]:
     """Open and enter the target ``spec`` for ``case``; say on stderr how it differs from where the case was
     found. A target taken from the record that cannot be opened is one sentence saying so (exit 2).
 
@@ -62,8 +66,10 @@ def opened(case: Case, spec: str, recorded: RecordedTarget | None, given: bool, 
         TargetError: the target cannot be opened.
     """
     try:
-        target = open_target(spec, seed=seed)
+        target = open_target(spec, seed=seed, accept_new_host_keys=accept_new_host_keys)
         target.__enter__()
+    except TargetUnavailable:  # remote hosts that cannot be reached: their own sentence, exit 3
+        raise
     except Exception as exc:  # any failure to open is one sentence, never a traceback
         why = str(exc) if isinstance(exc, CollieError) else f"{type(exc).__name__}: {exc}"
         if recorded is not None and not given:
@@ -100,8 +106,12 @@ def _say_differences(case: Case, spec: str, recorded: RecordedTarget, info: Targ
               help="Times to run the case.")
 @click.option("--duration", type=click.FloatRange(min=0.1, max=3600.0), default=5.0, show_default=True)
 @seed_option
+@accept_keys_option
+@live_options
 @format_option
-def replay(case: Path, target_spec: str | None, runs: int, duration: float, seed: int, fmt: str) -> None:
+def replay(case: Path, target_spec: str | None, runs: int, duration: float, seed: int, accept_new_host_keys: bool,
+           no_live: bool, quiet: bool,
+           fmt: str) -> None:
     """Re-run a saved case (a case folder or a workload file) on the target it was found on.
 
     \b
@@ -110,6 +120,7 @@ def replay(case: Path, target_spec: str | None, runs: int, duration: float, seed
       1  it reproduces (anomalous in more than half the runs)
       2  an error: a damaged case file, a case folder that records no target and no --target, a target that
          cannot be opened or cannot run the case; never a pass
+      3  a remote target whose hosts cannot be reached; never a pass
     """
     from collie.targets.base import Unsupported
 
@@ -117,14 +128,20 @@ def replay(case: Path, target_spec: str | None, runs: int, duration: float, seed
     spec, recorded = choose_target(c, target_spec)
     rows: list[dict[str, Any]] = []
     hits = 0
-    with opened(c, spec, recorded, target_spec is not None, seed) as (target, _):
+    view = dashboard(title=f"collie replay of {case} on {spec}", total=runs, every=1, no_live=no_live, quiet=quiet,
+                     each=("replay",))
+    with opened(c, spec, recorded, target_spec is not None, seed, accept_new_host_keys) as (target, _), view:
+        view(PhaseStarted("calibrate", "the target's ceilings (its campaign's, when the case ran there)"))
         oracle, _ = oracle_for(c, target, spec, load_preset(DEFAULT_PRESET).thresholds)
+        view(PhaseStarted("replay", f"{counted(runs, 'run')} of {duration:g} s"))
         for i in range(runs):
+            view(TrialStarted(i + 1, "replay", {}))
             try:
                 result = target.run(c.workload, duration)
             except Unsupported as exc:
                 raise TargetError(f"{spec} cannot run this case: {exc}") from None
             v = oracle.judge(result, c.workload)
+            view(TrialFinished(i + 1, "replay", TrialState.COMPLETE, i + 1, {}, v, result))
             hits += v.anomalous
             rows.append({"run": i + 1, "anomalous": v.anomalous, "signature": v.signature,
                          "throughput": round(v.metrics.get("throughput", 0.0), 3), "score": round(v.score, 2)})
@@ -163,9 +180,11 @@ def _start_point(c: Case, space: Any) -> dict[str, Any]:
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
               help="Save the result as a case folder here (case.toml, mfs.json, evidence.json), e.g. for --corpus.")
 @seed_option
+@accept_keys_option
+@live_options
 @format_option
 def minimize(case: Path, target_spec: str | None, space_file: Path | None, preset: str, out_dir: Path | None,
-             seed: int, fmt: str) -> None:
+             seed: int, accept_new_host_keys: bool, no_live: bool, quiet: bool, fmt: str) -> None:
     """Find the minimal feature set and the simplest case of a saved anomaly, on the target it was found on.
 
     \b
@@ -193,15 +212,27 @@ def minimize(case: Path, target_spec: str | None, space_file: Path | None, prese
     point = _start_point(c, space)
     spec, recorded = choose_target(c, target_spec)
     log = RunLog()
-    with opened(c, spec, recorded, target_spec is not None, seed) as (target, info):
+    view = dashboard(title=f"collie minimize {case} on {spec}", total=None, every=1, no_live=no_live, quiet=quiet,
+                     each=("minimize",))
+    with opened(c, spec, recorded, target_spec is not None, seed, accept_new_host_keys) as (target, info), view:
+        view(PhaseStarted("calibrate", "the target's ceilings (its campaign's, when the case ran there)"))
         oracle, calibration = oracle_for(c, target, spec, chosen.thresholds)
+        view(PhaseStarted("minimize", f"preset {chosen.name}, {chosen.duration:g} s per experiment"))
+        spent = 0
 
         def run(p: Mapping[str, Any]) -> Any:
+            nonlocal spent
             w = space.build(p)
+            spent += 1
+            view(TrialStarted(spent, "minimize", dict(p)))
             try:
-                return oracle.judge(target.run(w, chosen.duration), w)
-            except Unsupported:
+                result = target.run(w, chosen.duration)
+            except Unsupported as exc:
+                view(TrialFinished(spent, "minimize", TrialState.PRUNED, spent, dict(p), reason=str(exc)))
                 return None
+            verdict = oracle.judge(result, w)
+            view(TrialFinished(spent, "minimize", TrialState.COMPLETE, spent, dict(p), verdict, result))
+            return verdict
 
         probe = log.watch(run)
         verdict = probe(point)

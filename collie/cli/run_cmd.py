@@ -7,15 +7,23 @@ from typing import Any
 
 import click
 
+from collie import calibrate
 from collie.cli.render import emit, format_option, render
+from collie.cli.verdict_view import moved_counters, sentence, symptom_rows, throughput_rows, verdict_dict
 from collie.errors import TargetError
+from collie.events import counted
+from collie.oracle import Oracle, Verdict
+from collie.preset import DEFAULT_PRESET, load_preset
 from collie.targets import DEFAULT_TARGET, open_target
-from collie.targets.base import RunResult, Unsupported
+from collie.targets.base import RunResult, Target, Unsupported
 from collie.units import format_size
 from collie.workload import Workload
 
 target_option = click.option("--target", "target_spec", default=DEFAULT_TARGET, show_default=True,
-                             help="sim, sim:PROFILE, sim:PATH.toml, verbs:DEVICE[:PORT[:GID]].")
+                             help="sim, sim:PROFILE, sim:PATH.toml, verbs:DEVICE[:PORT[:GID]], remote:HOSTS.toml.")
+accept_keys_option = click.option("--accept-new-host-keys", is_flag=True,
+                                  help="remote: targets only: record the key of a host that has none recorded yet "
+                                       "(a changed key is never accepted).")
 seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                            help="Random seed (simulator noise, search stream).")
 pace_option = click.option("--pace", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
@@ -62,18 +70,42 @@ def host_rows(result: RunResult) -> list[dict[str, Any]]:
               help="Seconds of measured traffic.")
 @seed_option
 @pace_option
+@click.option("--verdict/--no-verdict", "judge", default=True, show_default=True,
+              help="Judge the run with the oracle (costs two short calibration runs per direction kind the "
+                   "workload needs, at most the run's own duration each).")
+@accept_keys_option
 @format_option
-def run(target_spec: str, workload_file: Path, duration: float, seed: int, pace: float, fmt: str) -> None:
-    """Run one experiment and print its result."""
+def run(target_spec: str, workload_file: Path, duration: float, seed: int, pace: float, judge: bool,
+        accept_new_host_keys: bool, fmt: str) -> None:
+    """Run one experiment and print its result and the oracle's verdict on it.
+
+    The verdict says whether the run is anomalous, which symptoms (PFC pause, low throughput, loss,
+    retransmission) at which end, how far past its threshold each is against the target's calibrated
+    ceilings and clean baseline, and the counters that moved on each host, with where they were read.
+
+    \b
+    Exit codes: 0 done; 2 a usage mistake (a bad workload or inventory file, a workload the target cannot run);
+    3 a remote target whose hosts cannot be reached.
+    """
     workload = Workload.load(workload_file)
-    target = open_target(target_spec, seed=seed, pace=pace)
+    target = open_target(target_spec, seed=seed, pace=pace, accept_new_host_keys=accept_new_host_keys)
+    oracle: Oracle | None = None
+    calibration = 0
     with target:
         try:
+            if judge:
+                oracle, calibration = quick_oracle(target, workload, min(duration, calibrate.CALIBRATION_SECONDS))
             result = target.run(workload, duration)
         except Unsupported as exc:
             raise TargetError(f"{target_spec} cannot run this workload: {exc}") from None
+    verdict = oracle.judge(result, workload) if oracle is not None else None
     if fmt == "json":
-        emit(render({"workload": workload.to_dict(), "key": workload.key(), **result.to_dict()}, "json"))
+        out: dict[str, Any] = {"workload": workload.to_dict(), "key": workload.key(), **result.to_dict()}
+        if verdict is not None and oracle is not None:
+            out["verdict"] = verdict_dict(verdict, oracle, result.duration_s)
+            out["calibration"] = {"runs": calibration, "ceilings": oracle.ceilings.to_dict(),
+                                  "baseline": dict(oracle.baseline)}
+        emit(render(out, "json"))
         return
     title = f"{workload.name or workload_file.name} on {target_spec} ({duration:g} s, setup {result.setup_s:.2f} s)"
     emit(render(flow_rows(workload, result), fmt, title=title))
@@ -81,3 +113,40 @@ def run(target_spec: str, workload_file: Path, duration: float, seed: int, pace:
         emit(render(host_rows(result), fmt, title="hosts"))
         for err in result.errors:
             emit(f"error: {err}")
+        if verdict is not None:
+            emit_verdict(verdict, oracle, result.duration_s, calibration)
+
+
+def quick_oracle(target: Target, workload: Workload, seconds: float) -> tuple[Oracle, int]:
+    """An oracle for ``workload`` on the entered ``target``, calibrated on the direction kinds it needs only
+    (two runs of ``seconds`` each per kind); returns it and the calibration runs it cost.
+
+    Raises:
+        Unsupported: the target cannot run a calibration workload.
+    """
+    info = target.describe()
+    runs = 0
+
+    def one(w: Workload) -> RunResult:
+        nonlocal runs
+        runs += 1
+        return target.run(w, seconds)
+
+    oracle = calibrate.calibrated_oracle(one, calibrate.catalog_of(info), info,
+                                         load_preset(DEFAULT_PRESET).thresholds, calibrate.kinds_of(workload))
+    return oracle, runs
+
+
+def emit_verdict(verdict: Verdict, oracle: Oracle | None, duration_s: float, calibration: int) -> None:
+    """Print a verdict as tables: its sentence, the symptoms, throughput against the ceilings, moved counters."""
+    cost = f" (calibrated with {counted(calibration, 'run')})" if calibration else ""
+    emit(f"verdict: {sentence(verdict)}{cost}")
+    if verdict.symptoms:
+        emit(render([{k: v for k, v in r.items() if k not in ("value", "threshold")}
+                     for r in symptom_rows(verdict, oracle)], "table", title="symptoms"))
+    emit(render(throughput_rows(verdict), "table", title="throughput against the calibrated ceilings"))
+    moved = moved_counters(verdict, duration_s)
+    if moved:
+        emit(render(moved, "table", title="counters that moved"))
+    else:
+        emit("counters that moved: none of the counters the oracle reads")

@@ -18,6 +18,8 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import importlib.util
 import os
 import platform
@@ -29,19 +31,31 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from collie import __version__
+from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
 from collie.errors import CollieError
 from collie.remote.protocol import (
     PROTOCOL_VERSION,
+    REQUESTS,
+    Abort,
+    Aborted,
     Bye,
+    Connect,
+    Connected,
     Describe,
     Described,
     Error,
     ErrorKind,
     Farewell,
+    Finish,
+    Finished,
     Hello,
+    Inspect,
+    Inspected,
     Ping,
     Pong,
+    Prepare,
+    Prepared,
     ProtocolError,
     Ran,
     Reply,
@@ -49,12 +63,15 @@ from collie.remote.protocol import (
     Run,
     Sample,
     Sampled,
+    Start,
+    Started,
     Welcome,
     decode,
     encode,
     peek_version,
 )
-from collie.targets.base import RunResult, Target, Unsupported
+from collie.remote.session import HostSession
+from collie.targets.base import HostResult, RunResult, Target, Unsupported
 
 
 def capabilities() -> tuple[str, ...]:
@@ -62,7 +79,7 @@ def capabilities() -> tuple[str, ...]:
     kinds = ["sim"]
     if importlib.util.find_spec("pyverbs") is not None:
         kinds.append("verbs")
-    return ("ping", "describe", "sample", "run", *(f"target:{k}" for k in kinds))
+    return ("ping", "describe", "sample", "run", "session", "inspect", *(f"target:{k}" for k in kinds))
 
 
 @dataclass
@@ -93,7 +110,10 @@ class SimTotals:
         return cls(f"sim:{profile.name}", tuple(profile.hosts), gauges, totals)
 
     def add(self, result: RunResult) -> None:
-        for h in result.hosts:
+        self.add_hosts(result.hosts)
+
+    def add_hosts(self, hosts: Sequence[HostResult]) -> None:
+        for h in hosts:
             mine = self.totals.setdefault(h.host, {})
             for name, value in h.counters.items():
                 mine[name] = value if name in self.gauges else mine.get(name, 0.0) + value
@@ -112,17 +132,22 @@ class Agent:
         open_target: opens a target from its spec and seed (default :func:`collie.targets.open_target`).
         collector: builds the host collector's snapshot for a verbs target ``(device, port, netdev)``.
         argv: the command line to report in ``welcome``.
+        inspector: reads a verbs target's port state ``(device, port, gid_index, netdev)`` (default: this
+            host's sysfs, :func:`collie.collectors.port.read_port_status`).
     """
 
     def __init__(self, open_target: Callable[[str, int], Target] | None = None,
                  collector: Callable[[str, int, str | None], Snapshot] | None = None,
-                 argv: Sequence[str] = ()) -> None:
+                 argv: Sequence[str] = (),
+                 inspector: Callable[[str, int, int, str | None], PortStatus] | None = None) -> None:
         self._open_target = open_target or _open_target
         self._collect = collector or _collect
+        self._inspect = inspector or _inspect
         self._argv = tuple(argv)
         self.hello: Hello | None = None
         self._target: Target | None = None
         self._sim: SimTotals | None = None
+        self._session: HostSession | None = None
         self.done = False
 
     def handle(self, request: Request) -> Reply:
@@ -163,7 +188,59 @@ class Agent:
             if self._sim is not None:
                 self._sim.add(result)
             return Ran(result)
+        if isinstance(request, Inspect):
+            return Inspected(self._port())
+        if isinstance(request, Abort):
+            self.abort_session()
+            return Aborted()
+        if isinstance(request, Prepare):
+            self.abort_session()
+            session = self._new_session()
+            self._session = session
+            return Prepared(tuple(session.prepare(request.plan)))
+        held = self._session
+        if held is None:
+            return Error(ErrorKind.PROTOCOL, f"{type(request).__name__.lower()} without a session; send prepare "
+                                             f"first")
+        session = held
+        if isinstance(request, Connect):
+            session.connect(request.peers)
+            return Connected()
+        if isinstance(request, Start):
+            session.start(request.at)
+            return Started()
+        if isinstance(request, Finish):
+            part = session.finish()
+            if self._sim is not None:
+                self._sim.add_hosts(part.hosts)
+            return Finished(part)
         return Error(ErrorKind.PROTOCOL, f"{type(request).__name__} is not a request")
+
+    def _new_session(self) -> HostSession:
+        """A session of the hello's target kind: sim -> SimSession on this agent's simulator, verbs ->
+        VerbsSession (imported on first use)."""
+        assert self.hello is not None
+        kind, _, rest = self.hello.target.partition(":")
+        if kind == "sim":
+            from collie.remote.sim_session import SimSession
+            from collie.targets.sim import SimTarget
+
+            target = self._target_open()
+            assert isinstance(target, SimTarget)
+            return SimSession(target)
+        try:  # by name: the verbs session is another module's, and pulls pyverbs only where a verbs host runs
+            module = importlib.import_module("collie.targets.verbs.session")
+        except ImportError as exc:
+            raise CollieError(f"this agent (collie {__version__}) cannot run a verbs host's part of a remote run: "
+                              f"{exc}") from None
+        session: HostSession = module.VerbsSession(rest, netdev=self.hello.netdev, seed=self.hello.seed)
+        return session
+
+    def abort_session(self) -> None:
+        """Abort the session this agent holds, if any (idempotent; an abort that fails still drops it)."""
+        session, self._session = self._session, None
+        if session is not None:
+            session.abort()
 
     def _target_open(self) -> Target:
         assert self.hello is not None
@@ -186,8 +263,20 @@ class Agent:
         spec = parse_spec(rest)
         return (self._collect(spec.device, spec.port, self.hello.netdev),)
 
+    def _port(self) -> PortStatus | None:
+        assert self.hello is not None
+        kind, _, rest = self.hello.target.partition(":")
+        if kind != "verbs":
+            return None
+        from collie.targets.verbs.spec import parse_spec
+
+        spec = parse_spec(rest)
+        return self._inspect(spec.device, spec.port, spec.gid_index, self.hello.netdev)
+
     def close(self) -> None:
-        """Close the target (idempotent)."""
+        """Abort the session and close the target (idempotent)."""
+        with contextlib.suppress(Exception):  # closing goes on: the target still has to be closed
+            self.abort_session()
         target, self._target = self._target, None
         if target is not None:
             target.__exit__(None, None, None)
@@ -203,6 +292,12 @@ def _collect(device: str, port: int, netdev: str | None) -> Snapshot:
     from collie.collectors.host import HostCollector
 
     return HostCollector(device, port, netdev=netdev).snapshot()
+
+
+def _inspect(device: str, port: int, gid_index: int, netdev: str | None) -> PortStatus:
+    from collie.collectors.port import read_port_status
+
+    return read_port_status("/", device, port, gid_index, netdev)
 
 
 def serve(stdin: BinaryIO, stdout: BinaryIO, agent: Agent) -> int:
@@ -235,7 +330,7 @@ def _answer(agent: Agent, line: bytes) -> bytes:
     except ProtocolError as exc:
         return encode(Error(ErrorKind.PROTOCOL, str(exc)), msg_id)
     message = envelope.message
-    if not isinstance(message, Hello | Ping | Describe | Sample | Run | Bye):
+    if not isinstance(message, REQUESTS):
         return encode(Error(ErrorKind.PROTOCOL, f"{type(message).__name__} is a reply, not a request"), msg_id)
     return encode(agent.handle(message), envelope.id)
 

@@ -14,25 +14,37 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from collie import __version__
+from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
 from collie.remote.errors import Failure, HostError
 from collie.remote.inventory import Host
 from collie.remote.launch import AGENT_COMMAND_LINE, AgentChannel, ChannelClosed, ChannelTimeout
 from collie.remote.protocol import (
     PROTOCOL_VERSION,
+    Abort,
+    Aborted,
     Bye,
+    Connect,
+    Connected,
     Describe,
     Described,
     Error,
     ErrorKind,
     Farewell,
+    Finish,
+    Finished,
     Hello,
+    Inspect,
+    Inspected,
     Ping,
     Pong,
+    Prepare,
+    Prepared,
     ProtocolError,
     Ran,
     Reply,
@@ -40,12 +52,15 @@ from collie.remote.protocol import (
     Run,
     Sample,
     Sampled,
+    Start,
+    Started,
     Welcome,
     decode,
     encode,
     peek_version,
     type_name,
 )
+from collie.remote.session import HostPart, RunPlan
 from collie.targets.base import RunResult, TargetInfo, Unsupported
 from collie.workload import Workload
 
@@ -96,6 +111,7 @@ class AgentClient:
         self.clock: Clock | None = None
         self._next_id = 1
         self._broken: str | None = None
+        self._plan: RunPlan | None = None
 
     def _fail(self, failure: Failure, reason: str) -> HostError:
         if failure not in (Failure.AGENT_ERROR,):
@@ -194,10 +210,52 @@ class AgentClient:
     def sample(self) -> tuple[Snapshot, ...]:
         return self.request(Sample(), Sampled).snapshots
 
+    def inspect(self) -> PortStatus | None:
+        """The host's RDMA port state (None for a sim host)."""
+        return self.request(Inspect(), Inspected).port
+
     def run(self, workload: Workload, duration: float, timeout: float | None = None) -> RunResult:
         """Run one workload on the host's target (``timeout`` defaults to the request timeout + duration)."""
         limit = timeout if timeout is not None else self.request_timeout + duration
         return self.request(Run(workload, duration), Ran, limit).result
+
+    # ------------------------------------------------------------------ one run of a remote target, step by step
+
+    def prepare(self, plan: RunPlan, timeout: float | None = None) -> list[Mapping[str, Any]]:
+        """Build this host's session for ``plan``; its endpoints' connection data.
+
+        Raises:
+            Unsupported: the host's target cannot run the workload.
+            HostError: as :meth:`request`.
+        """
+        self._plan = plan
+        return list(self.request(Prepare(plan), Prepared, timeout).endpoints)
+
+    def connect(self, peers: Sequence[Mapping[str, Any]], timeout: float | None = None) -> None:
+        """Give the session every other agent's endpoints."""
+        self.request(Connect(tuple(peers)), Connected, timeout)
+
+    def start(self, at: float, timeout: float | None = None) -> None:
+        """Tell the session to begin its warm-up at ``at`` on the agent's clock (answered at once)."""
+        self.request(Start(at), Started, timeout)
+
+    def finish(self, timeout: float | None = None) -> HostPart:
+        """Wait for the run's end and return what the host measured. ``timeout`` must cover the rest of the run
+        (the caller knows the time until the start); default: the last prepared plan's warm-up + duration + the
+        request timeout."""
+        if timeout is None:
+            plan = self._plan
+            timeout = self.request_timeout + (plan.warmup + plan.duration if plan is not None else 0.0)
+        return self.request(Finish(), Finished, timeout).part
+
+    def abort(self, timeout: float | None = None) -> None:
+        """Stop and free the host's session (idempotent on the agent)."""
+        self.request(Abort(), Aborted, timeout)
+
+    @property
+    def broken(self) -> bool:
+        """Whether an earlier failure (timeout, dead channel, protocol) left this client unusable."""
+        return self._broken is not None
 
     def close(self, timeout: float = 5.0) -> None:
         """Say bye when the agent is healthy, then close the channel (idempotent; never raises HostError)."""

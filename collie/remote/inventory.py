@@ -21,6 +21,10 @@ File format (see docs/remote.md)::
     numa = 0
     tags = ["rack1"]
 
+    [place]                         # optional: which host plays each workload role (default: the first two hosts)
+    a = "node-a"                    # a host name,
+    b = "tag:rack2"                 # or the first host carrying a tag (not already placed, when one is left)
+
 Invariants of a loaded :class:`Inventory`:
     * host names are unique and non-empty; they are data, never code: a name (or tag) may hold any character,
       because nothing of an inventory is ever put into a shell command (everything travels in the JSON
@@ -30,6 +34,8 @@ Invariants of a loaded :class:`Inventory`:
     * ``identity`` and ``known_hosts`` are absolute paths (``~`` expanded, relative ones taken from the
       inventory's folder); they are not required to exist when loading (a missing identity file is that host's
       failure when connecting, not a mistake in the file);
+    * ``place`` maps roles (``a``, ``b``) to an existing host name or to ``tag:T`` with at least one host carrying
+      ``T``;
     * every mistake is one :class:`~collie.errors.InputError` sentence naming the file, the line and the field.
 """
 
@@ -38,7 +44,7 @@ from __future__ import annotations
 import getpass
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any, Final
@@ -50,7 +56,10 @@ DEFAULT_SSH_PORT: Final = 22
 DEFAULT_CONNECT_TIMEOUT: Final = 10.0
 DEFAULT_REQUEST_TIMEOUT: Final = 30.0
 
-TOP_FIELDS: Final = ("known_hosts", "connect_timeout", "request_timeout", "defaults", "host")
+TOP_FIELDS: Final = ("known_hosts", "connect_timeout", "request_timeout", "defaults", "host", "place")
+#: The workload roles a remote target places on hosts (the hosts workloads name, see collie/space.py).
+ROLES: Final = ("a", "b")
+TAG_PREFIX: Final = "tag:"
 HOST_FIELDS: Final = ("name", "address", "port", "user", "identity", "target", "netdev", "numa", "tags")
 DEFAULT_FIELDS: Final = tuple(f for f in HOST_FIELDS if f not in ("name", "address"))
 
@@ -129,6 +138,7 @@ class Inventory:
         known_hosts: the inventory-local known_hosts file (absolute), or None.
         connect_timeout: seconds allowed for TCP connect, SSH handshake and authentication.
         request_timeout: seconds allowed for one request to an agent.
+        place: role -> host name or ``tag:T`` (roles not named take the default placement).
     """
 
     path: Path
@@ -136,6 +146,7 @@ class Inventory:
     known_hosts: Path | None = None
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    place: Mapping[str, str] = field(default_factory=dict)
 
     def host(self, name: str) -> Host:
         """The host called ``name``.
@@ -226,8 +237,29 @@ def parse_inventory(text: str, path: Path) -> Inventory:
                              f"host names must be unique")
         seen[host.name] = i
         hosts.append(host)
+    place = _place(data.get("place", {}), hosts, lines)
     return Inventory(path=path, hosts=tuple(hosts), known_hosts=known_path, connect_timeout=connect_timeout,
-                     request_timeout=request_timeout)
+                     request_timeout=request_timeout, place=place)
+
+
+def _place(raw: Any, hosts: list[Host], lines: _Lines) -> dict[str, str]:
+    expect_type(raw, dict, lines.section("place"), "a table of role = \"HOST\" or \"tag:TAG\"")
+    names = [h.name for h in hosts]
+    out: dict[str, str] = {}
+    for role, value in raw.items():
+        where = lines.in_section("place", role)
+        if role not in ROLES:
+            raise InputError(f"{where}: {role!r} is not a workload role; roles are {', '.join(ROLES)}")
+        if not isinstance(value, str) or not value:
+            raise InputError(f"{where}: expected a host name or \"tag:TAG\" (a string), got {value!r}")
+        if value.startswith(TAG_PREFIX):
+            tag = value[len(TAG_PREFIX):]
+            if not any(tag in h.tags for h in hosts):
+                raise InputError(f"{where}: no host carries the tag {tag!r}")
+        elif value not in names:
+            raise InputError(f"{where}: no host named {value!r}; hosts are {', '.join(map(repr, names))}")
+        out[role] = value
+    return out
 
 
 def _host(i: int, merged: Mapping[str, Any], own: set[str], base: Path, lines: _Lines) -> Host:
@@ -336,6 +368,12 @@ class _Lines:
             if re.match(rf"^\s*\[\s*{re.escape(name)}\s*\]", ln):
                 return self._fmt(i + 1, f"[{name}]")
         return self._fmt(None, f"[{name}]")
+
+    def in_section(self, name: str, key: str) -> str:
+        for i, ln in enumerate(self.lines):
+            if re.match(rf"^\s*\[\s*{re.escape(name)}\s*\]", ln):
+                return self._fmt(self._find(i, key), f"{name}.{key}")
+        return self._fmt(None, f"{name}.{key}")
 
     def default(self, key: str) -> str:
         for i, ln in enumerate(self.lines):

@@ -19,6 +19,15 @@ request               reply               what
 ``sample``            ``sampled``         every counter the host can read now, one snapshot per port
                                           (verbs: the host collector; sim: the simulator's running totals)
 ``run``               ``ran``             run one workload on the host's own target; a ``RunResult``
+``prepare``           ``prepared``        one run of a remote target (a ``RunPlan``): the agent builds a
+                                          session for it (aborting any earlier one) and answers its
+                                          endpoints' connection data
+``connect``           ``connected``       the other agents' endpoints; the session connects to them
+``start``             ``started``         begin the warm-up at ``at`` (the agent's clock); answered at once
+``finish``            ``finished``        wait for the run's end; what this host measured (a ``HostPart``)
+``abort``             ``aborted``         stop and free the session (idempotent; also without one)
+``inspect``           ``inspected``       the state of the host's RDMA port (verbs hosts; none for sim):
+                                          link state, the GID at the target's index and its type, MTU
 ``bye``               ``farewell``        the agent closes its target and exits
 ====================  ==================  ===========================================================
 
@@ -33,16 +42,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Final
 
+from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
 from collie.errors import InputError
-from collie.targets.base import RunResult, TargetInfo
+from collie.remote.session import HostPart, RunPlan
+from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo
 from collie.workload import Workload
 
-PROTOCOL_VERSION: Final = 1
+PROTOCOL_VERSION: Final = 2
 #: The longest line either side accepts (a RunResult of a big workload is well below it).
 MAX_LINE: Final = 16 * 1024 * 1024
 
@@ -102,11 +113,48 @@ class Run:
 
 
 @dataclass(frozen=True)
+class Prepare:
+    """Prepare this host's part of one run (the agent aborts any session it holds first)."""
+
+    plan: RunPlan
+
+
+@dataclass(frozen=True)
+class Connect:
+    """``peers``: every other agent's ``prepared`` endpoints, concatenated."""
+
+    peers: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class Start:
+    """Begin the warm-up at ``at`` (the agent's ``time.time()`` scale)."""
+
+    at: float
+
+
+@dataclass(frozen=True)
+class Finish:
+    """Wait until the run has ended and report what this host measured."""
+
+
+@dataclass(frozen=True)
+class Abort:
+    """Stop any traffic of the session and free it."""
+
+
+@dataclass(frozen=True)
+class Inspect:
+    """Ask for the state of the host's RDMA port (link, GID, MTU)."""
+
+
+@dataclass(frozen=True)
 class Bye:
     """Close the target and exit."""
 
 
-Request = Hello | Ping | Describe | Sample | Run | Bye
+Request = Hello | Ping | Describe | Sample | Run | Prepare | Connect | Start | Finish | Abort | Inspect | Bye
+REQUESTS: Final = (Hello, Ping, Describe, Sample, Run, Prepare, Connect, Start, Finish, Abort, Inspect, Bye)
 
 # ------------------------------------------------------------------------------------------------ replies
 
@@ -163,6 +211,40 @@ class Ran:
 
 
 @dataclass(frozen=True)
+class Prepared:
+    """``endpoints``: JSON-ready connection data of this host's endpoints (empty for a sim host)."""
+
+    endpoints: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class Connected:
+    """The session is connected to its peers."""
+
+
+@dataclass(frozen=True)
+class Started:
+    """The session will begin at the time it was told."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    part: HostPart
+
+
+@dataclass(frozen=True)
+class Aborted:
+    """No session is left."""
+
+
+@dataclass(frozen=True)
+class Inspected:
+    """``port``: the host's RDMA port state, or None for a sim host (it has no port)."""
+
+    port: PortStatus | None
+
+
+@dataclass(frozen=True)
 class Farewell:
     """The agent's last message before it exits."""
 
@@ -175,15 +257,19 @@ class Error:
     message: str
 
 
-Reply = Welcome | Pong | Described | Sampled | Ran | Farewell | Error
+Reply = (Welcome | Pong | Described | Sampled | Ran | Prepared | Connected | Started | Finished | Aborted | Inspected
+         | Farewell | Error)
 
 _TYPES: Final[Mapping[type, str]] = {
-    Hello: "hello", Ping: "ping", Describe: "describe", Sample: "sample", Run: "run", Bye: "bye",
-    Welcome: "welcome", Pong: "pong", Described: "described", Sampled: "sampled", Ran: "ran", Farewell: "farewell",
-    Error: "error",
+    Hello: "hello", Ping: "ping", Describe: "describe", Sample: "sample", Run: "run", Prepare: "prepare",
+    Connect: "connect", Start: "start", Finish: "finish", Abort: "abort", Bye: "bye",
+    Welcome: "welcome", Pong: "pong", Described: "described", Sampled: "sampled", Ran: "ran", Prepared: "prepared",
+    Connected: "connected", Started: "started", Finished: "finished", Aborted: "aborted", Farewell: "farewell",
+    Error: "error", Inspect: "inspect", Inspected: "inspected",
 }
 REPLY_TO: Final[Mapping[type, type]] = {Hello: Welcome, Ping: Pong, Describe: Described, Sample: Sampled, Run: Ran,
-                                        Bye: Farewell}
+                                        Prepare: Prepared, Connect: Connected, Start: Started, Finish: Finished,
+                                        Abort: Aborted, Inspect: Inspected, Bye: Farewell}
 
 
 @dataclass(frozen=True)
@@ -212,6 +298,18 @@ def _fields(m: Request | Reply) -> dict[str, Any]:
                 "tags": list(m.tags), "netdev": m.netdev, "numa": m.numa, "seed": m.seed}
     if isinstance(m, Run):
         return {"workload": m.workload.to_dict(), "duration": m.duration}
+    if isinstance(m, Prepare):
+        p = m.plan
+        return {"plan": {"run": p.run, "workload": p.workload.to_dict(), "roles": list(p.roles), "warmup": p.warmup,
+                         "duration": p.duration, "repetition": p.repetition}}
+    if isinstance(m, Connect):
+        return {"peers": [dict(x) for x in m.peers]}
+    if isinstance(m, Start):
+        return {"at": m.at}
+    if isinstance(m, Prepared):
+        return {"endpoints": [dict(x) for x in m.endpoints]}
+    if isinstance(m, Finished):
+        return {"part": part_to_dict(m.part)}
     if isinstance(m, Welcome):
         return {"collie_version": m.collie_version, "protocol": m.protocol, "capabilities": list(m.capabilities),
                 "host": m.host, "time": m.time, "pid": m.pid, "python": m.python, "hostname": m.hostname,
@@ -224,6 +322,8 @@ def _fields(m: Request | Reply) -> dict[str, Any]:
         return {"snapshots": [s.to_dict() for s in m.snapshots]}
     if isinstance(m, Ran):
         return {"result": m.result.to_dict(include_truth=True)}
+    if isinstance(m, Inspected):
+        return {"port": m.port.to_dict() if m.port is not None else None}
     if isinstance(m, Error):
         return {"kind": m.kind.value, "message": m.message}
     return {}
@@ -287,8 +387,25 @@ def _message(kind: Any, d: Mapping[str, Any]) -> Request | Reply:
         if isinstance(duration, bool) or not isinstance(duration, int | float) or not duration > 0:
             raise ProtocolError(f"run: duration {duration!r} is not a positive number of seconds")
         return Run(workload=Workload.from_dict(d["workload"], "run.workload"), duration=float(duration))
+    if kind == "prepare":
+        return Prepare(_plan(d["plan"]))
+    if kind == "connect":
+        return Connect(_objects(d, "peers"))
+    if kind == "start":
+        return Start(_number(d, "at"))
+    if kind == "finish":
+        return Finish()
+    if kind == "abort":
+        return Abort()
     if kind == "bye":
         return Bye()
+    if kind == "inspect":
+        return Inspect()
+    if kind == "inspected":
+        port = d.get("port")
+        if port is not None and not isinstance(port, dict):
+            raise ProtocolError("inspected: port is not an object")
+        return Inspected(PortStatus.from_dict(port) if port is not None else None)
     if kind == "welcome":
         return Welcome(collie_version=_str(d, "collie_version"), protocol=_int(d, "protocol"),
                        capabilities=tuple(_str_list(d, "capabilities")), host=_str(d, "host"),
@@ -303,11 +420,69 @@ def _message(kind: Any, d: Mapping[str, Any]) -> Request | Reply:
         return Sampled(tuple(Snapshot.from_dict(s, "sampled.snapshot") for s in snaps))
     if kind == "ran":
         return Ran(RunResult.from_dict(d["result"]))
+    if kind == "prepared":
+        return Prepared(_objects(d, "endpoints"))
+    if kind == "connected":
+        return Connected()
+    if kind == "started":
+        return Started()
+    if kind == "finished":
+        return Finished(part_from_dict(d["part"]))
+    if kind == "aborted":
+        return Aborted()
     if kind == "farewell":
         return Farewell()
     if kind == "error":
         return Error(ErrorKind(d["kind"]), _str(d, "message"))
     raise ProtocolError(f"unknown message type {kind!r}")
+
+
+def part_to_dict(part: HostPart) -> dict[str, Any]:
+    """A :class:`HostPart` as JSON-ready data (truth included: the controller keeps it for tests only)."""
+    return {"hosts": [h.to_dict() for h in part.hosts], "flows": [asdict(f) for f in part.flows],
+            "setup_s": part.setup_s, "errors": list(part.errors), "engine_bound": part.engine_bound,
+            "truth": list(part.truth), "interval": list(part.interval)}
+
+
+def part_from_dict(d: Mapping[str, Any]) -> HostPart:
+    """The inverse of :func:`part_to_dict`."""
+    interval = d.get("interval", [0.0, 0.0])
+    if not isinstance(interval, list) or len(interval) != 2:
+        raise ProtocolError(f"part: interval {interval!r} is not [start, end]")
+    return HostPart(hosts=tuple(HostResult.from_dict(h) for h in d["hosts"]),
+                    flows=tuple(FlowResult(**f) for f in d["flows"]), setup_s=float(d["setup_s"]),
+                    errors=tuple(_str_list(d, "errors")), engine_bound=bool(d.get("engine_bound", False)),
+                    truth=tuple(_str_list(d, "truth")), interval=(float(interval[0]), float(interval[1])))
+
+
+def _plan(d: Any) -> RunPlan:
+    if not isinstance(d, dict):
+        raise ProtocolError(f"prepare: plan {d!r} is not an object")
+    rep = d.get("repetition")
+    if rep is not None and (isinstance(rep, bool) or not isinstance(rep, int) or rep < 0):
+        raise ProtocolError(f"prepare: repetition {rep!r} is not a whole number >= 0")
+    duration, warmup = _number(d, "duration"), _number(d, "warmup")
+    if not duration > 0 or warmup < 0:
+        raise ProtocolError(f"prepare: duration {duration!r} must be > 0 and warmup {warmup!r} >= 0")
+    roles = tuple(_str_list(d, "roles"))
+    if not roles:
+        raise ProtocolError("prepare: roles is empty; an agent plays at least one role")
+    return RunPlan(run=_int(d, "run"), workload=Workload.from_dict(d["workload"], "prepare.plan.workload"),
+                   roles=roles, warmup=warmup, duration=duration, repetition=rep)
+
+
+def _objects(d: Mapping[str, Any], key: str) -> tuple[Mapping[str, Any], ...]:
+    v = d.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+        raise ProtocolError(f"field {key!r} is not a list of objects")
+    return tuple(v)
+
+
+def _number(d: Mapping[str, Any], key: str) -> float:
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ProtocolError(f"field {key!r} is not a number: {v!r}")
+    return float(v)
 
 
 def _str(d: Mapping[str, Any], key: str) -> str:

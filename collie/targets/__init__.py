@@ -12,16 +12,20 @@ KINDS: Final = ("sim", "verbs", "remote")
 DEFAULT_TARGET: Final = "sim"
 
 
-def open_target(spec: str, *, seed: int = 0, pace: float = 0.0) -> Target:
+def open_target(spec: str, *, seed: int = 0, pace: float = 0.0, accept_new_host_keys: bool = False) -> Target:
     """Create the target named by ``spec`` (not yet entered).
 
     Args:
-        spec: ``sim`` (= ``sim:cx6-200g``), ``sim:NAME``, ``sim:PATH.toml``, ``verbs:DEVICE[:PORT[:GID]]``.
-        seed: the simulator's noise seed (ignored by real targets).
+        spec: ``sim`` (= ``sim:cx6-200g``), ``sim:NAME``, ``sim:PATH.toml``, ``verbs:DEVICE[:PORT[:GID]]``,
+            ``remote:INVENTORY.toml``.
+        seed: the simulator's noise seed (ignored by real targets; remote sim hosts get it).
         pace: simulator only: sleep this fraction of each experiment's duration (for demos).
+        accept_new_host_keys: remote only: record the key of a host that has none recorded (never a changed
+            one).
 
     Raises:
         TargetError: unknown kind, or a spec the kind cannot parse (one sentence saying what is allowed).
+        InputError: a remote inventory with a mistake (one sentence naming the line and field).
     """
     kind, _, rest = spec.partition(":")
     if kind == "sim":
@@ -32,7 +36,9 @@ def open_target(spec: str, *, seed: int = 0, pace: float = 0.0) -> Target:
         from collie.targets.verbs import VerbsTarget
 
         return VerbsTarget(rest, seed=seed)
-    if kind in KINDS:
-        raise TargetError(f"target kind {kind!r} is not available in this version of collie yet")
+    if kind == "remote":
+        from collie.remote.orchestrator import open_remote
+
+        return open_remote(rest, seed=seed, accept_new_host_keys=accept_new_host_keys)
     raise TargetError(f"unknown target {spec!r}; use one of: sim, sim:PROFILE, sim:PATH.toml, "
                       f"verbs:DEVICE[:PORT[:GID]], remote:INVENTORY.toml")

@@ -31,8 +31,8 @@ LEGACY: Final = 80
 #: values that replace a value of the file (most of them of the wrong type for where they land)
 ODD_VALUES: Final[tuple[Any, ...]] = (None, True, False, 0, -3, 1.5, 10**30, float("inf"), "", "abc", "\x00",
                                       [], [1, "x"], {}, {"x": 1})
-#: stderr lines a run that worked may print besides its result
-HARMLESS: Final = ("warning: ", "note: ", "reproduces (", "does not reproduce (")
+#: stderr lines a run that worked may print besides its result (with the dashboard's plain progress lines)
+HARMLESS: Final = ("warning: ", "note: ", "reproduces (", "does not reproduce (", "== ", "   trial ")
 
 
 def _nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -24,6 +24,7 @@ from collie.remote.client import AgentClient
 from collie.remote.errors import Failure, HostError
 from collie.remote.inventory import load_inventory
 from collie.remote.launch import AGENT_COMMAND_LINE
+from collie.remote.protocol import PROTOCOL_VERSION
 from collie.remote.ssh import KnownHosts, SshLauncher
 from tests.conftest import run_cli
 from tests.sshd_fixture import SshdFarm, keygen, ssh_home, sshd_farm, sshd_one, toml_str, wait_gone
@@ -61,7 +62,7 @@ def test_three_sim_hosts_check_out_as_usable_in_table_and_json(sshd_farm: SshdFa
         assert row["port"] == server.port
         assert row["host_key"] == f"ssh-ed25519 {ssh_fingerprint(server.host_key.with_suffix('.pub'))}"
         assert row["host_key_state"] == "known" and row["host_key_file"] == str(inventory.with_suffix(".known_hosts"))
-        assert (row["agent_version"], row["protocol"]) == (__version__, 1)
+        assert (row["agent_version"], row["protocol"]) == (__version__, PROTOCOL_VERSION)
         assert row["target"] == "sim:cx6-200g" and "ConnectX-6" in str(row["nic_model"])
         assert isinstance(row["counters"], int) and row["counters"] > 50 and row["sources"] == ["sim"]
         # one clock on both sides: the measured skew can only be the round trip's uncertainty
@@ -314,3 +315,17 @@ def test_hostile_inventory_strings_never_reach_a_shell(sshd_farm: SshdFarm, ssh_
         assert not mark.exists()
     for server, n in zip(sshd_farm.servers, before, strict=True):
         assert server.commands()[n:] == [AGENT_COMMAND_LINE] * 2  # the only command line sshd ever got
+
+
+def test_a_verbs_host_whose_device_is_absent_is_a_port_failure(
+        sshd_farm: SshdFarm, ssh_home: Path, tmp_path: Path) -> None:
+    inventory = sshd_farm.inventory(tmp_path / "hosts.toml", ["v0", "v1", "v2"], target="verbs:nosuch0:1:1")
+    code, rows, err = check_json(inventory)
+    assert code == 1, err
+    for row in rows:
+        assert row["failure"] == "port" and row["agent_version"] == __version__
+        assert str(row["problem"]).startswith("RDMA device 'nosuch0' not found on the host; ")
+        assert row["port_state"] == "" and row["gid_index"] == 1 and row["nic_model"] == ""
+    table = run_cli("hosts", "check", "--inventory", str(inventory))
+    assert table.returncode == 1 and "0 of 3 host(s) usable" in table.stdout and table.stderr == ""
+    sessions_end(sshd_farm)

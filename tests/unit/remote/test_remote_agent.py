@@ -130,7 +130,7 @@ def test_serve_answers_each_line_and_stops_at_end_of_input() -> None:
 
 
 def test_serve_stops_after_bye_even_with_more_input() -> None:
-    replies = _serve(encode(hello(), 1), b'{"v":1,"id":2,"type":"bye"}\n', encode(Sample(), 3))
+    replies = _serve(encode(hello(), 1), b'{"v":2,"id":2,"type":"bye"}\n', encode(Sample(), 3))
     assert [r["type"] for r in replies] == ["welcome", "farewell"]
 
 
@@ -196,12 +196,12 @@ class FakeChannel:
 
 
 def test_an_agent_of_another_protocol_version_is_one_sentence() -> None:
-    channel = FakeChannel(b'{"v": 2, "id": 1, "type": "error", "kind": "version", "message": "I speak 2"}\n')
+    channel = FakeChannel(b'{"v": 3, "id": 1, "type": "error", "kind": "version", "message": "I speak 3"}\n')
     with pytest.raises(HostError) as err:
         AgentClient(host(), channel, 1).hello()
     assert err.value.failure is Failure.VERSION
-    assert str(err.value) == (f"host 'h': its agent speaks collie protocol version 2 and this collie ({__version__}) "
-                              f"speaks version 1 (the agent says: I speak 2); install collie {__version__} on the host")
+    assert str(err.value) == (f"host 'h': its agent speaks collie protocol version 3 and this collie ({__version__}) "
+                              f"speaks version 2 (the agent says: I speak 3); install collie {__version__} on the host")
 
 
 def test_wrong_ids_and_wrong_types_break_the_client_for_good() -> None:

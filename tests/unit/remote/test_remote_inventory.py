@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,13 @@ def test_hosts_list_validates_through_the_cli(tmp_path: Path) -> None:
     ok = run_cli("hosts", "list", "--inventory", str(EXAMPLE), "--format", "json")
     assert ok.returncode == 0, ok.stderr
     assert "node-a" in ok.stdout and "verbs:mlx5_0:1:3" in ok.stdout
+    roles = {row["host"]: row["roles"] for row in json.loads(ok.stdout)}
+    assert roles == {"node-a": "a", "node-b": "b", "sim-1": None, "sim-2": None}  # its [place]: node-a, tag:cx6
+    mixed = tmp_path / "mixed.toml"
+    mixed.write_text(GOOD_HOST + '[[host]]\nname = "b"\naddress = "h"\ntarget = "sim:p2100g-100g"\n')
+    listed = run_cli("hosts", "list", "--inventory", str(mixed), "--format", "json")
+    assert listed.returncode == 0 and [r["roles"] for r in json.loads(listed.stdout)] == [None, None]
+    assert listed.stderr.startswith(f"warning: --target remote:{mixed} would refuse this inventory: role 'a' is on")
     bad = tmp_path / "bad.toml"
     bad.write_text(GOOD_HOST + "port = 99999\n")
     out = run_cli("hosts", "list", "--inventory", str(bad))

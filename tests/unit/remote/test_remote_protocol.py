@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
 from collie.remote.protocol import (
     PROTOCOL_VERSION,
@@ -19,6 +20,8 @@ from collie.remote.protocol import (
     ErrorKind,
     Farewell,
     Hello,
+    Inspect,
+    Inspected,
     Ping,
     Pong,
     ProtocolError,
@@ -51,6 +54,9 @@ def _messages() -> list[object]:
         Sampled((Snapshot(1.0, {"x": 3, "y": None}, "sim", "sim:cx6-200g/a", sources={"x": "sim"}),)),
         Ran(result),
         Error(ErrorKind.UNSUPPORTED, "qps 20000 > max_qp 16384"),
+        Inspect(), Inspected(None),
+        Inspected(PortStatus("mlx5_0", 1, "DOWN", "Disabled", "Ethernet", 3, "fe80::1", "RoCE v2", "ens1f0", 9000,
+                             4096, ("port 1 is DOWN",), ("a note",))),
     ]
 
 
@@ -73,15 +79,15 @@ def test_a_run_result_keeps_everything_including_truth() -> None:
 @pytest.mark.parametrize(("line", "match"), [
     (b"not json\n", "not a JSON line"),
     (b"[1, 2]\n", "expected a JSON object"),
-    (b'{"v": 2, "id": 1, "type": "ping"}\n', "protocol version 2 is not this side's version 1"),
+    (b'{"v": 1, "id": 1, "type": "ping"}\n', "protocol version 1 is not this side's version 2"),
     (b'{"v": true, "id": 1, "type": "ping"}\n', "protocol version True"),
-    (b'{"v": 1, "id": "1", "type": "ping"}\n', "message id '1' is not an integer"),
-    (b'{"v": 1, "id": 1, "type": "rm -rf"}\n', "unknown message type 'rm -rf'"),
-    (b'{"v": 1, "id": 1, "type": "hello"}\n', "malformed 'hello' message"),
-    (b'{"v": 1, "id": 1, "type": "hello", "host": 3, "target": "sim", "controller_version": "x"}\n', "'host'"),
-    (b'{"v": 1, "id": 1, "type": "run", "workload": {}, "duration": 1}\n', "malformed 'run' message"),
-    (b'{"v": 1, "id": 1, "type": "run", "workload": {}, "duration": -1}\n', "duration -1 is not a positive"),
-    (b'{"v": 1, "id": 1, "type": "error", "kind": "nope", "message": "x"}\n', "malformed 'error' message"),
+    (b'{"v": 2, "id": "1", "type": "ping"}\n', "message id '1' is not an integer"),
+    (b'{"v": 2, "id": 1, "type": "rm -rf"}\n', "unknown message type 'rm -rf'"),
+    (b'{"v": 2, "id": 1, "type": "hello"}\n', "malformed 'hello' message"),
+    (b'{"v": 2, "id": 1, "type": "hello", "host": 3, "target": "sim", "controller_version": "x"}\n', "'host'"),
+    (b'{"v": 2, "id": 1, "type": "run", "workload": {}, "duration": 1}\n', "malformed 'run' message"),
+    (b'{"v": 2, "id": 1, "type": "run", "workload": {}, "duration": -1}\n', "duration -1 is not a positive"),
+    (b'{"v": 2, "id": 1, "type": "error", "kind": "nope", "message": "x"}\n', "malformed 'error' message"),
 ])
 def test_malformed_lines_are_protocol_errors(line: bytes, match: str) -> None:
     with pytest.raises(ProtocolError, match=match):

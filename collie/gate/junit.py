@@ -1,0 +1,75 @@
+"""The gate's result as JUnit XML, written with junitparser (CI systems show it as test results).
+
+Two test suites: ``collie.known`` has one test case per known case (a failure when it still reproduces
+unwaived; skipped when waived or not run; passed when fixed), ``collie.new`` one per new anomaly (a failure
+unless waived, then skipped). Each suite carries the target, the campaign folder and the budget as properties.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from collie.gate.gate import GateResult, KnownStatus
+
+KNOWN_SUITE = "collie.known"
+NEW_SUITE = "collie.new"
+
+
+def _junitparser() -> Any:
+    try:
+        import junitparser
+    except ImportError:  # pragma: no cover - a declared dependency; a broken install says what to do
+        from collie.errors import InputError
+
+        raise InputError("--junit needs the junitparser package (pip install 'junitparser>=3.1')") from None
+    return junitparser
+
+
+def write_junit(result: GateResult, path: Path) -> None:
+    """Write ``result`` to ``path`` as JUnit XML.
+
+    Raises:
+        OSError: the file could not be written.
+    """
+    jp = _junitparser()
+    known = jp.TestSuite(KNOWN_SUITE)
+    for k in result.known:
+        case = jp.TestCase(k.name, KNOWN_SUITE)
+        lines = [f"case: {k.path}", f"recorded signature: {k.recorded or '(none)'}", f"status: {k.status}"]
+        if k.status is KnownStatus.REPRODUCES:
+            case.result = [jp.Failure(f"still reproduces: {k.signature} (score {k.score:.3g})", "reproduces")]
+        elif k.status is KnownStatus.WAIVED:
+            assert k.waiver is not None
+            case.result = [jp.Skipped(f"reproduces ({k.signature}), waived: {k.waiver.describe()}", "waived")]
+        elif k.status is KnownStatus.NOT_RUN:
+            case.result = [jp.Skipped(f"not run: {k.reason or 'the target cannot run it'}", "not-run")]
+        else:
+            lines.append("fixed: it no longer reproduces")
+        if k.expired is not None:
+            lines.append(f"expired {k.expired.describe()} (it no longer waives)")
+        case.system_out = "\n".join(lines)
+        known.add_testcase(case)
+    new = jp.TestSuite(NEW_SUITE)
+    for n in result.new:
+        case = jp.TestCase(n.anomaly_id, NEW_SUITE)
+        mfs = n.mfs or "not minimized"
+        if n.waiver is not None:
+            case.result = [jp.Skipped(f"new anomaly {n.signature}, waived: {n.waiver.describe()}", "waived")]
+        else:
+            case.result = [jp.Failure(f"new anomaly {n.signature}; MFS: {mfs}", "new-anomaly")]
+        lines = [f"signature: {n.signature}", f"MFS: {mfs}", f"confirmed: {n.confirmed}",
+                 f"found at experiment {n.found_at}", f"case: {Path(result.out) / 'anomalies' / n.anomaly_id}"]
+        if n.expired is not None:
+            lines.append(f"expired {n.expired.describe()} (it no longer waives)")
+        case.system_out = "\n".join(lines)
+        new.add_testcase(case)
+    xml = jp.JUnitXml("collie ci")
+    for suite in (known, new):
+        suite.add_property("target", result.target)
+        suite.add_property("campaign", result.out)
+        suite.add_property("budget", str(result.budget))
+        suite.update_statistics()
+        xml.add_testsuite(suite)
+    xml.update_statistics()
+    xml.write(str(path), pretty=True)

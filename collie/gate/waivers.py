@@ -1,0 +1,147 @@
+"""Waivers: known anomalies a team has accepted for a while, each with a reason and an expiry date.
+
+A waiver file is a small TOML file::
+
+    [[waiver]]
+    signature = "pause@receiver"          # the anomaly's signature, as collie prints it
+    reason = "vendor ticket 1234, fixed in firmware 22.x"
+    expires = 2027-01-31                  # a TOML date: it waives through that day
+    case = "f03-read-mtu1k"               # optional: only this known case of the corpus
+
+Invariants:
+    * reading validates every field: a mistake is one :class:`~collie.errors.InputError` naming the file, the
+      waiver and the field (an unknown key, a missing reason, a date that is not one);
+    * a waiver matches a find as collie compares re-runs of one anomaly, by its leading symptom (``kind@end``):
+      the weaker symptoms of a run near a threshold come and go with noise;
+    * an expired waiver (its date before today) never waives; :meth:`Waivers.match` still returns it so the
+      gate can say so.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from collie.errors import InputError
+from collie.oracle import SYMPTOM_ORDER, leading_symptom
+from collie.tomlio import check_fields, read_toml
+
+FIELDS: Final = ("signature", "reason", "expires", "case")
+REQUIRED: Final = ("signature", "reason", "expires")
+ENDS: Final = ("receiver", "sender")
+
+
+@dataclass(frozen=True)
+class Waiver:
+    """One accepted anomaly.
+
+    Attributes:
+        signature: the anomaly's signature (``pause@receiver+low_throughput@receiver``); matched by its leading
+            symptom.
+        reason: why it is accepted (shown wherever it waives).
+        expires: the last day it waives.
+        case: the known case of the corpus it is limited to (``""``: any known case or new anomaly).
+        index: its place in the file (``waiver[0]`` is the first), for messages.
+    """
+
+    signature: str
+    reason: str
+    expires: dt.date
+    case: str = ""
+    index: int = 0
+
+    @property
+    def leading(self) -> str:
+        return leading_symptom(self.signature)
+
+    def expired(self, today: dt.date) -> bool:
+        """Whether it no longer waives on ``today`` (it waives through its expiry day)."""
+        return today > self.expires
+
+    def covers(self, signature: str, case: str | None) -> bool:
+        """Whether it is about a find of ``signature`` (known case ``case``; None: a new anomaly), expired or not."""
+        if self.case and self.case != case:
+            return False
+        return bool(signature) and leading_symptom(signature) == self.leading
+
+    def describe(self) -> str:
+        where = f" (case {self.case})" if self.case else ""
+        return f"waiver {self.signature}{where} until {self.expires.isoformat()}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class WaiverMatch:
+    """The waivers about one find: the one that waives it (None: none does) and an expired one (None: none)."""
+
+    active: Waiver | None
+    expired: Waiver | None
+
+
+@dataclass(frozen=True)
+class Waivers:
+    """Every waiver of one file (empty: no file given)."""
+
+    waivers: tuple[Waiver, ...] = ()
+    source: str = ""
+
+    def match(self, signature: str, case: str | None, today: dt.date) -> WaiverMatch:
+        """The first waiver still in force about the find, and the first expired one (see :class:`WaiverMatch`)."""
+        about = [w for w in self.waivers if w.covers(signature, case)]
+        active = next((w for w in about if not w.expired(today)), None)
+        expired = next((w for w in about if w.expired(today)), None)
+        return WaiverMatch(active, expired)
+
+
+def load_waivers(path: Path) -> Waivers:
+    """Read and validate a waiver file.
+
+    Raises:
+        InputError: missing, not TOML, or a field that is wrong: one sentence naming the file, the waiver and
+            the field.
+    """
+    data = read_toml(path)
+    check_fields(data, str(path), ("waiver",))
+    raw = data.get("waiver", [])
+    if not isinstance(raw, list) or not all(isinstance(w, Mapping) for w in raw):
+        raise InputError(f"{path}: waiver: expected [[waiver]] tables, got {_shown(raw)}")
+    return Waivers(tuple(_waiver(w, f"{path}: waiver[{i}]", i) for i, w in enumerate(raw)), str(path))
+
+
+def _waiver(w: Mapping[str, Any], where: str, index: int) -> Waiver:
+    check_fields(w, where, FIELDS, REQUIRED)
+    signature = _text(w, "signature", where)
+    for tag in signature.split("+"):
+        kind, _, end = tag.partition("@")
+        if kind not in SYMPTOM_ORDER or end not in ENDS:
+            raise InputError(f"{where}.signature: {tag!r} is not a symptom; write kind@end with kind one of "
+                             f"{', '.join(SYMPTOM_ORDER)} and end receiver or sender, e.g. pause@receiver")
+    reason = _text(w, "reason", where)
+    case = _text(w, "case", where) if "case" in w else ""
+    return Waiver(signature, reason, _date(w["expires"], f"{where}.expires"), case, index)
+
+
+def _text(w: Mapping[str, Any], name: str, where: str) -> str:
+    value = w[name]
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{where}.{name}: expected a non-empty string, got {_shown(value)}")
+    return value.strip()
+
+
+def _date(value: Any, where: str) -> dt.date:
+    if isinstance(value, dt.datetime):
+        raise InputError(f"{where}: expected a date without a time, like 2027-01-31, got {value.isoformat()}")
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise InputError(f"{where}: expected a date like 2027-01-31, got {_shown(value)}")
+
+
+def _shown(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else f"{type(value).__name__} {value!r}"

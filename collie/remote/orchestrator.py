@@ -1,0 +1,408 @@
+"""``RemoteTarget``: the target behind ``--target remote:hosts.toml``; one run drives every placed host's agent.
+
+A run of one workload, every step driven on all agents at once (a thread per agent, never one round trip after
+another):
+
+1. agents whose channel died (killed, connection dropped, timed out) are started again (hello, clock skew;
+   collie is deployed first to a host that lacks it: :func:`~collie.remote.deploy.start_agent`);
+2. ``prepare``: each agent gets the :class:`~collie.remote.session.RunPlan` with the roles it plays and answers
+   its endpoints' connection data;
+3. ``connect``: each agent gets every other agent's endpoints;
+4. ``start``: one instant (now + a margin), converted to each agent's clock with its measured skew;
+5. ``finish``: each agent waits for the run's end and reports its :class:`~collie.remote.session.HostPart`;
+6. the parts are merged into one :class:`~collie.targets.base.RunResult` (flows from their client's agent, each
+   role's HostResult from its own agent; on verbs hosts tx/rx are recomputed from the merged flows);
+7. ``abort`` on every agent, always, also when a step failed.
+
+Invariants:
+    * a host that fails a step makes the run raise one :class:`~collie.remote.errors.HostError` sentence naming
+      it (a campaign journals the trial FAILED with it and goes on); several failed hosts: one
+      :class:`RemoteRunError` sentence naming each; ``Unsupported`` from any prepare is raised as is (pruned);
+    * a host that failed :attr:`RemoteTarget.max_failures` runs in a row is taken out: its roles move to an unused
+      host that fits (:func:`~collie.remote.placement.replace`), or the run raises
+      :class:`~collie.errors.TargetUnavailable` (a campaign stops, exit 3, resumable);
+    * ``__exit__`` closes every agent and SSH connection; the agents exit on their channel's end and abort
+      their session, so nothing of a run outlives the target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, Self, TypeVar
+
+from collie.errors import InputError, TargetError, TargetUnavailable
+from collie.remote.client import AgentClient
+from collie.remote.deploy import start_agent
+from collie.remote.errors import HostError
+from collie.remote.inventory import ROLES, Host, Inventory, TargetKind, load_inventory
+from collie.remote.launch import Launcher
+from collie.remote.placement import NoStandIn, check_profiles, place, replace
+from collie.remote.session import HostPart, RunPlan
+from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
+from collie.workload import Workload
+
+#: Runs in a row a host may fail before it is taken out.
+MAX_FAILURES: Final = 3
+#: Seconds between sending ``start`` and the common start instant, on top of the slowest agent's round trip.
+START_MARGIN_S: Final = 0.05
+MAX_WORKERS: Final = 64
+FINGERPRINT: Final = ("nic_model", "firmware", "driver", "kernel", "counter_dialect")
+
+T = TypeVar("T")
+
+
+class RemoteRunError(TargetError):
+    """Several hosts failed one run; ``str(exc)`` names each with its reason."""
+
+
+@dataclass
+class _Agent:
+    """One host's agent as the target holds it."""
+
+    host: Host
+    client: AgentClient
+    info: TargetInfo
+
+
+class RemoteTarget:
+    """Runs workloads across the hosts of an inventory (see the module docstring).
+
+    Args:
+        inventory: the hosts (a path is loaded; mistakes are :class:`~collie.errors.InputError`).
+        seed: the simulator seed every sim host's agent gets in ``hello``.
+        spec: the name to report (default ``remote:PATH``).
+        launcher: how agents are started (default: SSH, host keys checked; needs paramiko).
+        accept_new_host_keys: with the default launcher, record keys of hosts that have none recorded.
+        max_failures: runs in a row a host may fail before it is taken out.
+        warmup: seconds of unmeasured traffic before each measured interval (default: none on sim hosts, the
+            verbs target's own warm-up otherwise).
+
+    Raises:
+        InputError: the inventory is malformed, or the placement mixes simulator profiles.
+    """
+
+    def __init__(self, inventory: Inventory | str | Path, *, seed: int = 0, spec: str | None = None,
+                 launcher: Launcher | None = None, accept_new_host_keys: bool = False,
+                 max_failures: int = MAX_FAILURES, warmup: float | None = None) -> None:
+        self.inventory = inventory if isinstance(inventory, Inventory) else load_inventory(inventory)
+        self.spec = spec or f"remote:{self.inventory.path}"
+        self.seed = int(seed)
+        self.max_failures = max_failures
+        self.warmup = warmup
+        self.placement: dict[str, Host] = place(self.inventory)
+        self.out: list[str] = []
+        self.notes: list[str] = []
+        self._launcher = launcher
+        self._accept_new = accept_new_host_keys
+        self._agents: dict[str, _Agent] = {}
+        self._failures: dict[str, int] = {}
+        self._runs = 0
+        self._pool: ThreadPoolExecutor | None = None
+
+    # ------------------------------------------------------------------------------------------ lifetime
+
+    def __enter__(self) -> Self:
+        if self._launcher is None:
+            self._launcher = _ssh_launcher(self.inventory, self._accept_new)
+        self._pool = ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(self.inventory.hosts) + 1),
+                                        thread_name_prefix="collie-remote")
+        try:
+            failed = self._ensure_agents()
+            if failed:
+                raise TargetUnavailable(_sentence([e for _, e in failed], "cannot be used") +
+                                        "; see: collie hosts check --inventory "
+                                        f"{self.inventory.path}")
+            self._check_dialects()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        agents, self._agents = list(self._agents.values()), {}
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            list(pool.map(lambda a: a.client.close(), agents))
+            pool.shutdown(wait=True)
+        else:
+            for a in agents:
+                a.client.close()
+        if self._launcher is not None:
+            self._launcher.close()
+
+    # ------------------------------------------------------------------------------------------ fingerprint
+
+    def describe(self) -> TargetInfo:
+        """The fingerprint: kind ``remote``, hosts = the roles, NIC fields from the placed hosts' own targets
+        (``X / Y`` when the roles' hosts differ), and per role its host, address, skew and every fingerprint
+        field in ``details`` (``a.host``, ``a.nic_model``, ``a.profile``, ...)."""
+        infos = {r: self._agent_of(r).info for r in ROLES}
+        details: dict[str, str] = {}
+        for r in ROLES:
+            a = self._agent_of(r)
+            clock = a.client.clock
+            details.update({f"{r}.host": a.host.name, f"{r}.address": a.host.endpoint, f"{r}.target": a.info.name,
+                            f"{r}.clock_skew_ms": f"{clock.skew_s * 1e3:.3f}" if clock else "",
+                            f"{r}.line_rate_bps": f"{a.info.line_rate_bps:.0f}"})
+            details.update({f"{r}.{k}": str(getattr(a.info, k)) for k in FINGERPRINT})
+            details.update({f"{r}.{k}": v for k, v in a.info.details.items()})
+        if all(h.target.kind is TargetKind.SIM for h in self.placement.values()):
+            details["simulated"] = "yes"
+
+        def joined(field: str) -> str:
+            values = list(dict.fromkeys(str(getattr(i, field)) for i in infos.values()))
+            return " / ".join(values)
+
+        first = infos[ROLES[0]]
+        return TargetInfo(name=self.spec, kind="remote", nic_model=joined("nic_model"), firmware=joined("firmware"),
+                          driver=joined("driver"), kernel=joined("kernel"), counter_dialect=first.counter_dialect,
+                          line_rate_bps=min(i.line_rate_bps for i in infos.values()),
+                          msg_rate_pps=min(i.msg_rate_pps for i in infos.values()), hosts=ROLES, details=details)
+
+    def _check_dialects(self) -> None:
+        dialects = {r: self._agent_of(r).info.counter_dialect for r in ROLES}
+        if len(set(dialects.values())) > 1:
+            raise InputError(f"the roles' hosts report different counter dialects "
+                             f"({', '.join(f'{r}: {d}' for r, d in dialects.items())}); place hosts of one kind")
+
+    # ------------------------------------------------------------------------------------------ one run
+
+    def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:
+        """Run ``workload`` across the placed hosts (see the module docstring).
+
+        Raises:
+            Unsupported: a host's target cannot run it, or it names a host that is not a role.
+            HostError, RemoteRunError: hosts failed this run (one sentence naming each).
+            TargetUnavailable: a host was taken out and none can stand in.
+        """
+        if not duration > 0:
+            raise InputError(f"duration {duration} is not a positive number of seconds")
+        strangers = [h for h in workload.hosts if h not in ROLES]
+        if strangers:
+            raise Unsupported(f"workload host {strangers[0]!r} is not a role of a remote target (roles: "
+                              f"{', '.join(ROLES)})")
+        self._runs += 1
+        failed = self._ensure_agents()
+        if failed:
+            self._failed(failed)
+        agents = self._placed()
+        warmup = self._warmup(duration)
+        plans = {name: RunPlan(run=self._runs, workload=workload, roles=roles, warmup=warmup, duration=duration,
+                               repetition=repetition) for name, roles in self._roles().items()}
+        try:
+            endpoints = self._step(agents, lambda a: a.client.prepare(plans[a.host.name]))
+            everyone = {n: list(e) for n, e in endpoints.items()}
+            self._step(agents, lambda a: a.client.connect(
+                [ep for other, eps in everyone.items() if other != a.host.name for ep in eps]))
+            slowest = max((a.client.clock.rtt_s for a in agents if a.client.clock), default=0.0)
+            at = time.time() + START_MARGIN_S + 2 * slowest
+            self._step(agents, lambda a: a.client.start(at + _skew(a)))
+            parts = self._step(agents, lambda a: a.client.finish(
+                max(0.0, at - time.time()) + warmup + duration + self.inventory.request_timeout))
+        finally:
+            self._abort_all(agents)
+        for a in agents:
+            self._failures[a.host.name] = 0
+        return self._merge(workload, duration, parts)
+
+    def _warmup(self, duration: float) -> float:
+        if self.warmup is not None:
+            return self.warmup
+        if all(h.target.kind is TargetKind.SIM for h in self.placement.values()):
+            return 0.0
+        return min(1.0, 0.25 * duration)  # the verbs target's own default_warmup
+
+    def _roles(self) -> dict[str, tuple[str, ...]]:
+        out: dict[str, list[str]] = {}
+        for role, host in self.placement.items():
+            out.setdefault(host.name, []).append(role)
+        return {n: tuple(r) for n, r in out.items()}
+
+    def _placed(self) -> list[_Agent]:
+        return [self._agents[n] for n in self._roles()]
+
+    def _agent_of(self, role: str) -> _Agent:
+        return self._agents[self.placement[role].name]
+
+    def _step(self, agents: Sequence[_Agent], call: Callable[[_Agent], T]) -> dict[str, T]:
+        """``call`` on every agent at once; their results by host name. Failures: ``Unsupported`` is raised as
+        is; host failures are counted and raised as one sentence."""
+        assert self._pool is not None
+        futures = {a.host.name: self._pool.submit(call, a) for a in agents}
+        wait(futures.values())  # every agent's step has ended before anything else is sent to any of them
+        results: dict[str, T] = {}
+        failed: list[tuple[str, HostError]] = []
+        unsupported: Unsupported | None = None
+        for name, fut in futures.items():
+            try:
+                results[name] = fut.result()
+            except Unsupported as exc:
+                unsupported = unsupported or exc
+            except HostError as exc:
+                failed.append((name, exc))
+        if failed:
+            self._failed(failed)
+        if unsupported is not None:
+            raise unsupported
+        return results
+
+    def _abort_all(self, agents: Sequence[_Agent]) -> None:
+        """``abort`` on every healthy agent at once; an agent that cannot abort is left broken (relaunched at
+        the next run)."""
+        assert self._pool is not None
+        healthy = [a for a in agents if not a.client.broken]
+        for fut in [self._pool.submit(a.client.abort) for a in healthy]:
+            with contextlib.suppress(HostError):
+                fut.result()
+
+    def _failed(self, failed: Sequence[tuple[str, HostError]]) -> None:
+        """Count the failures, take out hosts that failed too often, and raise the run's error."""
+        notes = []
+        for name, _ in failed:
+            self._failures[name] = self._failures.get(name, 0) + 1
+            if self._failures[name] >= self.max_failures:
+                notes.append(self._take_out(name))
+        errors = [e for _, e in failed]
+        if len(errors) == 1 and not notes:
+            raise errors[0]
+        raise RemoteRunError(_sentence(errors, "failed") + "".join(notes))
+
+    def _take_out(self, name: str) -> str:
+        """Take host ``name`` out; the note saying who stands in for it.
+
+        Raises:
+            TargetUnavailable: no unused host fits.
+        """
+        self.out.append(name)
+        agent = self._agents.pop(name, None)
+        if agent is not None:
+            agent.client.close()
+        roles = [r for r, h in self.placement.items() if h.name == name]
+        try:
+            self.placement = replace(self.inventory, self.placement, name, self.out)
+        except NoStandIn as exc:
+            raise TargetUnavailable(f"host {name!r} failed {self.max_failures} runs in a row and is taken out, and "
+                                    f"{exc}; the campaign cannot go on (fix the host, then continue with "
+                                    f"--resume)") from None
+        check_profiles(self.placement)
+        stand_in = self.placement[roles[0]].name
+        note = (f"; host {name!r} failed {self.max_failures} runs in a row and is taken out: role"
+                f"{'s' if len(roles) > 1 else ''} {', '.join(roles)} now on host {stand_in!r}")
+        self.notes.append(note[2:])
+        return note
+
+    # ------------------------------------------------------------------------------------------ agents
+
+    def _ensure_agents(self) -> list[tuple[str, HostError]]:
+        """Start (again) every placed host's agent that is missing or broken, at once; the hosts that failed."""
+        assert self._pool is not None
+        needed = [h for h in {h.name: h for h in self.placement.values()}.values()
+                  if h.name not in self._agents or self._agents[h.name].client.broken]
+        for h in needed:
+            old = self._agents.pop(h.name, None)
+            if old is not None:
+                old.client.close()
+        futures = {h.name: self._pool.submit(self._launch, h) for h in needed}
+        failed: list[tuple[str, HostError]] = []
+        for name, fut in futures.items():
+            try:
+                self._agents[name] = fut.result()
+            except HostError as exc:
+                failed.append((name, exc))
+        return failed
+
+    def _launch(self, host: Host) -> _Agent:
+        assert self._launcher is not None
+        client = start_agent(self._launcher, host, self.inventory.request_timeout, seed=self.seed).client
+        try:
+            return _Agent(host, client, client.describe())
+        except BaseException:
+            client.close()
+            raise
+
+    def _merge(self, workload: Workload, duration: float, parts: Mapping[str, HostPart]) -> RunResult:
+        flows: dict[int, FlowResult] = {}
+        hosts: dict[str, HostResult] = {}
+        errors: list[str] = []
+        truth: list[str] = []
+        for name, part in parts.items():
+            roles = set(self._roles()[name])
+            flows.update({f.flow: f for f in part.flows if f.client in roles})
+            hosts.update({h.host: h for h in part.hosts if h.host in roles})
+            errors += [e if len(parts) == 1 else f"host {name!r}: {e}" for e in part.errors]
+            truth += [t for t in part.truth if t not in truth]
+        missing = [i for i in range(len(workload.flows)) if i not in flows]
+        if missing:
+            raise TargetError(f"no host reported flow {missing[0]} of the workload (its client role "
+                              f"{workload.flows[missing[0]].client.host!r}); the agents' parts do not fit")
+        merged = tuple(flows[i] for i in range(len(workload.flows)))
+        if any(h.target.kind is TargetKind.VERBS for h in self.placement.values()):
+            hosts = _rates_from_flows(workload, merged, hosts)
+        order = [h for h in _host_order(workload, parts) if h in hosts]
+        return RunResult(workload_key=workload.key(), target=self.spec, duration_s=float(duration),
+                         setup_s=max((p.setup_s for p in parts.values()), default=0.0), flows=merged,
+                         hosts=tuple(hosts[h] for h in order), errors=tuple(errors),
+                         engine_bound=any(p.engine_bound for p in parts.values()), truth=tuple(truth))
+
+
+def _host_order(workload: Workload, parts: Mapping[str, HostPart]) -> list[str]:
+    """The roles reported, sorted (as a local target orders its hosts)."""
+    return sorted({h.host for p in parts.values() for h in p.hosts})
+
+
+def _rates_from_flows(workload: Workload, flows: Sequence[FlowResult], hosts: Mapping[str, HostResult]
+                      ) -> dict[str, HostResult]:
+    """Each role's tx/rx recomputed from every flow (the payload sender of a READ is its server), as the verbs
+    target does on one host."""
+    from dataclasses import replace as copy
+
+    from collie.targets.verbs.target import payload_sender_is_client
+
+    tx = {h: [0.0, 0.0] for h in hosts}
+    rx = {h: [0.0, 0.0] for h in hosts}
+    for f, r in zip(workload.flows, flows, strict=True):
+        sender, receiver = (r.client, r.server) if payload_sender_is_client(f) else (r.server, r.client)
+        for acc, who in ((tx, sender), (rx, receiver)):
+            if who in acc:
+                acc[who][0] += r.bps
+                acc[who][1] += r.pps
+    return {h: copy(hr, tx_bps=tx[h][0], tx_pps=tx[h][1], rx_bps=rx[h][0], rx_pps=rx[h][1])
+            for h, hr in hosts.items()}
+
+
+def _skew(agent: _Agent) -> float:
+    return agent.client.clock.skew_s if agent.client.clock is not None else 0.0
+
+
+def _sentence(errors: Sequence[HostError], verb: str) -> str:
+    if len(errors) == 1:
+        return str(errors[0])
+    return f"{len(errors)} hosts {verb}: " + "; ".join(str(e) for e in errors)
+
+
+def _ssh_launcher(inventory: Inventory, accept_new: bool) -> Launcher:
+    try:  # paramiko is only needed for remote hosts
+        from collie.remote.ssh import KnownHosts, SshLauncher
+    except ImportError as exc:
+        raise InputError(f"a remote target needs {exc.name or 'paramiko'}; install it with 'pip install paramiko' "
+                         f"(or Debian's python3-paramiko)") from None
+    return SshLauncher(KnownHosts.default(inventory.known_hosts, accept_new), inventory.connect_timeout)
+
+
+def open_remote(rest: str, *, seed: int = 0, accept_new_host_keys: bool = False, **kw: Any) -> RemoteTarget:
+    """The target named ``remote:REST`` (``REST``: the inventory file).
+
+    Raises:
+        TargetError: no inventory file named.
+        InputError: a mistake in the inventory.
+    """
+    if not rest:
+        raise TargetError("remote needs an inventory file: --target remote:hosts.toml")
+    return RemoteTarget(rest, seed=seed, spec=f"remote:{rest}", accept_new_host_keys=accept_new_host_keys, **kw)

@@ -1,0 +1,151 @@
+"""``collie ci`` end to end on the simulator: exit codes for a reproducing, a fixed, a waived case, an expired
+waiver, a new anomaly, an unreachable target and bad input; JUnit XML read back with junitparser."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from junitparser import Failure, JUnitXml, Skipped
+
+from tests.conftest import ROOT, run_cli
+
+CORPUS = ROOT / "workloads" / "corpus"
+IDEAL = ROOT / "collie" / "targets" / "sim" / "profiles" / "ideal.toml"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A corpus of one known case (f03, found on cx6-200g) and a simulated NIC that has only that anomaly."""
+    root = tmp_path_factory.mktemp("ci")
+    (root / "corpus").mkdir()
+    shutil.copytree(CORPUS / "f03-read-mtu1k", root / "corpus" / "f03-read-mtu1k")
+    profile = IDEAL.read_text().replace('name = "ideal"', 'name = "only-f03"')
+    (root / "only-f03.toml").write_text(profile.replace("quirks = []", 'quirks = ["f03-read-mtu1k"]'))
+    return root
+
+
+def _waivers(path: Path, expires: str, signature: str = "pause@receiver+low_throughput@receiver",
+             case: str = "f03-read-mtu1k") -> Path:
+    case_line = f'case = "{case}"\n' if case else ""
+    path.write_text(f'[[waiver]]\nsignature = "{signature}"\nreason = "vendor ticket 1234"\nexpires = {expires}\n'
+                    f"{case_line}")
+    return path
+
+
+def _ci(lab: Path, out: str, *args: str, target: str = "") -> tuple[int, dict, str]:  # type: ignore[type-arg]
+    r = run_cli("ci", "--target", target or f"sim:{lab / 'only-f03.toml'}", "--corpus", str(lab / "corpus"),
+                "--budget", "20", "--out", str(lab / out), "--format", "json", "-q", *args)
+    assert "Traceback" not in r.stderr
+    return r.returncode, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr
+
+
+def test_a_known_case_that_reproduces_fails_the_gate(lab: Path) -> None:
+    code, data, err = _ci(lab, "repro", "--junit", str(lab / "repro.xml"))
+    assert code == 1, err
+    (known,) = data["known"]
+    assert known["name"] == "f03-read-mtu1k" and known["status"] == "reproduces" and known["fails"]
+    assert known["signature"].startswith("pause@receiver") and data["new"] == []
+    assert "gate FAILED: 1 known case still reproduces" in err
+    xml = JUnitXml.fromfile(str(lab / "repro.xml"))
+    suites = {s.name: s for s in xml}
+    assert set(suites) == {"collie.known", "collie.new"}
+    (case,) = list(suites["collie.known"])
+    assert case.name == "f03-read-mtu1k" and isinstance(case.result[0], Failure)
+    assert "still reproduces: pause@receiver" in case.result[0].message
+    assert suites["collie.known"].failures == 1 and suites["collie.new"].tests == 0
+    props = {p.name: p.value for p in suites["collie.known"].properties()}
+    assert props["budget"] == "20" and props["campaign"] == str(lab / "repro")
+    # the gate's folder is an ordinary campaign folder
+    assert (lab / "repro" / "campaign.toml").is_file() and (lab / "repro" / "trials.jsonl").is_file()
+
+
+def test_a_case_that_no_longer_reproduces_is_reported_fixed(lab: Path) -> None:
+    code, data, err = _ci(lab, "fixed", "--junit", str(lab / "fixed.xml"), target="sim:ideal")
+    assert code == 0, err
+    (known,) = data["known"]
+    assert known["status"] == "fixed" and not known["fails"] and known["signature"] == ""
+    assert "gate passed" in err and "1 fixed" in err
+    (case,) = list(next(s for s in JUnitXml.fromfile(str(lab / "fixed.xml")) if s.name == "collie.known"))
+    assert case.is_passed and "fixed" in case.system_out
+
+
+def test_a_waived_case_passes_the_gate(lab: Path) -> None:
+    waive = _waivers(lab / "waive.toml", "2099-01-31")
+    code, data, err = _ci(lab, "waived", "--waive", str(waive), "--junit", str(lab / "waived.xml"))
+    assert code == 0, err
+    (known,) = data["known"]
+    assert known["status"] == "waived" and known["waiver"]["reason"] == "vendor ticket 1234"
+    (case,) = list(next(s for s in JUnitXml.fromfile(str(lab / "waived.xml")) if s.name == "collie.known"))
+    assert case.is_skipped and isinstance(case.result[0], Skipped) and "vendor ticket 1234" in case.result[0].message
+
+
+def test_an_expired_waiver_no_longer_waives_and_says_so(lab: Path) -> None:
+    waive = _waivers(lab / "expired.toml", "2020-01-31")
+    code, data, err = _ci(lab, "expired", "--waive", str(waive))
+    assert code == 1, err
+    (known,) = data["known"]
+    assert known["status"] == "reproduces" and known["waiver"] is None
+    assert known["expired_waiver"]["expires"] == "2020-01-31"
+    assert "expired on 2020-01-31; it no longer waives" in err
+
+
+def test_a_waiver_for_another_case_does_not_waive(lab: Path) -> None:
+    waive = _waivers(lab / "other.toml", "2099-01-31", case="f01-ud-rx-wqe")
+    code, data, _ = _ci(lab, "other", "--waive", str(waive))
+    assert code == 1 and data["known"][0]["status"] == "reproduces"
+
+
+def test_a_new_anomaly_fails_the_gate_and_can_be_waived(lab: Path) -> None:
+    # cx6-200g has ten anomalies: a short search beside the known f03 finds another one
+    code, data, err = _ci(lab, "new", "--junit", str(lab / "new.xml"), target="sim:cx6-200g")
+    assert code == 1, err
+    assert data["new"] and all(n["fails"] for n in data["new"])
+    new_suite = next(s for s in JUnitXml.fromfile(str(lab / "new.xml")) if s.name == "collie.new")
+    assert [c.name for c in new_suite] == [n["anomaly_id"] for n in data["new"]]
+    assert all(isinstance(c.result[0], Failure) and "new anomaly" in c.result[0].message for c in new_suite)
+    # waive every symptom the gate met (no case: known cases and new anomalies alike)
+    lines = "".join(f'[[waiver]]\nsignature = "{sig}"\nreason = "accepted"\nexpires = 2099-12-31\n'
+                    for sig in {n["signature"] for n in data["new"]} | {data["known"][0]["signature"]})
+    (lab / "all.toml").write_text(lines)
+    code, waived, err = _ci(lab, "new-waived", "--waive", str(lab / "all.toml"), target="sim:cx6-200g")
+    assert code == 0, err
+    assert [n["anomaly_id"] for n in waived["new"]] == [n["anomaly_id"] for n in data["new"]]
+    assert all(not n["fails"] and n["waiver"]["reason"] == "accepted" for n in waived["new"])
+
+
+def test_an_unreachable_target_is_an_infrastructure_failure(lab: Path) -> None:
+    code, data, err = _ci(lab, "nodev", target="verbs:collie-no-such-dev0")
+    assert code == 3 and data == {}
+    assert err.startswith("collie: error: the target verbs:collie-no-such-dev0 cannot be opened")
+    assert len(err.strip().splitlines()) == 1
+    assert not (lab / "nodev").exists()  # nothing left behind
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = 2027-01-31\nowner = "me"\n',
+     "waiver[0]: unknown field 'owner'"),
+    ('[[waiver]]\nsignature = "pause@receiver"\nexpires = 2027-01-31\n', "waiver[0]: missing required field 'reason'"),
+    ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = "next spring"\n',
+     "waiver[0].expires: expected a date like 2027-01-31, got 'next spring'"),
+    ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = 2027-02-30\n', "malformed TOML"),
+    ('[[waiver]]\nsignature = "stall@nic"\nreason = "r"\nexpires = 2027-01-31\n',
+     "waiver[0].signature: 'stall@nic' is not a symptom"),
+])
+def test_a_bad_waiver_file_is_one_sentence_and_exit_2(lab: Path, text: str, expected: str) -> None:
+    bad = lab / "bad.toml"
+    bad.write_text(text)
+    code, data, err = _ci(lab, "bad", "--waive", str(bad))
+    assert code == 2 and data == {} and expected in err
+    assert len(err.strip().splitlines()) == 1 and not (lab / "bad").exists()
+
+
+def test_usage_errors_exit_2(lab: Path) -> None:
+    code, _, err = _ci(lab, "u1", target="nic9")
+    assert code == 2 and "unknown target" in err
+    code, _, err = _ci(lab, "u2", "--junit", str(lab / "no-such-folder" / "j.xml"))
+    assert code == 2 and "does not exist" in err
+    r = run_cli("ci", "--corpus", str(lab / "missing"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr

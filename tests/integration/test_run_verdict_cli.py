@@ -1,0 +1,62 @@
+"""``collie run`` shows the oracle's verdict: anomalous or not, the symptoms and their magnitude, the counters that
+moved, in table and JSON, on the simulator."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import EXAMPLES, ROOT, run_cli
+
+F03 = ROOT / "workloads" / "corpus" / "f03-read-mtu1k" / "case.toml"
+
+
+def test_a_known_anomaly_is_judged_anomalous_with_its_evidence() -> None:
+    r = run_cli("run", "--target", "sim:cx6-200g", "--workload", str(F03), "--duration", "1", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    verdict = data["verdict"]
+    assert verdict["anomalous"] and verdict["signature"].startswith("pause@receiver")
+    assert verdict["summary"].startswith("ANOMALOUS: pause@receiver")
+    pause = verdict["symptom_rows"][0]
+    assert pause["symptom"] == "pause" and pause["counter"].endswith("pause_duration")
+    assert pause["source"] == "ethtool" and pause["strength"] > 1.0 and "threshold" in pause["magnitude"]
+    receiver = pause["host"]
+    moved = {(m["host"], m["counter"]): m for m in verdict["moved_counters"]}
+    assert (receiver, pause["counter"]) in moved and moved[(receiver, pause["counter"])]["delta"] > 0
+    assert all(m["delta"] != 0 and m["source"] for m in verdict["moved_counters"])
+    # one one-way workload: two calibration runs (bandwidth and rate of that one direction kind), not six
+    assert data["calibration"]["runs"] == 2 and set(data["calibration"]["ceilings"]["wire_bps"]) == {"oneway"}
+    # the fields of the run itself are still there
+    assert data["key"] and data["flows"] and data["hosts"]
+
+
+def test_the_table_says_the_verdict_and_the_counters() -> None:
+    r = run_cli("run", "--target", "sim:cx6-200g", "--workload", str(F03), "--duration", "1")
+    assert r.returncode == 0, r.stderr
+    assert "verdict: ANOMALOUS: pause@receiver" in r.stdout
+    for title in ("symptoms", "throughput against the calibrated ceilings", "counters that moved"):
+        assert title in r.stdout
+    assert "tx_prio3_pause_duration" in r.stdout and "of the calibrated ceiling" in r.stdout
+
+
+def test_a_normal_workload_is_not_anomalous() -> None:
+    r = run_cli("run", "--workload", str(EXAMPLES / "rc-write-64k.toml"), "--duration", "1", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    verdict = json.loads(r.stdout)["verdict"]
+    assert not verdict["anomalous"] and verdict["signature"] == "" and verdict["symptom_rows"] == []
+    assert verdict["summary"] == "not anomalous" and verdict["metrics"]["throughput"] > 0.8
+    table = run_cli("run", "--workload", str(EXAMPLES / "rc-write-64k.toml"), "--duration", "1")
+    assert "verdict: not anomalous" in table.stdout and "symptoms" not in table.stdout
+
+
+def test_the_same_case_on_a_profile_without_its_anomaly_is_clean() -> None:
+    r = run_cli("run", "--target", "sim:ideal", "--workload", str(F03), "--duration", "1", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert not json.loads(r.stdout)["verdict"]["anomalous"]
+
+
+def test_no_verdict_skips_calibration() -> None:
+    r = run_cli("run", "--workload", str(F03), "--duration", "1", "--no-verdict", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert "verdict" not in data and "calibration" not in data

@@ -1,0 +1,58 @@
+"""The verdict view: magnitudes in words, symptom rows, the counters that moved; and calibrating only the
+direction kinds a workload needs."""
+
+from __future__ import annotations
+
+from collie import calibrate
+from collie.cli.verdict_view import magnitude, moved_counters, sentence, strength, symptom_rows
+from collie.oracle import Ceilings, Oracle, Symptom, Verdict
+from collie.workload import Endpoint, Flow, Workload
+
+
+def _verdict() -> Verdict:
+    symptoms = (Symptom("pause", "b", "receiver", 0.05, 0.001, "tx_prio3_pause_duration", False, "ethtool"),
+                Symptom("loss", "b", "receiver", 500.0, 30.0, "out_of_sequence", False, "hw"))
+    evidence = {"hosts": {"b": {"end": "receiver", "counters": {
+        "tx_prio3_pause_duration": {"delta": 50000.0, "source": "ethtool"},
+        "out_of_sequence": {"delta": 1000.0, "source": "hw"},
+        "rx_discards_phy": {"delta": 0.0, "source": "ethtool"}}}}}
+    return Verdict(True, symptoms, 50.0, "pause@receiver+loss@receiver", {}, evidence)
+
+
+def test_magnitudes_name_the_threshold_and_the_baseline() -> None:
+    v = _verdict()
+    oracle = Oracle(calibrate.catalog_of(_info()), Ceilings({}, {}), baseline={"b:out_of_sequence": 10.0})
+    pause, loss = (magnitude(s, oracle) for s in v.symptoms)
+    assert "5.000%" in pause and "50x" in pause
+    assert "clean baseline 10/s" in loss and "limit 30/s" in loss
+    assert strength(Symptom("low_throughput", "b", "receiver", 0.4, 0.8)) == 2.0
+    assert sentence(v) == "ANOMALOUS: pause@receiver+loss@receiver (score 50)"
+    assert [r["symptom"] for r in symptom_rows(v, oracle)] == ["pause", "loss"]
+
+
+def test_moved_counters_leave_out_what_did_not_move() -> None:
+    rows = moved_counters(_verdict(), duration_s=2.0)
+    assert {r["counter"] for r in rows} == {"tx_prio3_pause_duration", "out_of_sequence"}
+    assert next(r for r in rows if r["counter"] == "out_of_sequence")["per_s"] == 500.0
+
+
+def test_a_clean_or_unjudged_run_says_so() -> None:
+    assert sentence(Verdict(False, (), 0.0, "")) == "not anomalous"
+    assert sentence(Verdict(False, (), 0.0, "", evidence={"not_judged": "run had errors"})).startswith("not judged")
+
+
+def test_kinds_of_a_workload() -> None:
+    one = Workload((Flow(Endpoint("a"), Endpoint("b")),))
+    bi = Workload((Flow(Endpoint("a"), Endpoint("b")), Flow(Endpoint("b"), Endpoint("a"))))
+    loop = Workload((Flow(Endpoint("a"), Endpoint("a")),))
+    assert calibrate.kinds_of(one) == ("oneway",)
+    assert calibrate.kinds_of(bi) == ("bidirectional",)
+    assert calibrate.kinds_of(loop) == ("loopback",)
+    assert [k for k, _, _ in calibrate.calibration_workloads(("oneway",))] == ["oneway", "oneway"]
+    assert len(calibrate.calibration_workloads()) == 6
+
+
+def _info():  # type: ignore[no-untyped-def]
+    from collie.targets.sim import SimTarget
+
+    return SimTarget("cx6-200g").describe()
