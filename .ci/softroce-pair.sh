@@ -163,7 +163,7 @@ log "booting guest 2 (link connects to 127.0.0.1:$link_port, ssh on 127.0.0.1:$s
 boot 2 "connect=127.0.0.1:$link_port"
 
 # Ready = OpenSSH logs in with this run's key, checks the host key, and rxe0's port is ACTIVE.
-declare -A ready_s=()
+declare -A ready_s=() up_s=()
 while [ "${ready[1]}" = 0 ] || [ "${ready[2]}" = 0 ]; do
     for n in 1 2; do
         [ "${ready[$n]}" = 1 ] && continue
@@ -172,6 +172,7 @@ while [ "${ready[1]}" = 0 ] || [ "${ready[2]}" = 0 ]; do
         fi
         # the guest's script says when rxe0 and sshd are up; only then try OpenSSH
         grep -q "^softroce-pair-guest$n: .*sshd pid" "$dir/g$n/console.log" 2>/dev/null || continue
+        [ -n "${up_s[$n]:-}" ] || { up_s[$n]=$(since "$t0"); log "guest $n up after ${up_s[$n]} s (rxe0, sshd started)"; }
         if state=$(ssh_guest "$n" cat /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null) \
                 && [[ $state == *ACTIVE* ]]; then
             ready[$n]=1

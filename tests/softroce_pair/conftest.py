@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,21 +35,38 @@ class Guest:
     user: str
     identity: Path
     known_hosts: Path
+    control: Path  # OpenSSH's control socket: one login per guest, each command a channel on it
+
+    def _argv(self, *options: str) -> list[str]:
+        return ["ssh", "-F", "/dev/null", "-i", str(self.identity), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+                "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "StrictHostKeyChecking=yes",
+                "-o", "ConnectTimeout=60", "-o", f"ControlPath={self.control}", *options, "-p", str(self.port),
+                f"{self.user}@127.0.0.1"]
+
+    def open(self) -> Guest:
+        """Log in once and keep that connection as the control master (in the background, its output nowhere:
+        a master holding a captured pipe would block every later ``subprocess.run``)."""
+        subprocess.run(self._argv("-M", "-N", "-f", "-o", "ControlPersist=900"), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180, check=False)
+        return self
 
     def ssh(self, command: str, *, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run ``command`` in the guest (its shell) through OpenSSH, checking the host key against the run's
         known_hosts; raises on a non-zero exit when ``check``."""
-        argv = ["ssh", "-F", "/dev/null", "-i", str(self.identity), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
-                "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "StrictHostKeyChecking=yes",
-                "-o", "ConnectTimeout=30", "-p", str(self.port), f"{self.user}@127.0.0.1", command]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                              check=False)
+        done = subprocess.run([*self._argv("-o", "ControlMaster=no"), command], capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL, check=False)
         if check and done.returncode != 0:
             raise AssertionError(f"{self.name}: {command!r} exited {done.returncode}: {done.stderr or done.stdout}")
         return done
 
     def read(self, path: str) -> str:
         return self.ssh(f"cat {path}").stdout.strip()
+
+    def close(self) -> None:
+        """Stop the control master, if one was started (``ssh -O exit``)."""
+        if self.control.exists():
+            subprocess.run(self._argv("-O", "exit"), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=60, check=False)
 
 
 @pytest.fixture(scope="session")
@@ -66,8 +84,8 @@ def pair_inventory() -> Path:
 
 
 @pytest.fixture(scope="session")
-def guests(pair_inventory: Path) -> tuple[Guest, Guest]:
-    """The two guests, in inventory order."""
+def guests(pair_inventory: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Guest, Guest]]:
+    """The two guests, in inventory order (their OpenSSH control masters stopped at the end)."""
     from collie.remote.inventory import load_inventory
 
     inv = load_inventory(pair_inventory)
@@ -76,5 +94,10 @@ def guests(pair_inventory: Path) -> tuple[Guest, Guest]:
     found = []
     for h in inv.hosts:
         assert h.identity is not None
-        found.append(Guest(h.name, h.port, h.user, h.identity, inv.known_hosts))
-    return found[0], found[1]
+        control = tmp_path_factory.mktemp("ssh") / "control"
+        found.append(Guest(h.name, h.port, h.user, h.identity, inv.known_hosts, control).open())
+    try:
+        yield found[0], found[1]
+    finally:
+        for g in found:
+            g.close()
