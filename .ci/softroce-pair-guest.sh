@@ -6,8 +6,8 @@
 #   * names its NICs by MAC: pair0 (qemu socket network to the other guest, static IP) and mgmt0 (qemu user
 #     network; the host reaches sshd through its hostfwd to 10.0.2.15:22);
 #   * puts rxe0 on pair0;
-#   * runs /usr/sbin/sshd with /mnt/sshd_config until the host asks it to stop (`touch /run/collie-pair-stop`
-#     over ssh) or sshd dies; then the script ends and virtme powers the guest off.
+#   * runs /usr/sbin/sshd with /mnt/sshd_config until the host asks it to stop (it creates /mnt/stop) or sshd
+#     dies; then the script ends and virtme powers the guest off.
 set -euo pipefail
 n=${1:?guest number}
 read -r mac_link mac_mgmt ip_link <"/mnt/link"
@@ -39,6 +39,10 @@ rdma link add rxe0 type rxe netdev pair0
 for _ in $(seq 50); do [ -e /sys/class/infiniband/rxe0/ports/1/gids/1 ] && break; sleep 0.1; done
 
 install -d -m 0755 /run/sshd
+# root's home is the host's /root: its shell start-up files (bash reads ~/.bashrc for ssh commands) could put
+# another python3 first on PATH (a pyenv shim, say) and undo sshd_config's SetEnv. An empty home, in the guest
+# only, keeps sessions to that PATH: Debian's /usr/bin/python3, which has pyverbs.
+mount -t tmpfs -o mode=0700 roothome /root
 # Without PAM, sshd refuses a locked account ("!" in shadow), as Debian's root usually is; keys are the only way
 # in anyway. A copy bind-mounted over /etc/shadow, in the guest only: the host's file is untouched.
 if grep -q '^root:!' /etc/shadow; then
@@ -49,7 +53,7 @@ fi
 /usr/sbin/sshd -D -e -f /mnt/sshd_config &
 sshd=$!
 say "$(uname -r), rxe0 on pair0 ($ip_link): $(cat /sys/class/infiniband/rxe0/ports/1/state), sshd pid $sshd"
-while [ ! -e /run/collie-pair-stop ] && kill -0 "$sshd" 2>/dev/null; do sleep 0.5; done
+while [ ! -e /mnt/stop ] && kill -0 "$sshd" 2>/dev/null; do sleep 0.5; done
 say "stopping"
 kill "$sshd" 2>/dev/null || true
 wait "$sshd" 2>/dev/null || true
