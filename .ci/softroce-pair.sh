@@ -33,15 +33,7 @@ since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; 
 # folder's), so several runs, and the single-guest tier, can share the machine.
 dir=$(mktemp -d "${TMPDIR:-/tmp}/collie-pair.XXXXXX")
 chmod 0755 "$dir"
-read -r link_port ssh_port1 ssh_port2 < <("$PYTHON" - <<'EOF'
-import socket
-socks = [socket.socket() for _ in range(3)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in socks))
-EOF
-)
-ssh_ports=("" "$ssh_port1" "$ssh_port2")
+ssh_ports=("" "" "")
 declare -a bg_pids=()
 test_pid=""
 ready=(0 0 0)
@@ -61,14 +53,16 @@ alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 stop_guests() {
     local n pid asked=(0 0 0) deadline
     for n in 1 2; do  # the clean way: the guest's script sees /mnt/stop, ends, and virtme powers the guest off
-        if [ -d "$dir/g$n" ] && alive "$(qemu_pid "$n")" && : >"$dir/g$n/stop"; then asked[$n]=1; fi
+        # (a guest that never got ready is killed at once: it may never reach that loop)
+        if [ "${ready[$n]}" = 1 ] && alive "$(qemu_pid "$n")" && : >"$dir/g$n/stop"; then asked[$n]=1; fi
     done
     deadline=$((SECONDS + 30))
     for n in 1 2; do
         pid=$(qemu_pid "$n")
         while [ "${asked[$n]}" = 1 ] && alive "$pid" && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
         if alive "$pid"; then
-            log "guest $n did not power off: killing its qemu (pid $pid)"
+            if [ "${asked[$n]}" = 1 ]; then log "guest $n did not power off: killing its qemu (pid $pid)"
+            else log "killing guest $n's qemu (pid $pid)"; fi
             kill -TERM "$pid" 2>/dev/null || true
             sleep 2
             if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
@@ -103,6 +97,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'status=130; exit 130' INT
 trap 'status=143; exit 143' TERM
+
+# Free ports of 127.0.0.1 (bound together, so distinct): the link, and each guest's ssh forward.
+read -r link_port ssh_port1 ssh_port2 < <("$PYTHON" - <<'EOF'
+import socket
+socks = [socket.socket() for _ in range(3)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in socks))
+EOF
+)
+ssh_ports=("" "$ssh_port1" "$ssh_port2")
 
 # Keys: the test's client key, and one host key per guest (so known_hosts is written before they boot).
 ssh-keygen -q -t ed25519 -N "" -C collie-pair-client -f "$dir/id_ed25519" </dev/null
