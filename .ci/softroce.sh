@@ -11,7 +11,8 @@
 # Needs root on a Debian 12 (bookworm) machine. See docs/targets.md ("soft-RoCE tier") and SOFTROCE facts:
 #   * ONE apt-get install call (a second one re-runs update-initramfs): qemu, Debian's 6.1 kernel (it has
 #     rdma_rxe; the host kernel need not), rdma-core + pyverbs + perftest, and the Debian python3-* packages of
-#     collie's runtime deps, so the guest's /usr/bin/python3 can import collie straight from the checkout;
+#     collie's runtime deps, so the guest's /usr/bin/python3 can import collie straight from the checkout, and
+#     OpenSSH (the --pair guests run sshd);
 #   * virtme-ng from PyPI in a venv; the guest sees the host's root filesystem read-only over 9p (writes go to a
 #     throw-away overlay), so the checkout is visible there with no image to build;
 #   * TCG (--disable-kvm) when the host's KVM is the paravirtual kvm_pvm, which qemu cannot use.
