@@ -159,7 +159,7 @@ boot() {  # boot N NETDEV_OPTS: guest N in the background, its console piped (ne
 # only makes the links virtme's init needs) is bind-mounted over /usr/bin/udevadm; the guest sees it over 9p.
 # COLLIE_PAIR_UDEV=1 keeps udev.
 NO_UDEV=()
-if [ "${COLLIE_PAIR_UDEV:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+if [ "${COLLIE_PAIR_UDEV:-0}" != 1 ] && [ "$(id -u)" = 0 ] && [ -x /usr/bin/udevadm ] && command -v unshare >/dev/null; then
     # shellcheck disable=SC2016  # expanded by that sh
     NO_UDEV=(unshare --mount --propagation private sh -c 'mount --bind "$0" /usr/bin/udevadm && exec "$@"'
              "$ROOT/.ci/softroce-udevadm-stub.sh")
