@@ -32,6 +32,7 @@ ip link set "$link" name pair0
 ip link set "$mgmt" name mgmt0
 ip link set lo up
 ip addr add "$ip_link" dev pair0
+ip link set pair0 mtu 9000  # jumbo frames, as on a RoCE fabric: rxe's active MTU is then 4096 (1500 gives 1024)
 ip link set pair0 up
 ip addr add 10.0.2.15/24 dev mgmt0
 ip link set mgmt0 up

@@ -90,7 +90,7 @@ clock_opt=()
 cpus=$(nproc); [ "$cpus" -gt 2 ] && cpus=2
 if [ "$mode" = pair ]; then
     # the tests run on this machine with its Python (found before virtme-ng's venv comes first on PATH)
-    PYTHON=${PYTHON:-$(command -v python3)}
+    PYTHON=$(command -v "${PYTHON:-python3}")  # absolute: a bare name would find the venv's python
     export PYTHON PATH="$VENV/bin:$PATH"
     exec bash "$ROOT/.ci/softroce-pair.sh" "$kernel" "${kvm_opt[@]}" "${clock_opt[@]}"
 fi

@@ -5,8 +5,8 @@ another):
 
 1. agents whose channel died (killed, connection dropped, timed out) are started again (hello, clock skew;
    collie is deployed first to a host that lacks it: :func:`~collie.remote.deploy.start_agent`);
-2. ``prepare``: each agent gets the :class:`~collie.remote.session.RunPlan` with the roles it plays and answers
-   its endpoints' connection data;
+2. ``prepare``: each agent of a role the workload uses (a loopback workload: one host) gets the
+   :class:`~collie.remote.session.RunPlan` with the roles it plays and answers its endpoints' connection data;
 3. ``connect``: each agent gets every other agent's endpoints;
 4. ``start``: one instant (now + a margin), converted to each agent's clock with its measured skew;
 5. ``finish``: each agent waits for the run's end and reports its :class:`~collie.remote.session.HostPart`;
@@ -192,10 +192,13 @@ class RemoteTarget:
         failed = self._ensure_agents()
         if failed:
             self._failed(failed)
-        agents = self._placed()
+        # only the hosts of the roles the workload uses take part (a loopback workload: one host)
+        involved = {name: used for name, roles in self._roles().items()
+                    if (used := tuple(r for r in roles if r in workload.hosts))}
+        agents = [self._agents[name] for name in involved]
         warmup = self._warmup(duration)
         plans = {name: RunPlan(run=self._runs, workload=workload, roles=roles, warmup=warmup, duration=duration,
-                               repetition=repetition) for name, roles in self._roles().items()}
+                               repetition=repetition) for name, roles in involved.items()}
         try:
             endpoints = self._step(agents, lambda a: a.client.prepare(plans[a.host.name]))
             everyone = {n: list(e) for n, e in endpoints.items()}
@@ -224,9 +227,6 @@ class RemoteTarget:
         for role, host in self.placement.items():
             out.setdefault(host.name, []).append(role)
         return {n: tuple(r) for n, r in out.items()}
-
-    def _placed(self) -> list[_Agent]:
-        return [self._agents[n] for n in self._roles()]
 
     def _agent_of(self, role: str) -> _Agent:
         return self._agents[self.placement[role].name]

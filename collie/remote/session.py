@@ -17,7 +17,7 @@ class RunPlan:
     Attributes:
         run: the controller's run number (increases by one per run of a campaign).
         workload: the whole workload; flows name roles ("a", "b").
-        roles: the roles this agent plays (its endpoints are the flow ends on these roles).
+        roles: the roles this agent plays that the workload uses (its endpoints are the flow ends on these roles).
         warmup: seconds of unmeasured traffic before the measured interval.
         duration: seconds of the measured interval.
         repetition: the campaign's repetition number (simulator noise); None when the caller did not say.

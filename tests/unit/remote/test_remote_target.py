@@ -93,6 +93,27 @@ def test_one_host_plays_both_roles_in_loopback(tmp_path: Path, launcher: FlakyLa
     assert launcher.started == ["solo"]
 
 
+def test_only_the_hosts_of_the_roles_a_workload_uses_take_part_in_its_run(tmp_path: Path,
+                                                                          launcher: FlakyLauncher) -> None:
+    inv = inventory(tmp_path, [("h0", "sim:cx6-200g", []), ("h1", "sim:cx6-200g", [])], extra="request_timeout = 3")
+    w = WORKLOADS[0]
+    raw = w.to_dict()
+    loopback = Workload.from_dict({**raw, "flows": [{**raw["flows"][0], "client": "a", "server": "a"}]}, "loopback")
+    assert loopback.hosts == ("a",)
+    with RemoteTarget(inv, seed=3, launcher=launcher) as t:
+        pid = _pids(t)["h1"]
+        os.kill(pid, signal.SIGSTOP)  # h1 would time out any request: it must get none
+        try:
+            got = t.run(loopback, 1.0, repetition=0)
+            assert [h.host for h in got.hosts] == ["a"]
+            assert got.to_dict(True)["flows"] == SimTarget("cx6-200g", seed=3).run(loopback, 1.0,
+                                                                                   repetition=0).to_dict(True)["flows"]
+            with pytest.raises(HostError, match="h1"):  # a workload using role b needs h1
+                t.run(w, 1.0, repetition=0)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+
 def test_a_killed_agent_fails_the_run_with_its_host_named_and_is_started_again(tmp_path: Path,
                                                                              launcher: FlakyLauncher) -> None:
     inv = inventory(tmp_path, [("h0", "sim:cx6-200g", []), ("h1", "sim:cx6-200g", [])])
