@@ -13,7 +13,8 @@ Invariants:
       except through :meth:`CampaignStore.create`, which makes the folder at once;
     * the journal is only appended to; a crash loses at most the record being written, and when the journal is
       read back for a resume the trace of a crash is cut off its end: a truncated last line (no newline at its
-      end) with a warning, and the RUNNING row of the trial in flight;
+      end) with a warning, and the RUNNING rows that end it (the trials in flight; a campaign of K chains may
+      have had K, and the RUNNING row of one journaled before another trial ended stays where it is);
       anything else wrong in it (a damaged row, a row of the wrong type, a gap in the trial numbers) is an
       :class:`~collie.errors.InputError` naming the file, the line and the field, and the file is left as is;
     * every row and ``campaign.toml`` are checked on read (see :mod:`collie.records`);
