@@ -258,6 +258,23 @@ class Campaign:
 
     def _record_anomaly(self, point: dict[str, Any], verdict: Verdict,
                         probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int) -> None:
+        """Record a find (see :meth:`_record_find`). In a campaign of several chains, a find whose leading
+        symptom another chain is confirming or minimizing right now waits (its turns pass) until that chain has
+        recorded its own, and is then looked up again: two chains never minimize one anomaly twice."""
+        chain = self.runner.chain
+        if chain is None:
+            self._record_find(point, verdict, probe, found_at)
+            return
+        while self.registry.held_elsewhere(chain, verdict.signature):
+            self.runner.idle()
+        self.registry.hold(chain, verdict.signature)
+        try:
+            self._record_find(point, verdict, probe, found_at)
+        finally:
+            self.registry.release(chain)
+
+    def _record_find(self, point: dict[str, Any], verdict: Verdict,
+                     probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int) -> None:
         workload = self.space.build(point)
         feats = features(workload)
         # every run of every point from here on, for the evidence of whichever point becomes the case

@@ -116,6 +116,8 @@ class TrialRunner:
         self.chain = chain
         #: the turns its chain takes with the others (None: one chain, nothing to wait for)
         self.turns = turns
+        #: turns it let go round without a trial (:meth:`idle`)
+        self.idles = 0
 
     @property
     def oracle(self) -> Oracle | None:
@@ -184,6 +186,13 @@ class TrialRunner:
         self.emit(TrialFinished(n, phase, outcome.state, shared.experiments, pt, outcome.verdict,
                                 outcome.result, outcome.reason))
         return outcome
+
+    def idle(self) -> None:
+        """Let one turn go round without a trial (a chain waiting for another chain's find to be recorded)."""
+        if self.turns is not None:
+            self.idles += 1
+            self.turns.pass_on(self.chain or 0)
+            self.turns.wait(self.chain or 0)
 
     def unwalked(self) -> tuple[int, int] | None:
         """The first finished trial of the journal the campaign did not reach, as ``(trial, line)``; None when it

@@ -4,7 +4,6 @@ stopped with trials in flight resumes to the uninterrupted campaign's result."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import threading
@@ -14,10 +13,13 @@ from typing import Any
 
 import pytest
 
-from collie.campaign import Campaign, CampaignInterrupted, CampaignSummary
+from collie.campaign import AnomalyRegistry, Campaign, CampaignInterrupted, CampaignSummary
 from collie.campaign.parallel import ParallelCampaign, chain_seed
 from collie.campaign.turns import Turns
+from collie.case_record import read_case_folder
 from collie.events import AnomalyFound, Event, KnownAnomaly, TrialFinished
+from collie.features import features
+from collie.oracle import leading_symptom
 from collie.preset import Preset, load_preset
 from collie.records import CampaignConfig
 from collie.space import load_space
@@ -97,6 +99,7 @@ def test_one_chain_journals_exactly_what_a_campaign_without_parallel_journals(tm
 
 def _two_chains(folder: Path, budget: int, preset: Preset | None = None
                 ) -> tuple[CampaignSummary, list[Event], list[Chained]]:
+    """A campaign of two chains on the simulator; its summary, events and targets."""
     events: list[Event] = []
     targets = _targets(2)
     summary = _parallel(folder, targets, budget, events, preset=preset).run()
@@ -105,9 +108,7 @@ def _two_chains(folder: Path, budget: int, preset: Preset | None = None
 
 def test_two_chains_share_one_anomaly_set_one_budget_and_one_journal(tmp_path: Path) -> None:
     budget = 160
-    # strategies not kept out of known regions: the chains meet each other's anomalies again
-    summary, events, targets = _two_chains(tmp_path, budget, dataclasses.replace(load_preset(PRESET),
-                                                                                  exclude_known=False))
+    summary, events, targets = _two_chains(tmp_path, budget)
     assert summary.experiments == budget  # the total over both chains
     # each chain ran its search trials on its own target, in its own thread
     assert targets[1].threads == {"collie-chain-1"} and "collie-chain-0" in targets[0].threads
@@ -130,6 +131,14 @@ def test_two_chains_share_one_anomaly_set_one_budget_and_one_journal(tmp_path: P
     assert summary.known_hits == len(hits)
     assert any(found.get(h.anomaly_id) not in (None, h.chain) for h in hits), (found, hits)
     assert all(isinstance(e.chain, int) for e in events if isinstance(e, TrialFinished))
+    # no anomaly was found twice: no folder's original find lies inside the MFS of an earlier one of its symptom
+    space = load_space()
+    records = [read_case_folder(tmp_path / "anomalies" / a.anomaly_id) for a in summary.anomalies]
+    for i, later in enumerate(records):
+        f = features(space.build(later.original.point))
+        lead = leading_symptom(later.signature)
+        assert not [e.anomaly_id for e in records[:i] if e.mfs is not None and e.mfs.holds(f)
+                    and leading_symptom(e.signature) == lead], later.anomaly_id
 
 
 def test_two_chains_journal_the_same_trials_every_time(tmp_path: Path) -> None:
@@ -170,6 +179,16 @@ def test_chain_seeds_are_the_campaign_seed_for_chain_0_and_distinct_for_the_othe
     assert chain_seed(7, 0) == 7
     seeds = [chain_seed(7, i) for i in range(1, 9)]
     assert len(set(seeds)) == 8 and 7 not in seeds and seeds == [chain_seed(7, i) for i in range(1, 9)]
+
+
+def test_a_find_waits_while_another_chain_minimizes_one_of_its_symptom() -> None:
+    registry = AnomalyRegistry(load_space(), [])
+    registry.hold(0, "pause@receiver+low_throughput@receiver")
+    assert registry.held_elsewhere(1, "pause@receiver")  # the same leading symptom: maybe the same anomaly
+    assert not registry.held_elsewhere(1, "low_throughput@receiver")
+    assert not registry.held_elsewhere(0, "pause@receiver")  # its own
+    registry.release(0)
+    assert not registry.held_elsewhere(1, "pause@receiver")
 
 
 def test_turns_go_round_in_chain_order_and_skip_chains_that_left() -> None:

@@ -16,11 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from collie.case_record import read_case_folder
+from collie.features import features
+from collie.oracle import leading_symptom
+from collie.space import load_space
 from tests.conftest import ROOT
 from tests.integration.remote.test_remote_campaign_sshd import (
     PRESET,
     SEED,
-    anomalies,
     campaign_cli,
     journal,
     no_agent_left,
@@ -30,6 +33,13 @@ from tests.sshd_fixture import SshdFarm, need_sshd, ssh_home, start_farm
 __all__ = ["ssh_home"]  # fixtures
 
 BUDGET = 80
+
+
+def anomalies(out: Path) -> dict[str, tuple[str, str]]:
+    """Anomaly id -> (case.toml, mfs.json or "" when the budget left it unminimized) of a campaign folder."""
+    return {case.name: ((case / "case.toml").read_text(),
+                        (case / "mfs.json").read_text() if (case / "mfs.json").exists() else "")
+            for case in sorted((out / "anomalies").iterdir())}
 
 
 @pytest.fixture
@@ -90,8 +100,14 @@ def test_two_chains_on_four_sshd_hosts_share_anomalies_and_resume_after_sigkill(
     assert summary["experiments"] == BUDGET
     found = anomalies(tmp_path / "whole")
     assert found and set(found) == {a["anomaly"] for a in summary["anomalies"]}
-    mfss = [json.dumps(mfs, sort_keys=True) for _, mfs in found.values()]
-    assert len(set(mfss)) == len(mfss)  # each anomaly found once: no two folders of one MFS
+    mfss = [mfs for _, mfs in found.values() if mfs]
+    assert mfss and len(set(mfss)) == len(mfss)  # each anomaly found once: no two folders of one MFS
+    space = load_space(None)
+    records = [read_case_folder(tmp_path / "whole" / "anomalies" / name) for name in found]
+    for i, later in enumerate(records):  # no folder's find lies inside an earlier one's MFS of its symptom
+        f = features(space.build(later.original.point))
+        assert not [e.anomaly_id for e in records[:i] if e.mfs is not None and e.mfs.holds(f)
+                    and leading_symptom(e.signature) == leading_symptom(later.signature)], later.anomaly_id
     assert "(chain 0)" in whole.stderr and "(chain 1)" in whole.stderr
 
     # the resume continued both chains from where the kill left them, to the uninterrupted result
