@@ -5,11 +5,14 @@ its PID (its session processes too), so nothing outlives the tests. The config:
 
 * listens on 127.0.0.1 only, on a free port, with its own ed25519 host key;
 * accepts the one client key the tests use (``authorized_keys`` of that server), no passwords;
-* ``SetEnv`` gives sessions ``PYTHONPATH`` = this checkout (agents run the collie under test) and
-  ``COLLIE_TEST_PATH`` (this Python's folder first, so ``python3`` is the interpreter running the tests);
+* ``SetEnv`` gives sessions ``PYTHONPATH`` = this checkout (agents run the collie under test; ``pythonpath``
+  changes it), ``COLLIE_TEST_PATH`` (this Python's folder first, so ``python3`` is the interpreter running the
+  tests; ``path`` changes it) and ``COLLIE_TEST_HOME``, the server's own home folder (``home``);
 * ``ForceCommand`` runs :data:`RECORDER`, which appends the command line the client asked for
   (``$SSH_ORIGINAL_COMMAND``, exactly as sshd received it) to ``commands.log`` and then runs it with
-  ``/bin/sh -c`` as sshd itself would: the tests read which remote command lines were ever requested.
+  ``/bin/sh -c`` in ``home`` (``HOME`` too) as sshd itself would in the user's home: the tests read which remote
+  command lines were ever requested, and nothing is written to the real user's home;
+* SFTP is :data:`SFTP_SERVER` started in ``home`` (through the recorder too: its command line is recorded).
 
 Without ``/usr/sbin/sshd`` the tests that need it skip, except under CI (``CI`` set), where they fail: ``.ci/run``
 installs openssh-server.
@@ -34,9 +37,12 @@ import pytest
 from tests.conftest import ROOT
 
 SSHD = "/usr/sbin/sshd"
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 RECORDER = """#!/bin/sh
 printf '%s\\n' "$SSH_ORIGINAL_COMMAND" >> "$COLLIE_TEST_LOG"
 PATH="$COLLIE_TEST_PATH"; export PATH
+HOME="$COLLIE_TEST_HOME"; export HOME
+cd "$HOME" || exit 1
 exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 """
 
@@ -69,12 +75,23 @@ class Sshd:
     folder: Path
     client_key: Path
     port: int = 0
+    pythonpath: str = str(ROOT)
+    path: str = ""
     proc: subprocess.Popen[bytes] | None = None
     _log_file: object = field(default=None, repr=False)
 
     @property
     def host_key(self) -> Path:
         return self.folder / "host_ed25519"
+
+    @property
+    def home(self) -> Path:
+        return self.folder / "home"
+
+    @property
+    def sftp_command(self) -> str:
+        """The command line sshd runs for the SFTP subsystem (recorded in ``commands.log``)."""
+        return f"{SFTP_SERVER} -d {self.home}"
 
     @property
     def log(self) -> Path:
@@ -97,7 +114,8 @@ class Sshd:
         recorder.write_text(RECORDER)
         recorder.chmod(0o755)
         (self.folder / "authorized_keys").write_text(Path(f"{self.client_key}.pub").read_text())
-        path_value = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+        path_value = self.path or f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+        self.home.mkdir(exist_ok=True)
         config = self.folder / "sshd_config"
         config.write_text("\n".join([
             f"Port {self.port}",
@@ -113,9 +131,10 @@ class Sshd:
             "UsePAM no",
             "UseDNS no",
             "LogLevel VERBOSE",
-            f"SetEnv PYTHONPATH={ROOT} COLLIE_TEST_PATH={path_value} COLLIE_TEST_LOG={self.commands_log}",
+            f"SetEnv PYTHONPATH={self.pythonpath} COLLIE_TEST_PATH={path_value} COLLIE_TEST_LOG={self.commands_log} "
+            f"COLLIE_TEST_HOME={self.home}",
             f"ForceCommand {recorder}",
-            "Subsystem sftp internal-sftp",
+            f"Subsystem sftp {self.sftp_command}",
             "",
         ]))
         return config

@@ -51,6 +51,7 @@ def _register() -> None:
     from collie.cli.ci_cmd import ci
     from collie.cli.counters_cmd import counters
     from collie.cli.hosts_cmd import hosts
+    from collie.cli.report_cmd import report
     from collie.cli.run_cmd import run
     from collie.cli.sim_cmd import sim
     from collie.cli.space_cmd import space
@@ -64,6 +65,7 @@ def _register() -> None:
     main.add_command(counters)
     main.add_command(hosts)
     main.add_command(ci)
+    main.add_command(report)
 
 
 _register()

@@ -6,6 +6,7 @@ the inventory or the options (one sentence).
 
 from __future__ import annotations
 
+import ipaddress
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +21,10 @@ if TYPE_CHECKING:
 
 inventory_option = click.option("--inventory", "inventory_path", required=True, metavar="HOSTS.toml",
                                  type=click.Path(dir_okay=False), help="The inventory of hosts (see docs/remote.md).")
-CHECK_COLUMNS = ("host", "address", "status", "host_key", "agent", "target", "nic", "counters", "sources",
-                 "clock_skew_ms", "problem")
+CHECK_COLUMNS = ("host", "address", "status", "host_key", "agent", "deployed", "target", "nic", "port", "gid", "mtu",
+                 "counters", "sources", "clock_skew_ms", "problem")
+#: Columns left out of the table when no host has a value there (a sim-only inventory has no port, GID or MTU).
+SOMETIMES = frozenset({"deployed", "port", "gid", "mtu"})
 
 
 @click.group("hosts")
@@ -60,10 +63,38 @@ def _row(c: HostCheck) -> dict[str, Any]:
     agent = f"{c.agent_version} (protocol {c.protocol})" if c.agent_version else None
     key = f"{c.host_key.split()[-1]} ({c.host_key_state})" if c.host_key else None
     return {"host": c.host, "address": f"{c.user}@{c.address}:{c.port}", "status": c.status.value,
-            "host_key": key, "agent": agent, "target": c.target, "nic": c.nic_model or None,
+            "host_key": key, "agent": agent,
+            "deployed": f"{c.deployed} ({c.deploy_action})" if c.deployed else None, "target": c.target,
+            "nic": c.nic_model or None, **_port_cells(c),
             "counters": c.counters if c.agent_version else None, "sources": sources or None,
             "clock_skew_ms": (round(c.clock_skew_ms, 1) or 0.0) if c.clock_skew_ms is not None else None,
             "problem": problem or None}
+
+
+def _short_gid(gid: str) -> str:
+    """``0000:...:ffff:c000:020a`` -> ``::ffff:192.0.2.10``; anything unparsable as it is."""
+    try:
+        addr = ipaddress.IPv6Address(gid)
+    except ValueError:
+        return gid
+    return f"::ffff:{addr.ipv4_mapped}" if addr.ipv4_mapped is not None else addr.compressed
+
+
+def _port_cells(c: HostCheck) -> dict[str, str | None]:
+    """The port, GID and MTU cells of a verbs host (None for a sim host or one not reached)."""
+    if not c.port_state and c.gid_index is None:
+        return {"port": None, "gid": None, "mtu": None}
+    port: str | None = None
+    if c.port_state:  # empty when the device or port is absent (the problem says so)
+        port = c.port_state + (f" ({c.phys_state})" if c.phys_state else "")
+    if port and c.link_layer and c.link_layer != "Ethernet":
+        port += f" {c.link_layer}"
+    has_gid = bool(set(c.gid.replace(":", "")) - {"0"})
+    gid = f"[{c.gid_index}] " + (f"{_short_gid(c.gid)} {c.gid_type or 'type unknown'}" if has_gid else "none")
+    mtu = None
+    if c.active_mtu is not None or c.netdev_mtu is not None:
+        mtu = f"{c.active_mtu or '?'}" + (f" ({c.netdev} {c.netdev_mtu})" if c.netdev_mtu is not None else "")
+    return {"port": port, "gid": gid, "mtu": mtu}
 
 
 @hosts.command("check")
@@ -72,7 +103,8 @@ def _row(c: HostCheck) -> dict[str, Any]:
               help="Record the key of a host that has none recorded yet (a changed key is never accepted).")
 @format_option
 def check(inventory_path: str, accept_new_host_keys: bool, fmt: str) -> None:
-    """Check every host: reachable, host key, agent version, target fingerprint, counters, clock skew.
+    """Check every host: reachable, host key, agent version, port state, GID, MTU, target fingerprint, counters,
+    clock skew.
 
     Exits 1 when a host is not usable; the problem column says why.
     """
@@ -85,7 +117,9 @@ def check(inventory_path: str, accept_new_host_keys: bool, fmt: str) -> None:
     results = check_inventory(inv, accept_new_host_keys=accept_new_host_keys)
     if fmt == "table":
         usable = sum(c.usable for c in results)
-        emit(render([_row(c) for c in results], fmt, columns=CHECK_COLUMNS,
+        rows = [_row(c) for c in results]
+        columns = [k for k in CHECK_COLUMNS if k not in SOMETIMES or any(r[k] is not None for r in rows)]
+        emit(render(rows, fmt, columns=columns,
                     title=f"{inv.path}: {usable} of {len(results)} host(s) usable"))
     else:
         emit(render([c.to_dict() for c in results], fmt))

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from collie import __version__
+from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
 from collie.errors import CollieError
 from collie.remote.protocol import (
@@ -49,6 +50,8 @@ from collie.remote.protocol import (
     Finish,
     Finished,
     Hello,
+    Inspect,
+    Inspected,
     Ping,
     Pong,
     Prepare,
@@ -76,7 +79,7 @@ def capabilities() -> tuple[str, ...]:
     kinds = ["sim"]
     if importlib.util.find_spec("pyverbs") is not None:
         kinds.append("verbs")
-    return ("ping", "describe", "sample", "run", "session", *(f"target:{k}" for k in kinds))
+    return ("ping", "describe", "sample", "run", "session", "inspect", *(f"target:{k}" for k in kinds))
 
 
 @dataclass
@@ -129,13 +132,17 @@ class Agent:
         open_target: opens a target from its spec and seed (default :func:`collie.targets.open_target`).
         collector: builds the host collector's snapshot for a verbs target ``(device, port, netdev)``.
         argv: the command line to report in ``welcome``.
+        inspector: reads a verbs target's port state ``(device, port, gid_index, netdev)`` (default: this
+            host's sysfs, :func:`collie.collectors.port.read_port_status`).
     """
 
     def __init__(self, open_target: Callable[[str, int], Target] | None = None,
                  collector: Callable[[str, int, str | None], Snapshot] | None = None,
-                 argv: Sequence[str] = ()) -> None:
+                 argv: Sequence[str] = (),
+                 inspector: Callable[[str, int, int, str | None], PortStatus] | None = None) -> None:
         self._open_target = open_target or _open_target
         self._collect = collector or _collect
+        self._inspect = inspector or _inspect
         self._argv = tuple(argv)
         self.hello: Hello | None = None
         self._target: Target | None = None
@@ -181,6 +188,8 @@ class Agent:
             if self._sim is not None:
                 self._sim.add(result)
             return Ran(result)
+        if isinstance(request, Inspect):
+            return Inspected(self._port())
         if isinstance(request, Abort):
             self.abort_session()
             return Aborted()
@@ -254,6 +263,16 @@ class Agent:
         spec = parse_spec(rest)
         return (self._collect(spec.device, spec.port, self.hello.netdev),)
 
+    def _port(self) -> PortStatus | None:
+        assert self.hello is not None
+        kind, _, rest = self.hello.target.partition(":")
+        if kind != "verbs":
+            return None
+        from collie.targets.verbs.spec import parse_spec
+
+        spec = parse_spec(rest)
+        return self._inspect(spec.device, spec.port, spec.gid_index, self.hello.netdev)
+
     def close(self) -> None:
         """Abort the session and close the target (idempotent)."""
         with contextlib.suppress(Exception):  # closing goes on: the target still has to be closed
@@ -273,6 +292,12 @@ def _collect(device: str, port: int, netdev: str | None) -> Snapshot:
     from collie.collectors.host import HostCollector
 
     return HostCollector(device, port, netdev=netdev).snapshot()
+
+
+def _inspect(device: str, port: int, gid_index: int, netdev: str | None) -> PortStatus:
+    from collie.collectors.port import read_port_status
+
+    return read_port_status("/", device, port, gid_index, netdev)
 
 
 def serve(stdin: BinaryIO, stdout: BinaryIO, agent: Agent) -> int:

@@ -1,12 +1,16 @@
 """``collie hosts check``: is each inventory host usable, and if not, why (one sentence a person can act on).
 
 For each host, concurrently: connect (reachability, host key, authentication), start its agent (``hello``:
-collie and protocol versions, clock skew), ``describe`` its target (fingerprint) and ``sample`` its counters
-(how many, from which sources, which sources are unreadable), then ``bye``.
+collie and protocol versions, clock skew; a host without collie or with another version gets this collie
+deployed first, :mod:`~collie.remote.deploy`), ``inspect`` its RDMA port (verbs hosts: link state, the GID at the
+target's index and whether it is RoCE v2, active MTU), ``describe`` its target (fingerprint; skipped when the port
+cannot carry traffic) and ``sample`` its counters (how many, from which sources, which sources are unreadable),
+then ``bye``.
 
 Invariants:
     * a host is usable (:attr:`CheckStatus.OK`) only when every step succeeded, its agent runs this collie's
-      version, and at least one counter was readable; otherwise :attr:`HostCheck.problem` says why in one
+      version, its RDMA port (verbs) is ACTIVE with a GID at the target's index, and at least one counter was
+      readable; otherwise :attr:`HostCheck.problem` says why in one
       sentence and :attr:`HostCheck.failure` names the step's kind of failure;
     * hosts are checked concurrently (one thread per host, bounded); one host's failure never stops another's
       check; every agent started is closed before :func:`check_inventory` returns.
@@ -20,10 +24,10 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Final
 
-from collie import __version__
 from collie.remote.client import AgentClient
+from collie.remote.deploy import start_agent
 from collie.remote.errors import Failure, HostError
-from collie.remote.inventory import Host, Inventory
+from collie.remote.inventory import Host, Inventory, TargetKind
 from collie.remote.ssh import KnownHosts, SshLauncher
 
 #: Beyond this clock skew a host is still usable, but the check adds a note (counters of two hosts would be
@@ -51,7 +55,16 @@ class HostCheck:
         host_key_state: ``known`` (recorded before) or ``recorded`` (new, recorded now).
         host_key_file: the known_hosts file that holds it.
         agent_version, protocol, python, capabilities: from the agent's hello.
+        deployed: the collie version deployed to the host for this check ("" when the host's own collie ran).
+        deployed_folder: where (relative to the user's home).
+        deploy_action: ``uploaded`` (now) or ``reused`` (an earlier complete deployment).
         clock_skew_ms, rtt_ms: the agent's clock minus ours, and the hello round trip.
+        port_state, phys_state, link_layer: the verbs port's state (``ACTIVE``, ``DOWN``, ...), physical state
+            (``LinkUp``, ``Disabled``, ...) and link layer (``Ethernet``, ``InfiniBand``); "" for sim hosts.
+        gid_index, gid, gid_type: the target's GID index, the GID there ("" when none) and its type
+            (``RoCE v2``, ``IB/RoCE v1``).
+        netdev, netdev_mtu, active_mtu: the netdev behind the port, its MTU, and the port's active InfiniBand
+            MTU in bytes (None when unknown).
         nic_model, driver, firmware, line_rate_bps: from the target's fingerprint.
         counters: how many counters were readable.
         sources: the sources they came from (``port``, ``hw``, ``ethtool``, ``rdma-stat``, ``sim``).
@@ -74,8 +87,20 @@ class HostCheck:
     protocol: int | None = None
     python: str = ""
     capabilities: tuple[str, ...] = ()
+    deployed: str = ""
+    deployed_folder: str = ""
+    deploy_action: str = ""
     clock_skew_ms: float | None = None
     rtt_ms: float | None = None
+    port_state: str = ""
+    phys_state: str = ""
+    link_layer: str = ""
+    gid_index: int | None = None
+    gid: str = ""
+    gid_type: str = ""
+    netdev: str | None = None
+    netdev_mtu: int | None = None
+    active_mtu: int | None = None
     nic_model: str = ""
     driver: str = ""
     firmware: str = ""
@@ -105,8 +130,11 @@ def check_host(host: Host, launcher: SshLauncher, request_timeout: float) -> Hos
         conn = launcher.connection(host)
         found.update(host_key=conn.key.fingerprint, host_key_state=conn.key.state.value,
                      host_key_file=str(conn.key.file))
-        client = AgentClient(host, launcher.start(host), request_timeout)
-        welcome = client.hello()
+        started = start_agent(launcher, host, request_timeout)
+        client, welcome = started.client, started.welcome
+        if started.deployment is not None:
+            found.update(deployed=started.deployment.version, deployed_folder=started.deployment.folder,
+                         deploy_action=started.deployment.action.value)
         assert client.clock is not None
         found.update(agent_version=welcome.collie_version, protocol=welcome.protocol, python=welcome.python,
                      capabilities=welcome.capabilities, clock_skew_ms=client.clock.skew_s * 1e3,
@@ -114,19 +142,30 @@ def check_host(host: Host, launcher: SshLauncher, request_timeout: float) -> Hos
         notes = []
         if abs(client.clock.skew_s) > SKEW_NOTE_S:
             notes.append(f"clock skew {client.clock.skew_s:+.2f} s: synchronise the clocks (chrony or NTP)")
+        port = client.inspect() if host.target.kind is TargetKind.VERBS and "inspect" in welcome.capabilities \
+            else None
+        if port is not None:
+            found.update(port_state=port.state, phys_state=port.phys_state, link_layer=port.link_layer,
+                         gid_index=port.gid_index, gid=port.gid, gid_type=port.gid_type, netdev=port.netdev,
+                         netdev_mtu=port.netdev_mtu, active_mtu=port.active_mtu)
+            notes += port.notes
         found["notes"] = tuple(notes)
-        if welcome.collie_version != __version__:
-            raise HostError(host.name, Failure.VERSION, f"its agent runs collie {welcome.collie_version} and this "
-                                                        f"controller runs {__version__}; install collie "
-                                                        f"{__version__} on the host")
-        info = client.describe()
-        found.update(nic_model=info.nic_model, driver=info.driver, firmware=info.firmware,
-                     line_rate_bps=info.line_rate_bps)
-        snaps = client.sample()
+        if port is None or port.usable:  # the verbs target refuses to open on a port that cannot carry traffic
+            info = client.describe()
+            found.update(nic_model=info.nic_model, driver=info.driver, firmware=info.firmware,
+                         line_rate_bps=info.line_rate_bps)
+        try:
+            snaps = client.sample()
+        except HostError as exc:  # a port that cannot carry traffic is the sentence to act on first
+            if port is None or port.usable or exc.failure is not Failure.AGENT_ERROR:
+                raise
+            snaps = ()
         values = sum(sum(v is not None for v in s.values.values()) for s in snaps)
         sources = sorted({src for s in snaps for src in s.sources.values()} or {s.source for s in snaps})
         unreadable = {k: v for s in snaps for k, v in s.unreadable.items()}
         found.update(counters=values, sources=tuple(sources), unreadable=unreadable)
+        if port is not None and not port.usable:
+            raise HostError(host.name, Failure.PORT, "; ".join(port.problems))
         if values == 0:
             why = "; ".join(f"{k}: {v}" for k, v in unreadable.items()) or "the collector found none"
             raise HostError(host.name, Failure.AGENT_ERROR, f"no counter of {host.target.spec} is readable ({why})")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from collie import __version__
+from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
 from collie.remote.errors import Failure, HostError
 from collie.remote.inventory import Host
@@ -38,6 +39,8 @@ from collie.remote.protocol import (
     Finish,
     Finished,
     Hello,
+    Inspect,
+    Inspected,
     Ping,
     Pong,
     Prepare,
@@ -206,6 +209,10 @@ class AgentClient:
 
     def sample(self) -> tuple[Snapshot, ...]:
         return self.request(Sample(), Sampled).snapshots
+
+    def inspect(self) -> PortStatus | None:
+        """The host's RDMA port state (None for a sim host)."""
+        return self.request(Inspect(), Inspected).port
 
     def run(self, workload: Workload, duration: float, timeout: float | None = None) -> RunResult:
         """Run one workload on the host's target (``timeout`` defaults to the request timeout + duration)."""

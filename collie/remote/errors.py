@@ -22,9 +22,12 @@ class Failure(Enum):
     AUTH = "auth"  # the server refused every key we have
     SSH = "ssh"  # another SSH-level failure (channel refused, protocol error)
     AGENT_MISSING = "agent-missing"  # ``python3 -m collie.agent`` did not start on the host
+    AGENT_DEPS = "agent-deps"  # the host's python3 lacks a module the agent needs (or is too old)
+    DEPLOY = "deploy"  # deploying collie to the host over SFTP failed
     AGENT_EXITED = "agent-exited"  # the agent's channel closed before it answered
     VERSION = "version"  # the agent speaks another protocol version or runs another collie
     PROTOCOL = "protocol"  # the agent answered something that is not a reply to the request
+    PORT = "port"  # the host's RDMA port is not ACTIVE, or its GID index holds no GID
     AGENT_ERROR = "agent-error"  # the agent answered with an error (its target or collector failed)
     BROKEN = "broken"  # an earlier failure left this agent's channel unusable
 

@@ -7,8 +7,9 @@ deadline. :class:`LocalLauncher` starts the agent as a child process of this one
 machine).
 
 Invariants:
-    * the agent's command line is :data:`AGENT_COMMAND`, always: nothing from an inventory or a workload is ever
-      part of it (all data travels in the protocol);
+    * the agent's command line is :data:`AGENT_COMMAND`, or for a collie deployed to the host by the controller
+      (:mod:`~collie.remote.deploy`) :func:`deployed_command_line` of the controller's own version: constants;
+      nothing from an inventory or a workload is ever part of them (all data travels in the protocol);
     * :meth:`AgentChannel.read_line` returns one whole line or raises :class:`ChannelTimeout` (nothing arrived in
       time; the channel stays open) or :class:`ChannelClosed` (the agent's stdout ended: it exited or the
       connection dropped), never a partial line;
@@ -20,6 +21,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import re
 import select
 import subprocess
 import sys
@@ -36,6 +38,35 @@ AGENT_COMMAND: Final = ("python3", "-m", "collie.agent", "--stdio")
 #: The same as one string, for launchers that take a command string (SSH's exec request).
 AGENT_COMMAND_LINE: Final = " ".join(AGENT_COMMAND)
 _STDERR_TAIL: Final = 4096
+#: Where a controller deploys collie on a host, relative to the login folder (the user's home, where both an
+#: SSH command and SFTP start): one folder per version, ``agent-<version>``.
+DEPLOY_ROOT: Final = ".cache/collie"
+_PLAIN_VERSION: Final = re.compile(r"[0-9][0-9A-Za-z.+-]{0,63}")
+
+
+def plain_version(version: str) -> str:
+    """``version`` itself when it is a plain version string (``0.1.0``, ``1.2rc1``, ``0.3.dev4+g1a2b``): digits,
+    letters, dots, ``+`` and ``-`` only, starting with a digit, so it can name a folder in a command line.
+
+    Raises:
+        ValueError: any other string (it is never put into a command line).
+    """
+    if not _PLAIN_VERSION.fullmatch(version):
+        raise ValueError(f"collie version {version!r} is not a plain version string (digits, letters, '.', '+', "
+                         f"'-'); it cannot name a deployment folder")
+    return version
+
+
+def deployed_folder(version: str) -> str:
+    """The folder (relative to the login folder) holding collie ``version`` deployed by a controller."""
+    return f"{DEPLOY_ROOT}/agent-{plain_version(version)}"
+
+
+def deployed_command_line(version: str) -> str:
+    """The command line that starts the agent of collie ``version`` deployed in :func:`deployed_folder`: a constant
+    per version (``python3 -m`` puts the working folder first on ``sys.path``, ahead of any ``PYTHONPATH`` or
+    installed collie, and the host's own site-packages still provide numpy and the rest)."""
+    return f"cd {deployed_folder(version)} && exec {AGENT_COMMAND_LINE}"
 
 
 class ChannelTimeout(Exception):

@@ -3,7 +3,8 @@
 A run of one workload, every step driven on all agents at once (a thread per agent, never one round trip after
 another):
 
-1. agents whose channel died (killed, connection dropped, timed out) are started again (hello, clock skew);
+1. agents whose channel died (killed, connection dropped, timed out) are started again (hello, clock skew;
+   collie is deployed first to a host that lacks it: :func:`~collie.remote.deploy.start_agent`);
 2. ``prepare``: each agent gets the :class:`~collie.remote.session.RunPlan` with the roles it plays and answers
    its endpoints' connection data;
 3. ``connect``: each agent gets every other agent's endpoints;
@@ -37,6 +38,7 @@ from typing import Any, Final, Self, TypeVar
 
 from collie.errors import InputError, TargetError, TargetUnavailable
 from collie.remote.client import AgentClient
+from collie.remote.deploy import start_agent
 from collie.remote.errors import HostError
 from collie.remote.inventory import ROLES, Host, Inventory, TargetKind, load_inventory
 from collie.remote.launch import Launcher
@@ -318,9 +320,8 @@ class RemoteTarget:
 
     def _launch(self, host: Host) -> _Agent:
         assert self._launcher is not None
-        client = AgentClient(host, self._launcher.start(host), self.inventory.request_timeout)
+        client = start_agent(self._launcher, host, self.inventory.request_timeout, seed=self.seed).client
         try:
-            client.hello(seed=self.seed)
             return _Agent(host, client, client.describe())
         except BaseException:
             client.close()

@@ -26,6 +26,8 @@ request               reply               what
 ``start``             ``started``         begin the warm-up at ``at`` (the agent's clock); answered at once
 ``finish``            ``finished``        wait for the run's end; what this host measured (a ``HostPart``)
 ``abort``             ``aborted``         stop and free the session (idempotent; also without one)
+``inspect``           ``inspected``       the state of the host's RDMA port (verbs hosts; none for sim):
+                                          link state, the GID at the target's index and its type, MTU
 ``bye``               ``farewell``        the agent closes its target and exits
 ====================  ==================  ===========================================================
 
@@ -44,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Final
 
+from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
 from collie.errors import InputError
 from collie.remote.session import HostPart, RunPlan
@@ -141,12 +144,17 @@ class Abort:
 
 
 @dataclass(frozen=True)
+class Inspect:
+    """Ask for the state of the host's RDMA port (link, GID, MTU)."""
+
+
+@dataclass(frozen=True)
 class Bye:
     """Close the target and exit."""
 
 
-Request = Hello | Ping | Describe | Sample | Run | Prepare | Connect | Start | Finish | Abort | Bye
-REQUESTS: Final = (Hello, Ping, Describe, Sample, Run, Prepare, Connect, Start, Finish, Abort, Bye)
+Request = Hello | Ping | Describe | Sample | Run | Prepare | Connect | Start | Finish | Abort | Inspect | Bye
+REQUESTS: Final = (Hello, Ping, Describe, Sample, Run, Prepare, Connect, Start, Finish, Abort, Inspect, Bye)
 
 # ------------------------------------------------------------------------------------------------ replies
 
@@ -230,6 +238,13 @@ class Aborted:
 
 
 @dataclass(frozen=True)
+class Inspected:
+    """``port``: the host's RDMA port state, or None for a sim host (it has no port)."""
+
+    port: PortStatus | None
+
+
+@dataclass(frozen=True)
 class Farewell:
     """The agent's last message before it exits."""
 
@@ -242,19 +257,19 @@ class Error:
     message: str
 
 
-Reply = (Welcome | Pong | Described | Sampled | Ran | Prepared | Connected | Started | Finished | Aborted | Farewell
-         | Error)
+Reply = (Welcome | Pong | Described | Sampled | Ran | Prepared | Connected | Started | Finished | Aborted | Inspected
+         | Farewell | Error)
 
 _TYPES: Final[Mapping[type, str]] = {
     Hello: "hello", Ping: "ping", Describe: "describe", Sample: "sample", Run: "run", Prepare: "prepare",
     Connect: "connect", Start: "start", Finish: "finish", Abort: "abort", Bye: "bye",
     Welcome: "welcome", Pong: "pong", Described: "described", Sampled: "sampled", Ran: "ran", Prepared: "prepared",
     Connected: "connected", Started: "started", Finished: "finished", Aborted: "aborted", Farewell: "farewell",
-    Error: "error",
+    Error: "error", Inspect: "inspect", Inspected: "inspected",
 }
 REPLY_TO: Final[Mapping[type, type]] = {Hello: Welcome, Ping: Pong, Describe: Described, Sample: Sampled, Run: Ran,
                                         Prepare: Prepared, Connect: Connected, Start: Started, Finish: Finished,
-                                        Abort: Aborted, Bye: Farewell}
+                                        Abort: Aborted, Inspect: Inspected, Bye: Farewell}
 
 
 @dataclass(frozen=True)
@@ -307,6 +322,8 @@ def _fields(m: Request | Reply) -> dict[str, Any]:
         return {"snapshots": [s.to_dict() for s in m.snapshots]}
     if isinstance(m, Ran):
         return {"result": m.result.to_dict(include_truth=True)}
+    if isinstance(m, Inspected):
+        return {"port": m.port.to_dict() if m.port is not None else None}
     if isinstance(m, Error):
         return {"kind": m.kind.value, "message": m.message}
     return {}
@@ -382,6 +399,13 @@ def _message(kind: Any, d: Mapping[str, Any]) -> Request | Reply:
         return Abort()
     if kind == "bye":
         return Bye()
+    if kind == "inspect":
+        return Inspect()
+    if kind == "inspected":
+        port = d.get("port")
+        if port is not None and not isinstance(port, dict):
+            raise ProtocolError("inspected: port is not an object")
+        return Inspected(PortStatus.from_dict(port) if port is not None else None)
     if kind == "welcome":
         return Welcome(collie_version=_str(d, "collie_version"), protocol=_int(d, "protocol"),
                        capabilities=tuple(_str_list(d, "capabilities")), host=_str(d, "host"),

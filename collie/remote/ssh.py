@@ -9,8 +9,9 @@ Host keys are checked against the user's ``~/.ssh/known_hosts`` and the inventor
   ``accept_new``, which records it (in the inventory's known_hosts when it has one, else the user's).
 
 Invariants:
-    * the remote command is :data:`~collie.remote.launch.AGENT_COMMAND_LINE`, a constant; no inventory or
-      workload string is ever part of a command;
+    * the remote command is :data:`~collie.remote.launch.AGENT_COMMAND_LINE`, or
+      :func:`~collie.remote.launch.deployed_command_line` of this collie's version (a constant per version); no
+      inventory or workload string is ever part of a command;
     * at most one SSH connection per host and launcher; agents are exec channels on it;
     * TCP connect, SSH banner, handshake and authentication each have the launcher's connect timeout; opening a
       channel has it too;
@@ -33,7 +34,14 @@ from paramiko.ssh_exception import NoValidConnectionsError
 
 from collie.remote.errors import Failure, HostError
 from collie.remote.inventory import Host
-from collie.remote.launch import AGENT_COMMAND_LINE, ChannelClosed, ChannelTimeout, LineBuffer, StderrTail
+from collie.remote.launch import (
+    AGENT_COMMAND_LINE,
+    ChannelClosed,
+    ChannelTimeout,
+    LineBuffer,
+    StderrTail,
+    deployed_command_line,
+)
 
 # paramiko's transport threads log their failures (a banner that never came, a closed socket); with no handler
 # configured, Python would print them on stderr. Those failures reach the caller as HostError sentences instead.
@@ -310,19 +318,22 @@ class SshLauncher:
                 self._connections[k] = conn
             return conn
 
-    def start(self, host: Host, timeout: float | None = None) -> SshChannel:
-        """Start ``python3 -m collie.agent --stdio`` on ``host``.
+    def start(self, host: Host, timeout: float | None = None, deployed: str | None = None) -> SshChannel:
+        """Start ``python3 -m collie.agent --stdio`` on ``host``; with ``deployed`` (a collie version), the one a
+        controller deployed there (:func:`~collie.remote.launch.deployed_command_line`).
 
         Raises:
             HostError: the connection failed (see :func:`connect`) or the server refused the channel.
+            ValueError: ``deployed`` is not a plain version string.
         """
+        command = AGENT_COMMAND_LINE if deployed is None else deployed_command_line(deployed)
         conn = self.connection(host)
         limit = self.connect_timeout if timeout is None else timeout
         transport = conn.client.get_transport()
         assert transport is not None
         try:
             chan = transport.open_session(timeout=limit)
-            chan.exec_command(AGENT_COMMAND_LINE)
+            chan.exec_command(command)
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise HostError(host.name, Failure.SSH, f"{host.endpoint} refused to start the agent: "
                                                     f"{exc or type(exc).__name__}") from None

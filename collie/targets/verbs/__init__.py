@@ -3,9 +3,11 @@
 Modules, one job each:
 ``spec`` (the target spec), ``compat`` (lazy pyverbs import, enums), ``device`` (finding the device, limits,
 fingerprint), ``limits`` (workload vs device limits, pure), ``plan`` (WR layout, cycles, signalling, QP
-spreading, pure), ``job`` (what a worker does), ``resources`` (PD/MR/CQ/QP, connection, prebuilt WRs),
-``engine`` (the traffic loop), ``workers`` (processes), ``measure`` (stats and rate math, pure), ``counters``
-(device counter reads), ``target`` (:class:`VerbsTarget`).
+spreading, pure), ``job`` (what a worker does, which ends of a flow it holds), ``endpoints`` (QP connection
+data exchanged between hosts, pure), ``resources`` (PD/MR/CQ/QP, connection, prebuilt WRs), ``engine`` (the
+traffic loop), ``workers`` (processes and their handshake), ``measure`` (stats and rate math, pure),
+``results`` (reports to flow and host results), ``counters`` (device counter reads), ``target``
+(:class:`VerbsTarget`), ``session`` (``VerbsSession``: one host's side of a cross-host run; not imported here).
 
 Importing this package never imports pyverbs.
 """

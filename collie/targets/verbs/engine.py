@@ -8,6 +8,14 @@ WR ids are never rewritten. Only completions seen inside the measured interval c
 
 Work request objects are never created here: chains come prebuilt from ``resources`` and only the
 ``send_flags`` of the few WRs that must be signalled are set before a post and reset after it.
+
+A worker of a cross-host run may hold only server ends (``Side.SERVER``): it has nothing to post, so it only
+keeps its receive queues full (sleeping briefly when nothing arrived, not to steal the CPU from the traffic),
+reads the counters at the edges and, after the deadline and its report, keeps its QPs alive (receives
+reposted) until its coordinator says stop, at most ``timing.linger`` seconds, so the clients on the other host
+can drain. Data is verified where the destination buffers are: at the
+server for WRITE/SEND, at the client for READ (atomics across hosts are not verified: the server cannot know
+how many WRs the client posted).
 """
 
 from __future__ import annotations
@@ -15,18 +23,33 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from collie.collectors.snapshot import Snapshot
+from collie.errors import TargetError
 from collie.targets.verbs.compat import Pyverbs
-from collie.targets.verbs.job import WorkerJob
+from collie.targets.verbs.endpoints import index
+from collie.targets.verbs.job import Share, Side, WorkerJob
 from collie.targets.verbs.measure import MAX_LAT_SAMPLES, FlowStats
 from collie.targets.verbs.plan import signal_positions
 from collie.targets.verbs.resources import MAX_CQ_BATCH, ShareRes, WorkerResources
 
 #: One loop iteration in this many is timed (clock reads cost, and under emulation they cost a lot).
 TIMED_EVERY = 16
+#: Seconds a worker with nothing to post sleeps after a poll that found nothing.
+IDLE_SLEEP_S = 0.0005
+
+
+def checks_data(share: Share) -> bool:
+    """This share holds the destination buffers of its flow's data, so verification happens here (see the
+    module docstring)."""
+    if share.side is Side.BOTH:
+        return True
+    if share.flow.opcode.startswith("ATOMIC"):
+        return False
+    return share.side.client == (share.flow.opcode == "READ")
 
 
 @dataclass(frozen=True)
@@ -42,6 +65,7 @@ class WorkerReport:
     counters_before: Snapshot | None = None
     counters_after: Snapshot | None = None
     counter_seconds: float = 0.0
+    interval_ns: tuple[int, int] = (0, 0)
 
 
 class _QP:
@@ -79,6 +103,7 @@ class _ShareRun:
         self.edges: list[list[int]] = []
         self.rx_wrs = 0
         self.rx_bytes = 0
+        self.rx_total = 0
         self.lat: list[int] = []
         self.loops = 0
         self.full = 0
@@ -252,6 +277,7 @@ class Engine:
                     self._wc_error(run, wc)
                     r.dead = True
                     continue
+                run.rx_total += 1
                 if measuring:
                     run.rx_wrs += 1
                     run.rx_bytes += wc.byte_len - grh
@@ -293,6 +319,9 @@ class Engine:
             time.sleep(0.0005)
         runs = self.runs
         nqps = sum(len(run.qps) for run in runs)
+        if not nqps:
+            self._serve(lo, hi)
+            return
         has_recv = bool(self.rcqs)
         it = 0
         timed_total = timed_verbs = 0
@@ -348,6 +377,42 @@ class Engine:
         self.verbs_fraction = timed_verbs / timed_total if timed_total else 0.0
         self._drain()
 
+    def _serve(self, lo: int, hi: int) -> None:
+        """The loop of a worker with nothing to post: receives and the edges only."""
+        clock = time.monotonic_ns
+        has_recv = bool(self.rcqs)
+        while True:
+            now = clock()
+            if now >= hi:
+                break
+            if not self.measuring and now >= lo:
+                self.measuring = True
+                self._edge()
+                self.t_lo = clock()
+            if not has_recv:  # nothing to do until the next edge
+                wake = hi if self.measuring else lo
+                time.sleep(min(0.05, max(IDLE_SLEEP_S, (wake - now) / 1e9)))
+            elif not self._poll_recv():
+                time.sleep(IDLE_SLEEP_S)
+        if not self.measuring:
+            self._edge()
+            self.t_lo = clock()
+        self.measuring = False
+        self._edge()
+        self.t_hi = clock()
+
+    @property
+    def holds(self) -> bool:
+        """This worker has server ends of cross-host flows to keep alive after the run (see ``linger``)."""
+        return bool(self.job.timing.linger) and any(run.res.share.side is Side.SERVER for run in self.runs)
+
+    def linger(self, stop: Callable[[], bool]) -> None:
+        """Keep the server ends alive (receives reposted) until ``stop()`` or ``timing.linger`` s after the end."""
+        end = self.t_hi + int(self.job.timing.linger * 1e9)
+        while time.monotonic_ns() < end and not stop():
+            if not (self.rcqs and self._poll_recv()):
+                time.sleep(IDLE_SLEEP_S)
+
     def _drain(self) -> None:
         """Make the last WR of every QP signalled (one more chain if needed) and wait for all of them."""
         deadline = time.monotonic_ns() + int(self.job.timing.drain_timeout * 1e9)
@@ -391,11 +456,14 @@ class Engine:
         seconds = max(1e-9, (self.t_hi - self.t_lo) / 1e9)
         verbs_s = self.verbs_fraction * seconds
         for run in self.runs:
+            share = run.res.share
             complete = all(not q.dead and q.done >= q.seq for q in run.qps)
             verify_errors: list[str] = []
-            if verify:
+            checks = verify and checks_data(share)
+            if checks:
                 if complete:
-                    verify_errors = self.res.check_verify(run.res, sum(q.seq for q in run.qps))
+                    posted = sum(q.seq for q in run.qps) if share.side.client else run.rx_total
+                    verify_errors = self.res.check_verify(run.res, posted)
                 else:
                     verify_errors = [f"flow {run.res.share.flow_index}: data not verified: WRs did not all "
                                      "complete"]
@@ -405,42 +473,70 @@ class Engine:
             wrs = sum(y - x for x, y in zip(a, b, strict=True))
             nbytes = sum(sums.bytes(x, y) for x, y in zip(a, b, strict=True))
             packets = sum(sums.packets(x, y) for x, y in zip(a, b, strict=True))
-            if ud:
+            if run.rqs and (ud or not share.side.client):  # what arrived (UD drops; a server end alone);
+                # a UD client alone counts what it sent
                 wrs, nbytes, packets = run.rx_wrs, run.rx_bytes, run.rx_wrs
             out.append(FlowStats(
                 flow=run.res.share.flow_index, seconds=seconds, wrs=wrs, bytes=nbytes, packets=packets,
                 lat_ns=tuple(run.lat), loops=run.loops, full_loops=run.full,
                 verbs_s=verbs_s, wc_errors=dict(run.errors),
-                verify_errors=tuple(verify_errors), verified=verify and complete and not verify_errors,
+                verify_errors=tuple(verify_errors), verified=checks and complete and not verify_errors,
+                client=share.side.client, checks=checks_data(share),
             ))
             errors.extend(run.notes)
         return tuple(out), tuple(errors)
 
 
 def run_job(pv: Pyverbs, job: WorkerJob, sync: Any = None) -> WorkerReport:
-    """Build, run, measure and tear down one worker's job.
+    """Build, connect, run, measure and tear down one worker's job.
+
+    The handshake with the coordinator has two phases: ``sync.prepared(endpoints) -> peers`` hands over the
+    connection data of this worker's one-sided shares (JSON-ready dicts, see ``endpoints``) and returns the
+    peers' (the coordinator's wait for them is not setup time); ``sync.ready(setup_s) -> start_ns`` says this
+    worker is connected and returns the common start instant (``CLOCK_MONOTONIC`` ns). A worker holding
+    server ends of cross-host flows hands its report over early (``sync.report(report)``, when the sync has
+    it) and keeps those ends alive until ``sync.stopped()`` (or ``timing.linger`` s) before tearing down.
 
     Args:
-        sync: ``None`` to start at once, or an object with ``ready(setup_s) -> start_ns`` that tells the
-            coordinator this worker is set up and returns the common start instant.
+        sync: ``None`` to start at once (only for jobs with no one-sided shares), or the coordinator's object
+            with ``prepared`` and ``ready`` as above.
+
+    Raises:
+        TargetError: a job with one-sided shares has no coordinator, or a peer endpoint is missing or malformed.
     """
     t0 = time.perf_counter()
     res = WorkerResources(pv, job)
     try:
         res.open()
+        mine = [e.to_dict() for e in res.endpoints()]
+        built_s = time.perf_counter() - t0
+        if sync is not None:
+            peers = sync.prepared(mine)
+        elif mine:
+            raise TargetError("a verbs job with one-sided shares needs a coordinator to exchange endpoints")
+        else:
+            peers = []
+        t1 = time.perf_counter()
+        res.connect(index(peers))
         if job.verify:
             res.prepare_verify()
         engine = Engine(pv, job, res)
         engine.post_initial_recvs()
-        setup_s = time.perf_counter() - t0
+        setup_s = built_s + time.perf_counter() - t1
         start_ns = sync.ready(setup_s) if sync is not None else time.monotonic_ns()
         engine.run(start_ns)
         stats, errors = engine.stats(job.verify)
-        report = WorkerReport(worker=job.worker, setup_s=setup_s, stats=stats, errors=errors)
+        report = WorkerReport(worker=job.worker, setup_s=setup_s, stats=stats, errors=errors,
+                              interval_ns=(engine.t_lo, engine.t_hi))
         engine.wait_for_counters()
         if len(engine.counters) == 2:
             (ta, a), (tb, b) = engine.counters
             report = replace(report, counters_before=a, counters_after=b, counter_seconds=(tb - ta) / 1e9)
+        if engine.holds:
+            early = getattr(sync, "report", None)
+            if early is not None:
+                early(report)
+            engine.linger(getattr(sync, "stopped", lambda: False))
         return report
     finally:
         res.close()

@@ -6,7 +6,8 @@ device; the target raises :class:`~collie.targets.base.Unsupported` with the fir
 
 On a local verbs target every host name of a workload maps onto the one device, so both ends of every flow
 (``qps`` client QPs and ``qps`` server QPs, ``mrs`` MRs on each side) live on it: the totals checked here
-count both sides.
+count both sides. On one host of a cross-host run (``roles``: the workload hosts it plays) only the ends on
+its roles count, and flows with no end there are not checked.
 """
 
 from __future__ import annotations
@@ -68,13 +69,21 @@ def uses_recv(flow: Flow) -> bool:
     return flow.opcode in ("SEND", "SEND_IMM", "WRITE_IMM")
 
 
-def registered_bytes(workload: Workload) -> int:
+def ends_here(flow: Flow, roles: tuple[str, ...] | None) -> tuple[bool, bool]:
+    """(client end, server end) of ``flow`` on a host playing ``roles`` (``None``: every role)."""
+    if roles is None:
+        return True, True
+    return flow.client.host in roles, flow.server.host in roles
+
+
+def registered_bytes(workload: Workload, roles: tuple[str, ...] | None = None) -> int:
     """Memory the run registers on the device: ``mrs x mr_size`` on both sides of every flow (UD receive MRs
-    get room for the GRH)."""
+    get room for the GRH); with ``roles``, on the ends of those roles only."""
     total = 0
     for f in workload.flows:
         grh = GRH_BYTES if f.transport == "UD" else 0
-        total += f.mrs * f.mr_size + f.mrs * (f.mr_size + grh)
+        client, server = ends_here(f, roles)
+        total += client * f.mrs * f.mr_size + server * f.mrs * (f.mr_size + grh)
     return total
 
 
@@ -117,28 +126,37 @@ def _flow_problems(i: int, f: Flow, lim: DeviceLimits, many: bool) -> list[str]:
     return out
 
 
-def check_workload(workload: Workload, lim: DeviceLimits) -> list[str]:
-    """Every reason ``workload`` cannot run on a device with limits ``lim`` (empty: it can).
+def check_workload(workload: Workload, lim: DeviceLimits, roles: tuple[str, ...] | None = None) -> list[str]:
+    """Every reason ``workload`` cannot run on a device with limits ``lim`` (empty: it can); ``roles``: the
+    workload hosts this host plays in a cross-host run (``None``: a local run, every end here).
 
     Each reason is a short phrase naming the workload field, its value and the device limit, e.g.
     ``qps 600000 x 2 sides = 1200000 > device max_qp 1048560``.
     """
     many = len(workload.flows) > 1
     out: list[str] = []
-    for i, f in enumerate(workload.flows):
+    here = [(i, f, sum(ends_here(f, roles))) for i, f in enumerate(workload.flows)]
+    here = [(i, f, n) for i, f, n in here if n]
+    for i, f, _ in here:
         out.extend(_flow_problems(i, f, lim, many))
-    qps = sum(2 * f.qps for f in workload.flows)
-    if qps > lim.max_qp:
-        out.append(f"qps {qps // 2} x 2 sides = {qps} > device max_qp {lim.max_qp}")
-    mrs = sum(2 * f.mrs for f in workload.flows)
-    if mrs > lim.max_mr:
-        out.append(f"mrs {mrs // 2} x 2 sides = {mrs} > device max_mr {lim.max_mr}")
-    workers = sum(f.processes for f in workload.flows)
+    qps = sum(n * f.qps for _, f, n in here)
+    mrs = sum(n * f.mrs for _, f, n in here)
+    if roles is None:
+        if qps > lim.max_qp:
+            out.append(f"qps {qps // 2} x 2 sides = {qps} > device max_qp {lim.max_qp}")
+        if mrs > lim.max_mr:
+            out.append(f"mrs {mrs // 2} x 2 sides = {mrs} > device max_mr {lim.max_mr}")
+    else:
+        if qps > lim.max_qp:
+            out.append(f"qps of this host's flow ends {qps} > device max_qp {lim.max_qp}")
+        if mrs > lim.max_mr:
+            out.append(f"mrs of this host's flow ends {mrs} > device max_mr {lim.max_mr}")
+    workers = sum(f.processes for _, f, _ in here)
     if workers > MAX_WORKERS:
         out.append(f"processes {workers} in all > {MAX_WORKERS} worker processes per run")
     if workers > lim.max_pd:
         out.append(f"{workers} worker processes need {workers} PDs > device max_pd {lim.max_pd}")
-    pinned = registered_bytes(workload)
+    pinned = registered_bytes(workload, roles)
     if lim.memlock_bytes is not None and pinned > lim.memlock_bytes:
         out.append(f"{format_size(pinned)} of MRs > RLIMIT_MEMLOCK {format_size(lim.memlock_bytes)} "
                    f"(raise it with ulimit -l or limits.conf)")

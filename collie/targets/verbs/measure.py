@@ -42,6 +42,9 @@ class FlowStats:
         wc_errors: error completions by status name.
         verify_errors: data-verification failures (empty when verified or not asked).
         verified: data was checked and matched.
+        client: the stats are of the flow's client end, whose completions measure the flow (False: a server
+            end alone on its host in a cross-host run: only its errors and its verification count).
+        checks: this part holds the flow's destination buffers, where data is verified.
     """
 
     flow: int
@@ -56,6 +59,8 @@ class FlowStats:
     wc_errors: dict[str, int] = field(default_factory=dict)
     verify_errors: tuple[str, ...] = ()
     verified: bool = False
+    client: bool = True
+    checks: bool = True
 
 
 @dataclass(frozen=True)
@@ -86,8 +91,10 @@ def percentile(sorted_values: Sequence[int], q: float) -> float:
 
 def combine(flow: int, parts: Iterable[FlowStats]) -> FlowSummary:
     """Combine workers' stats of one flow: rates add (workers run the same interval), latencies pool,
-    saturation is the loop-weighted mean."""
-    ps = list(parts)
+    saturation is the loop-weighted mean; rates come from client parts only, errors from every part, and the
+    flow is verified when some part checked its data and every part that checked found it intact."""
+    every = list(parts)
+    ps = [p for p in every if p.client]
     bps = sum(p.bytes * 8 / p.seconds for p in ps if p.seconds > 0)
     pps = sum(p.packets / p.seconds for p in ps if p.seconds > 0)
     msg = sum(p.wrs / p.seconds for p in ps if p.seconds > 0)
@@ -97,11 +104,12 @@ def combine(flow: int, parts: Iterable[FlowStats]) -> FlowSummary:
     wall = sum(p.seconds for p in ps)
     verbs = min(1.0, sum(p.verbs_s for p in ps) / wall) if wall > 0 else 0.0
     errs: dict[str, int] = {}
-    for p in ps:
+    for p in every:
         for k, v in p.wc_errors.items():
             errs[k] = errs.get(k, 0) + v
-    verify = tuple(e for p in ps for e in p.verify_errors)
-    verified = bool(ps) and all(p.verified for p in ps) and not verify
+    verify = tuple(e for p in every for e in p.verify_errors)
+    checking = [p for p in every if p.checks]
+    verified = bool(checking) and all(p.verified for p in checking) and not verify
     return FlowSummary(
         flow=flow, bps=bps, pps=pps, msg_rate=msg,
         lat_p50_us=percentile(lat, 50) / 1e3, lat_p99_us=percentile(lat, 99) / 1e3,

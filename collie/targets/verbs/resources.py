@@ -4,10 +4,17 @@ Everything a worker creates hangs off one device ``Context``; :meth:`WorkerResou
 context, which makes pyverbs destroy every QP, AH, MR, CQ and PD made from it (children first). It is safe
 to call on every path (error, timeout, Ctrl-C) and more than once.
 
-On a local device both ends of a flow live here: client QP ``i`` of a share is connected to server QP ``i``
-(RC/UC: INIT -> RTR -> RTS with each other's QPN, PSN and GID; UD: an address handle and a Q_Key), with ACK
-timeout 14 (4.096 µs x 2^14 = 67 ms), retry_cnt 7 and rnr_retry 6 (7 would mean "retry forever" in the IBTA
-spec; every wait of collie is bounded).
+On a local device both ends of a flow live here (a share of side ``BOTH``): client QP ``i`` of a share is
+connected to server QP ``i`` (RC/UC: INIT -> RTR -> RTS with each other's QPN, PSN and GID; UD: an address
+handle and a Q_Key), with ACK timeout 14 (4.096 µs x 2^14 = 67 ms), retry_cnt 7 and rnr_retry 6 (7 would mean
+"retry forever" in the IBTA spec; every wait of collie is bounded).
+
+A share of side ``CLIENT`` or ``SERVER`` (one host's ends of a cross-host flow) is built in two steps:
+:meth:`WorkerResources.open` creates its MRs, CQs and QPs (UD QPs go to RTS, they need no peer) and draws its
+PSNs; :meth:`WorkerResources.endpoints` tells what the peer host needs; :meth:`WorkerResources.connect` takes
+the peer's endpoints, moves RC/UC QPs to RTS against them and builds the client's work requests (remote rkeys
+and addresses, or UD address handle and remote QPNs). Both steps use the same transitions and WR builders as
+the local case.
 """
 
 from __future__ import annotations
@@ -15,14 +22,15 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from collie.errors import TargetError
 from collie.targets.base import Unsupported
 from collie.targets.verbs.compat import Pyverbs
-from collie.targets.verbs.job import Share, WorkerJob
+from collie.targets.verbs.endpoints import EndpointData, Key, peer_of
+from collie.targets.verbs.job import Share, Side, WorkerJob
 from collie.targets.verbs.limits import GRH_BYTES, send_cqes_per_qp, uses_recv
 from collie.targets.verbs.plan import (
     MAX_CYCLE_WRS,
@@ -104,6 +112,11 @@ class ShareRes:
     recv_chunk: int = 0
     ah: Any = None
     keep: list[Any] = field(default_factory=list)
+    #: QP access flags of the share's MRs and QPs.
+    access: int = 0
+    #: PSN of each of this host's QPs of a one-sided share (the first packet it sends); empty for ``BOTH``.
+    psns: list[int] = field(default_factory=list)
+    connected: bool = False
 
     def chains_of(self, qp_index: int) -> list[list[Any]]:
         return self.qp_chains[qp_index] if self.qp_chains else self.chains
@@ -152,12 +165,16 @@ class WorkerResources:
         access = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
         if f.opcode.startswith("ATOMIC"):
             access |= e.IBV_ACCESS_REMOTE_ATOMIC
+        res.access = access
         grh = GRH_BYTES if ud else 0
-        _on_node(share.client_node)
-        res.client_mrs = [pv.mr.MR(self.pd, f.mr_size, access) for _ in range(share.mrs)]
-        _on_node(share.server_node)
-        res.server_mrs = [pv.mr.MR(self.pd, f.mr_size + grh, access) for _ in range(share.mrs)]
-        _on_node(share.client_node)
+        side = share.side
+        if side.client:
+            _on_node(share.client_node)
+            res.client_mrs = [pv.mr.MR(self.pd, f.mr_size, access) for _ in range(share.mrs)]
+        if side.server:
+            _on_node(share.server_node)
+            res.server_mrs = [pv.mr.MR(self.pd, f.mr_size + grh, access) for _ in range(share.mrs)]
+        _on_node(share.client_node if side.client else share.server_node)
 
         per_send = send_cqes_per_qp(f)
         per_recv = f.rq_depth if uses_recv(f) else 1
@@ -165,72 +182,136 @@ class WorkerResources:
         recv_group = max(1, max_cqe // (per_recv + 1))
         qp_type = {"RC": e.IBV_QPT_RC, "UC": e.IBV_QPT_UC, "UD": e.IBV_QPT_UD}[f.transport]
         for i in range(share.qps):
-            if i % send_group == 0:
+            if side.client and i % send_group == 0:
                 n = min(send_group, share.qps - i)
                 res.send_cqs.append(pv.cq.CQ(self.ctx, n * per_send))
-            if i % recv_group == 0:
+            if side.server and i % recv_group == 0:
                 n = min(recv_group, share.qps - i)
                 res.recv_cqs.append(pv.cq.CQ(self.ctx, n * (per_recv + 1)))
-            scq, rcq = res.send_cqs[-1], res.recv_cqs[-1]
             inline = f.inline if f.opcode in ("WRITE", "WRITE_IMM", "SEND", "SEND_IMM") else 0
-            ccap = pv.qp.QPCap(max_send_wr=f.sq_depth, max_recv_wr=1, max_send_sge=f.sges, max_recv_sge=1,
-                               max_inline_data=inline)
-            scap = pv.qp.QPCap(max_send_wr=1, max_recv_wr=per_recv, max_send_sge=1, max_recv_sge=1)
             try:
-                cqp = pv.qp.QP(self.pd, pv.qp.QPInitAttr(qp_type=qp_type, scq=scq, rcq=scq, cap=ccap,
-                                                         sq_sig_all=0))
-                sqp = pv.qp.QP(self.pd, pv.qp.QPInitAttr(qp_type=qp_type, scq=rcq, rcq=rcq, cap=scap,
-                                                         sq_sig_all=0))
+                if side.client:
+                    scq = res.send_cqs[-1]
+                    ccap = pv.qp.QPCap(max_send_wr=f.sq_depth, max_recv_wr=1, max_send_sge=f.sges,
+                                       max_recv_sge=1, max_inline_data=inline)
+                    res.client_qps.append(pv.qp.QP(self.pd, pv.qp.QPInitAttr(
+                        qp_type=qp_type, scq=scq, rcq=scq, cap=ccap, sq_sig_all=0)))
+                if side.server:
+                    rcq = res.recv_cqs[-1]
+                    scap = pv.qp.QPCap(max_send_wr=1, max_recv_wr=per_recv, max_send_sge=1, max_recv_sge=1)
+                    res.server_qps.append(pv.qp.QP(self.pd, pv.qp.QPInitAttr(
+                        qp_type=qp_type, scq=rcq, rcq=rcq, cap=scap, sq_sig_all=0)))
             except pv.error as exc:
                 if inline:
                     raise Unsupported(f"the device refused a QP with inline {inline} ({exc})") from None
                 raise
-            res.client_qps.append(cqp)
-            res.server_qps.append(sqp)
-        self._connect(res, access)
-        self._build_chains(res)
+        if side is Side.BOTH:
+            self._connect_local(res)
+            self._build_chains(res, [(mr.rkey, mr.buf) for mr in res.server_mrs],
+                               [qp.qp_num for qp in res.server_qps], self.gid)
+            res.connected = True
+        else:
+            mine = res.client_qps if side.client else res.server_qps
+            res.psns = [self._rng.randrange(1 << 24) for _ in mine]
+            if ud:
+                for qp, psn in zip(mine, res.psns, strict=True):
+                    self._ud_to_rts(qp, psn)
         self._build_recv(res)
         return res
 
-    def _connect(self, res: ShareRes, access: int) -> None:
-        pv, e, spec, f = self.pv, self.pv.e, self.job.spec, res.share.flow
-        if f.transport == "UD":
-            for qp in (*res.client_qps, *res.server_qps):
-                attr = pv.qp.QPAttr()
-                attr.qkey = QKEY
-                attr.port_num = spec.port
-                attr.pkey_index = 0
-                attr.sq_psn = self._rng.randrange(1 << 24)
-                qp.to_rts(attr)
-            gr = pv.addr.GlobalRoute(dgid=self.gid, sgid_index=spec.gid_index)
-            res.ah = pv.addr.AH(self.pd, attr=pv.addr.AHAttr(port_num=spec.port, is_global=1, gr=gr))
-            return
+    def _ud_to_rts(self, qp: Any, psn: int) -> None:
+        attr = self.pv.qp.QPAttr()
+        attr.qkey = QKEY
+        attr.port_num = self.job.spec.port
+        attr.pkey_index = 0
+        attr.sq_psn = psn
+        qp.to_rts(attr)
+
+    def _rc_to_rts(self, res: ShareRes, qp: Any, dest_qpn: int, rq_psn: int, sq_psn: int, dgid: Any) -> None:
+        """INIT -> RTR -> RTS of an RC/UC QP facing QP ``dest_qpn`` whose first PSN is ``rq_psn``."""
+        pv, e, spec = self.pv, self.pv.e, self.job.spec
         rd = 16
-        mtu = getattr(e, _MTU_ENUM[f.mtu])
+        attr = pv.qp.QPAttr()
+        attr.qp_access_flags = res.access
+        attr.port_num = spec.port
+        attr.pkey_index = 0
+        qp.to_init(attr)
+        attr.path_mtu = getattr(e, _MTU_ENUM[res.share.flow.mtu])
+        attr.dest_qp_num = dest_qpn
+        attr.rq_psn = rq_psn
+        attr.max_dest_rd_atomic = rd
+        attr.min_rnr_timer = MIN_RNR_TIMER
+        gr = pv.addr.GlobalRoute(dgid=dgid, sgid_index=spec.gid_index)
+        attr.ah_attr = pv.addr.AHAttr(port_num=spec.port, is_global=1, gr=gr)
+        qp.to_rtr(attr)
+        attr.sq_psn = sq_psn
+        attr.timeout = ACK_TIMEOUT
+        attr.retry_cnt = RETRY_CNT
+        attr.rnr_retry = RNR_RETRY
+        attr.max_rd_atomic = rd
+        qp.to_rts(attr)
+
+    def _connect_local(self, res: ShareRes) -> None:
+        """Connect client QP ``i`` to server QP ``i`` of a ``BOTH`` share on this device."""
+        if res.share.flow.transport == "UD":
+            for qp in (*res.client_qps, *res.server_qps):
+                self._ud_to_rts(qp, self._rng.randrange(1 << 24))
+            return
         psn_c = [self._rng.randrange(1 << 24) for _ in res.client_qps]
         psn_s = [self._rng.randrange(1 << 24) for _ in res.server_qps]
         for i, (cqp, sqp) in enumerate(zip(res.client_qps, res.server_qps, strict=True)):
-            ends = ((cqp, sqp, psn_c[i], psn_s[i]), (sqp, cqp, psn_s[i], psn_c[i]))
-            for qp, peer, my_psn, peer_psn in ends:
-                attr = pv.qp.QPAttr()
-                attr.qp_access_flags = access
-                attr.port_num = spec.port
-                attr.pkey_index = 0
-                qp.to_init(attr)
-                attr.path_mtu = mtu
-                attr.dest_qp_num = peer.qp_num
-                attr.rq_psn = peer_psn
-                attr.max_dest_rd_atomic = rd
-                attr.min_rnr_timer = MIN_RNR_TIMER
-                gr = pv.addr.GlobalRoute(dgid=self.gid, sgid_index=spec.gid_index)
-                attr.ah_attr = pv.addr.AHAttr(port_num=spec.port, is_global=1, gr=gr)
-                qp.to_rtr(attr)
-                attr.sq_psn = my_psn
-                attr.timeout = ACK_TIMEOUT
-                attr.retry_cnt = RETRY_CNT
-                attr.rnr_retry = RNR_RETRY
-                attr.max_rd_atomic = rd
-                qp.to_rts(attr)
+            self._rc_to_rts(res, cqp, sqp.qp_num, psn_s[i], psn_c[i], self.gid)
+            self._rc_to_rts(res, sqp, cqp.qp_num, psn_c[i], psn_s[i], self.gid)
+
+    # ---- cross-host ---------------------------------------------------------------------------------
+    def endpoints(self) -> list[EndpointData]:
+        """Connection data of every QP of this worker's one-sided shares (see ``endpoints``)."""
+        out: list[EndpointData] = []
+        gid = str(self.gid)
+        for res in self.shares:
+            share = res.share
+            if share.side is Side.BOTH:
+                continue
+            qps = res.client_qps if share.side.client else res.server_qps
+            qkey = QKEY if share.flow.transport == "UD" else 0
+            for i, qp in enumerate(qps):
+                mrs = tuple((int(mr.rkey), int(mr.buf)) for mr in res.server_mrs) if i == 0 else ()
+                out.append(EndpointData(flow=share.flow_index, worker=share.worker, qp=i, side=share.side.value,
+                                        qpn=int(qp.qp_num), psn=res.psns[i], gid=gid, qkey=qkey, mrs=mrs))
+        return out
+
+    def connect(self, peers: Mapping[Key, EndpointData]) -> None:
+        """Connect every one-sided share to the peers' endpoints and build its client work requests.
+
+        Raises:
+            TargetError: a peer endpoint is missing or names a different number of MRs.
+        """
+        for res in self.shares:
+            share = res.share
+            if res.connected:
+                continue
+            side = share.side.value
+            mine = res.client_qps if share.side.client else res.server_qps
+            facing = [peer_of(peers, share.flow_index, share.worker, i, side) for i in range(len(mine))]
+            ud = share.flow.transport == "UD"
+            if not ud:
+                for qp, psn, peer in zip(mine, res.psns, facing, strict=True):
+                    self._rc_to_rts(res, qp, peer.qpn, peer.psn, psn, self._gid(peer.gid))
+            if share.side.client and facing:
+                targets = list(facing[0].mrs)
+                if not ud and len(targets) != share.mrs:
+                    raise TargetError(f"the server end of flow {share.flow_index} worker {share.worker} sent "
+                                      f"{len(targets)} MRs; this host planned {share.mrs}")
+                self._build_chains(res, targets, [p.qpn for p in facing], self._gid(facing[0].gid))
+            res.connected = True
+
+    def _gid(self, text: str) -> Any:
+        """A GID object from its text (what ``GlobalRoute`` takes)."""
+        errors: tuple[type[BaseException], ...] = (*self.pv.error, ValueError, TypeError)
+        try:
+            return self.pv.addr.GID(text)
+        except errors as exc:
+            raise TargetError(f"peer GID {text!r} is not a GID ({exc})") from None
 
     def _make_chain(self, res: ShareRes, c: int, set_remote: Callable[[Any, int], None]) -> list[Any]:
         pv, e, f = self.pv, self.pv.e, res.share.flow
@@ -257,21 +338,28 @@ class WorkerResources:
             wrs.append(wr)
         return wrs
 
-    def _build_chains(self, res: ShareRes) -> None:
+    def _build_chains(self, res: ShareRes, targets: list[tuple[int, int]], ud_qpns: list[int],
+                      dgid: Any) -> None:
+        """The client's prebuilt chains: RDMA/atomic WRs of slot ``j`` target ``targets[j % mrs]`` (rkey,
+        address); UD WRs of client QP ``i`` go to QPN ``ud_qpns[i]`` at ``dgid``."""
         f = res.share.flow
+        if not res.client_qps:
+            return
 
         def rdma(wr: Any, m: int) -> None:
-            mr = res.server_mrs[m]
+            rkey, addr = targets[m]
             if f.opcode == "ATOMIC_FA":
-                wr.set_wr_atomic(mr.rkey, mr.buf, 1, 0)
+                wr.set_wr_atomic(rkey, addr, 1, 0)
             elif f.opcode == "ATOMIC_CS":
-                wr.set_wr_atomic(mr.rkey, mr.buf, 0, 0)
+                wr.set_wr_atomic(rkey, addr, 0, 0)
             elif f.opcode in ("WRITE", "WRITE_IMM", "READ"):
-                wr.set_wr_rdma(mr.rkey, mr.buf)
+                wr.set_wr_rdma(rkey, addr)
 
         if f.transport == "UD":
-            for sqp in res.server_qps:
-                qpn = sqp.qp_num
+            pv, spec = self.pv, self.job.spec
+            gr = pv.addr.GlobalRoute(dgid=dgid, sgid_index=spec.gid_index)
+            res.ah = pv.addr.AH(self.pd, attr=pv.addr.AHAttr(port_num=spec.port, is_global=1, gr=gr))
+            for qpn in ud_qpns:
 
                 def ud(wr: Any, m: int, qpn: int = qpn) -> None:
                     wr.set_wr_ud(res.ah, qpn, QKEY)
@@ -282,7 +370,7 @@ class WorkerResources:
 
     def _build_recv(self, res: ShareRes) -> None:
         pv, f = self.pv, res.share.flow
-        if not uses_recv(f):
+        if not uses_recv(f) or not res.server_qps:
             return
         grh = GRH_BYTES if f.transport == "UD" else 0
         res.recv_chunk = recv_chunk(f.rq_depth)

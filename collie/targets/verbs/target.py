@@ -19,17 +19,19 @@ from typing import Any, Self
 
 from collie.collectors.host import HostCollector
 from collie.errors import InputError, TargetError
-from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
+from collie.targets.base import HostResult, RunResult, TargetInfo, Unsupported
 from collie.targets.verbs.compat import Pyverbs, load
-from collie.targets.verbs.counters import counter_delta, port_collector
+from collie.targets.verbs.counters import port_collector
 from collie.targets.verbs.device import DeviceFacts, kernel_release, numa_nodes, query
-from collie.targets.verbs.job import Share, Timing, WorkerJob
+from collie.targets.verbs.job import Share, Timing, WorkerJob, side_of
 from collie.targets.verbs.limits import check_workload
-from collie.targets.verbs.measure import FlowSummary, combine, engine_bound
+from collie.targets.verbs.measure import FlowSummary, engine_bound
 from collie.targets.verbs.plan import split_qps
+from collie.targets.verbs.results import flow_result, host_rates, port_counters, run_errors, summaries
+from collie.targets.verbs.results import payload_sender_is_client as payload_sender_is_client
 from collie.targets.verbs.spec import VerbsSpec, parse_spec
 from collie.targets.verbs.workers import Gathered, run_jobs
-from collie.workload import Flow, Workload
+from collie.workload import Workload
 
 DEFAULT_HOSTS = ("a", "b")
 
@@ -39,17 +41,21 @@ def default_warmup(duration: float) -> float:
     return min(1.0, 0.25 * duration)
 
 
-def payload_sender_is_client(flow: Flow) -> bool:
-    """READ moves payload from the server to the client; every other opcode from the client to the server."""
-    return flow.opcode != "READ"
-
-
 def plan_jobs(workload: Workload, spec: VerbsSpec, timing: Timing, verify: bool, seed: int,
-              nic_node: int | None, nodes: list[int], collector: HostCollector | None = None) -> list[WorkerJob]:
+              nic_node: int | None, nodes: list[int], collector: HostCollector | None = None,
+              roles: tuple[str, ...] | None = None) -> list[WorkerJob]:
     """One :class:`WorkerJob` per worker process (see the module docstring); worker 0 reads the counters with
-    ``collector`` (default: every source of the spec's port)."""
+    ``collector`` (default: every source of the spec's port).
+
+    ``roles``: the workload hosts this host plays in a cross-host run (``None``: all of them, a local run).
+    A flow with both ends on ``roles`` gets ``BOTH`` shares as on a local run, one with one end there gets
+    ``CLIENT`` or ``SERVER`` shares, one with no end there none. Worker ``w`` holds share ``w`` of every flow
+    it touches, so both hosts of a flow split it the same way. With no flow here there is still one (empty)
+    job: it reads the counters at the edges of the interval.
+    """
     reader = collector if collector is not None else port_collector(spec.device, spec.port)
-    workers = max(f.processes for f in workload.flows)
+    here = [(i, f, side) for i, f in enumerate(workload.flows) if (side := side_of(f, roles)) is not None]
+    workers = max((f.processes for _, f, _ in here), default=1)
     per_worker: list[list[Share]] = [[] for _ in range(workers)]
 
     def node(memory: str) -> int | None:
@@ -61,12 +67,13 @@ def plan_jobs(workload: Workload, spec: VerbsSpec, timing: Timing, verify: bool,
         others = [n for n in nodes if n != local]
         return others[0] if others else None
 
-    for i, f in enumerate(workload.flows):
+    for i, f, side in here:
         qps = split_qps(f.qps, f.processes)
         mrs = split_qps(f.mrs, f.processes) if f.mrs >= f.processes else (1,) * f.processes
         for w in range(f.processes):
             per_worker[w].append(Share(flow_index=i, flow=f, qps=qps[w], mrs=mrs[w], worker=w,
-                                       client_node=node(f.client.memory), server_node=node(f.server.memory)))
+                                       client_node=node(f.client.memory), server_node=node(f.server.memory),
+                                       side=side))
     rng = random.Random(seed)
     return [WorkerJob(worker=w, spec=spec, shares=tuple(s), timing=timing, verify=verify,
                       seed=rng.randrange(1 << 30), collector=reader if w == 0 else None)
@@ -162,46 +169,18 @@ class VerbsTarget:
         return self._result(workload, duration, gathered)
 
     def _result(self, workload: Workload, duration: float, g: Gathered) -> RunResult:
-        summaries = tuple(
-            combine(i, (s for r in g.reports for s in r.stats if s.flow == i))
-            for i in range(len(workload.flows))
-        )
-        errors: list[str] = [e for r in g.reports for e in r.errors]
-        for s in summaries:
-            for status, n in sorted(s.wc_errors.items()):
-                errors.append(f"flow {s.flow}: {n} completions with {status}")
-            errors.extend(s.verify_errors)
-            if self.verify and not s.verified and not s.verify_errors:
-                errors.append(f"flow {s.flow}: data not verified")
-        counters: dict[str, float] = {}
-        sources: dict[str, str] = {}
-        unreadable: dict[str, str] = {}
-        for r in g.reports:
-            if r.counters_before is not None and r.counters_after is not None:
-                d = counter_delta(r.counters_before, r.counters_after, r.counter_seconds, self.facts.driver)
-                counters = d.counters()
-                sources = {name: d.sources[name] for name in counters if name in d.sources}
-                unreadable = dict(d.unreadable)
-        flows = []
-        tx: dict[str, list[float]] = {h: [0.0, 0.0] for h in workload.hosts}
-        rx: dict[str, list[float]] = {h: [0.0, 0.0] for h in workload.hosts}
-        for f, s in zip(workload.flows, summaries, strict=True):
-            flows.append(FlowResult(flow=s.flow, client=f.client.host, server=f.server.host, bps=s.bps,
-                                    pps=s.pps, msg_rate=s.msg_rate, lat_p50_us=s.lat_p50_us,
-                                    lat_p99_us=s.lat_p99_us,
-                                    lat_p999_us=s.lat_p999_us))
-            sender, receiver = (f.client.host, f.server.host) if payload_sender_is_client(f) else \
-                (f.server.host, f.client.host)
-            tx[sender][0] += s.bps
-            tx[sender][1] += s.pps
-            rx[receiver][0] += s.bps
-            rx[receiver][1] += s.pps
-        hosts = tuple(HostResult(host=h, tx_bps=tx[h][0], rx_bps=rx[h][0], tx_pps=tx[h][1], rx_pps=rx[h][1],
-                                 counters=dict(counters), sources=dict(sources), unreadable=dict(unreadable))
+        sums = summaries(g.reports, range(len(workload.flows)))
+        errors = run_errors(g.reports, sums, self.verify)
+        port = port_counters(g.reports, self.facts.driver)
+        rates = host_rates(workload, sums, workload.hosts)
+        flows = tuple(flow_result(f, s) for f, s in zip(workload.flows, sums, strict=True))
+        hosts = tuple(HostResult(host=h, tx_bps=rates[h][0], rx_bps=rates[h][1], tx_pps=rates[h][2],
+                                 rx_pps=rates[h][3], counters=dict(port.counters), sources=dict(port.sources),
+                                 unreadable=dict(port.unreadable))
                       for h in workload.hosts)
-        self.last_details = RunDetails(summaries=summaries,
+        self.last_details = RunDetails(summaries=sums,
                                        worker_setup_s=tuple(r.setup_s for r in g.reports),
                                        workers=len(g.reports))
         return RunResult(workload_key=workload.key(), target=self.spec.name, duration_s=duration,
-                         setup_s=g.setup_s, flows=tuple(flows), hosts=hosts, errors=tuple(errors),
-                         engine_bound=engine_bound(summaries))
+                         setup_s=g.setup_s, flows=flows, hosts=hosts, errors=tuple(errors),
+                         engine_bound=engine_bound(sums))

@@ -1,17 +1,27 @@
 """Spreading a run over worker processes and gathering their reports.
 
-One job runs in the calling process (the cheapest setup). Several jobs each get a process started with
-``fork``: cheap, and safe because the coordinator holds no verbs resources when it forks (the target opens the
-device only to query it and closes it again; every worker opens its own context after the fork). Every
-worker builds its resources, reports ``ready`` with its setup time, and waits for the common start instant;
-the coordinator sends it once all are ready. Every wait is bounded; on any error, timeout or Ctrl-C the
+One job of a local run runs in the calling process (the cheapest setup). Otherwise every job gets a process
+started with ``fork`` (a :class:`WorkerPool`): cheap, and safe because the coordinator holds no verbs resources
+when it forks (the target opens the device only to query it and closes it again; every worker opens its own
+context after the fork).
+
+The handshake over each worker's pipe has two phases. **prepare**: the worker builds its resources and sends
+``("prepared", endpoints)`` (the connection data of its one-sided shares; ``[]`` on a local run); **connect**:
+the coordinator sends ``("connect", peers)`` (the other host's endpoints; ``[]`` locally), the worker connects
+and sends ``("ready", setup_s)``; **go**: the coordinator sends ``("start", monotonic_ns)``, the worker runs and
+sends ``("done", report)`` (a worker holding server ends of cross-host flows sends it as soon as its interval
+is over, then keeps those ends alive until ``("stop", 0)``, so the other host's clients can drain). A local
+run goes through the same steps with no endpoints; a cross-host session (``session``) lets the peers' data in
+between. Every wait is bounded; on any error, timeout or Ctrl-C the
 coordinator ends the workers it started (SIGTERM, which a worker turns into an orderly teardown, then SIGKILL
-after a grace period) and re-raises.
+after a grace period) and re-raises. A worker also gets SIGTERM when its coordinator process dies, so a lost
+coordinator leaves no traffic running.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing as mp
 import signal
 import time
@@ -21,7 +31,7 @@ from typing import Any, Final
 
 from collie.errors import TargetError
 from collie.targets.base import Unsupported
-from collie.targets.verbs.compat import load
+from collie.targets.verbs.compat import Pyverbs, load
 from collie.targets.verbs.engine import WorkerReport, run_job
 from collie.targets.verbs.job import WorkerJob
 
@@ -41,26 +51,54 @@ class Gathered:
 class _PipeSync:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self.sent = False
+
+    def _await(self, want: str) -> Any:
+        if not self.conn.poll(SETUP_TIMEOUT_S):
+            raise TargetError(f"the coordinator never sent {want} within {SETUP_TIMEOUT_S:g} s")
+        kind, value = self.conn.recv()
+        if kind != want:
+            raise SystemExit(0)
+        return value
+
+    def prepared(self, endpoints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.conn.send(("prepared", endpoints))
+        peers: list[dict[str, Any]] = self._await("connect")
+        return peers
 
     def ready(self, setup_s: float) -> int:
         self.conn.send(("ready", setup_s))
-        if not self.conn.poll(SETUP_TIMEOUT_S):
-            raise TargetError("the coordinator never sent the start signal")
-        kind, value = self.conn.recv()
-        if kind != "start":
-            raise SystemExit(0)
-        return int(value)
+        return int(self._await("start"))
+
+    def report(self, report: WorkerReport) -> None:
+        """Hand the report over before the worker's teardown (server ends stay alive until ``stop``)."""
+        self.conn.send(("done", report))
+        self.sent = True
+
+    def stopped(self) -> bool:
+        """The coordinator said stop (or went away)."""
+        return self.conn.poll(0)
 
 
 def _on_term(signum: int, frame: Any) -> None:
     raise SystemExit(143)
 
 
-def _child(job: WorkerJob, conn: Connection) -> None:
+def _die_with_parent() -> None:
+    """Ask Linux to send SIGTERM to this process when its parent dies (best effort; no-op elsewhere)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _child(job: WorkerJob, conn: Connection, pv: Pyverbs | None) -> None:
     signal.signal(signal.SIGTERM, _on_term)
+    _die_with_parent()
+    sync = _PipeSync(conn)
     try:
-        report = run_job(load(), job, _PipeSync(conn))
-        conn.send(("done", report))
+        report = run_job(pv if pv is not None else load(), job, sync)
+        if not sync.sent:
+            conn.send(("done", report))
     except Unsupported as exc:
         conn.send(("unsupported", str(exc)))
     except TargetError as exc:
@@ -79,12 +117,96 @@ def _raise(kind: str, msg: str) -> None:
     raise TargetError(f"a verbs worker failed: {msg}")
 
 
+class WorkerPool:
+    """One process per job and the coordinator's side of the handshake (see the module docstring).
+
+    Use: :meth:`launch`, :meth:`prepared`, :meth:`connect`, :meth:`go`, :meth:`gather`; :meth:`stop` at any
+    time (idempotent) ends every process still running.
+
+    Args:
+        jobs: one per worker.
+        pyverbs: handed to the forked workers (tests); default: each worker loads pyverbs.
+    """
+
+    def __init__(self, jobs: list[WorkerJob], pyverbs: Pyverbs | None = None) -> None:
+        self.jobs = jobs
+        self._pv = pyverbs
+        self._procs: list[tuple[Any, Connection]] = []
+
+    def launch(self) -> None:
+        ctx = mp.get_context("fork")
+        for job in self.jobs:
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_child, args=(job, child, self._pv), daemon=True,
+                            name=f"collie-verbs-worker-{job.worker}")
+            p.start()
+            child.close()
+            self._procs.append((p, parent))
+
+    def _collect(self, want: str, timeout_s: float, phase: str) -> list[Any]:
+        out = []
+        deadline = time.monotonic() + timeout_s
+        for p, conn in self._procs:
+            if not conn.poll(max(0.0, deadline - time.monotonic())):
+                raise TargetError(f"a verbs worker did not finish its {phase} within {timeout_s:g} s")
+            try:
+                kind, value = conn.recv()
+            except EOFError:
+                raise TargetError(f"a verbs worker exited during its {phase} (exit code {p.exitcode})") from None
+            if kind != want:
+                _raise(kind, value)
+            out.append(value)
+        return out
+
+    def prepared(self, timeout_s: float = SETUP_TIMEOUT_S) -> list[list[dict[str, Any]]]:
+        """Every worker's endpoints once all have built their resources."""
+        return self._collect("prepared", timeout_s, "setup")
+
+    def connect(self, peers: list[dict[str, Any]], timeout_s: float = SETUP_TIMEOUT_S) -> list[float]:
+        """Hand ``peers`` to every worker and wait until all are connected; returns their setup seconds."""
+        for _, conn in self._procs:
+            conn.send(("connect", peers))
+        return [float(v) for v in self._collect("ready", timeout_s, "connection")]
+
+    def go(self, start_ns: int) -> None:
+        """Start every worker's warm-up at ``start_ns`` (``CLOCK_MONOTONIC``)."""
+        for _, conn in self._procs:
+            conn.send(("start", start_ns))
+
+    def gather(self, timeout_s: float) -> list[WorkerReport]:
+        """Every worker's report, in job order."""
+        reports: list[WorkerReport] = self._collect("done", timeout_s, "run")
+        return reports
+
+    def stop(self, grace_s: float = GRACE_S) -> None:
+        """End every worker (idempotent): ``stop`` to those waiting, SIGTERM after ``grace_s``, then SIGKILL."""
+        procs, self._procs = self._procs, []
+        for _, conn in procs:
+            with contextlib.suppress(OSError, ValueError):
+                conn.send(("stop", 0))
+        end = time.monotonic() + grace_s
+        for p, _ in procs:
+            p.join(max(0.0, end - time.monotonic()))
+        for p, _ in procs:
+            if p.is_alive():
+                p.terminate()
+                p.join(GRACE_S)
+            if p.is_alive():
+                p.kill()
+                p.join(1.0)
+        for _, conn in procs:
+            conn.close()
+
+
 def run_jobs(jobs: list[WorkerJob], run_timeout_s: float) -> Gathered:
-    """Run every job (see the module docstring) and return their reports in job order."""
+    """Run every job of a local run (see the module docstring) and return their reports in job order."""
     t0 = time.perf_counter()
     if len(jobs) == 1:
         class _Direct:
             setup = 0.0
+
+            def prepared(self, endpoints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                return []
 
             def ready(self, setup_s: float) -> int:
                 _Direct.setup = time.perf_counter() - t0
@@ -93,59 +215,13 @@ def run_jobs(jobs: list[WorkerJob], run_timeout_s: float) -> Gathered:
         report = run_job(load(), jobs[0], _Direct())
         return Gathered(reports=(report,), setup_s=_Direct.setup)
 
-    ctx = mp.get_context("fork")
-    procs: list[tuple[Any, Connection]] = []
+    pool = WorkerPool(jobs)
     try:
-        for job in jobs:
-            parent, child = ctx.Pipe()
-            p = ctx.Process(target=_child, args=(job, child), daemon=True)
-            p.start()
-            child.close()
-            procs.append((p, parent))
-        deadline = time.monotonic() + SETUP_TIMEOUT_S
-        for p, conn in procs:
-            if not conn.poll(max(0.0, deadline - time.monotonic())):
-                raise TargetError(f"a verbs worker did not finish its setup within {SETUP_TIMEOUT_S:g} s")
-            try:
-                kind, value = conn.recv()
-            except EOFError:
-                raise TargetError(f"a verbs worker exited during setup (exit code {p.exitcode})") from None
-            if kind != "ready":
-                _raise(kind, value)
+        pool.launch()
+        pool.prepared()
+        pool.connect([])
         setup_s = time.perf_counter() - t0
-        start = time.monotonic_ns() + int(START_MARGIN_S * 1e9)
-        for _, conn in procs:
-            conn.send(("start", start))
-        reports = []
-        deadline = time.monotonic() + run_timeout_s
-        for p, conn in procs:
-            if not conn.poll(max(0.0, deadline - time.monotonic())):
-                raise TargetError(f"a verbs worker did not report within {run_timeout_s:g} s")
-            try:
-                kind, value = conn.recv()
-            except EOFError:
-                raise TargetError(f"a verbs worker died during the run (exit code {p.exitcode})") from None
-            if kind != "done":
-                _raise(kind, value)
-            reports.append(value)
-        return Gathered(reports=tuple(reports), setup_s=setup_s)
+        pool.go(time.monotonic_ns() + int(START_MARGIN_S * 1e9))
+        return Gathered(reports=tuple(pool.gather(run_timeout_s)), setup_s=setup_s)
     finally:
-        _stop(procs)
-
-
-def _stop(procs: list[tuple[Any, Connection]]) -> None:
-    for _, conn in procs:
-        with contextlib.suppress(OSError, ValueError):
-            conn.send(("stop", 0))
-    end = time.monotonic() + GRACE_S
-    for p, _ in procs:
-        p.join(max(0.0, end - time.monotonic()))
-    for p, _ in procs:
-        if p.is_alive():
-            p.terminate()
-            p.join(GRACE_S)
-        if p.is_alive():
-            p.kill()
-            p.join(1.0)
-    for _, conn in procs:
-        conn.close()
+        pool.stop()

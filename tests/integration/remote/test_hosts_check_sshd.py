@@ -315,3 +315,17 @@ def test_hostile_inventory_strings_never_reach_a_shell(sshd_farm: SshdFarm, ssh_
         assert not mark.exists()
     for server, n in zip(sshd_farm.servers, before, strict=True):
         assert server.commands()[n:] == [AGENT_COMMAND_LINE] * 2  # the only command line sshd ever got
+
+
+def test_a_verbs_host_whose_device_is_absent_is_a_port_failure(
+        sshd_farm: SshdFarm, ssh_home: Path, tmp_path: Path) -> None:
+    inventory = sshd_farm.inventory(tmp_path / "hosts.toml", ["v0", "v1", "v2"], target="verbs:nosuch0:1:1")
+    code, rows, err = check_json(inventory)
+    assert code == 1, err
+    for row in rows:
+        assert row["failure"] == "port" and row["agent_version"] == __version__
+        assert str(row["problem"]).startswith("RDMA device 'nosuch0' not found on the host; ")
+        assert row["port_state"] == "" and row["gid_index"] == 1 and row["nic_model"] == ""
+    table = run_cli("hosts", "check", "--inventory", str(inventory))
+    assert table.returncode == 1 and "0 of 3 host(s) usable" in table.stdout and table.stderr == ""
+    sessions_end(sshd_farm)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
 from collie.remote.protocol import (
     PROTOCOL_VERSION,
@@ -19,6 +20,8 @@ from collie.remote.protocol import (
     ErrorKind,
     Farewell,
     Hello,
+    Inspect,
+    Inspected,
     Ping,
     Pong,
     ProtocolError,
@@ -51,6 +54,9 @@ def _messages() -> list[object]:
         Sampled((Snapshot(1.0, {"x": 3, "y": None}, "sim", "sim:cx6-200g/a", sources={"x": "sim"}),)),
         Ran(result),
         Error(ErrorKind.UNSUPPORTED, "qps 20000 > max_qp 16384"),
+        Inspect(), Inspected(None),
+        Inspected(PortStatus("mlx5_0", 1, "DOWN", "Disabled", "Ethernet", 3, "fe80::1", "RoCE v2", "ens1f0", 9000,
+                             4096, ("port 1 is DOWN",), ("a note",))),
     ]
 
 

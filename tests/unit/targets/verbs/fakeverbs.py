@@ -2,13 +2,17 @@
 
 Work requests complete at once: ``post_send`` walks the chain, moves the data of RDMA WRITE and READ between
 the fake MRs (so data verification can be exercised), and queues a completion for every signalled WR on the
-QP's send CQ; SEND-type WRs consume a posted receive of the peer QP and complete it on the peer's CQ. Its
-verbs calls cost almost nothing, so an engine running on it shows the engine's own ceiling.
+QP's send CQ; SEND-type WRs consume a posted receive of the peer QP and complete it on the peer's CQ (when
+the peer has none posted, the sender waits up to a second for one, as RC's RNR retries would). Its verbs calls
+cost almost nothing, so an engine running on it shows the engine's own ceiling. State is per process: both
+ends of a flow must live in one process (threads may share it: the cross-host tests run each host's worker in
+a thread of its own).
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections import deque
 from types import SimpleNamespace
 from typing import Any
@@ -149,6 +153,12 @@ class FakeQP:
                 mem[off:off + 8] = v.to_bytes(8, "little")
             if wr.opcode in (E.IBV_WR_SEND, E.IBV_WR_SEND_WITH_IMM, E.IBV_WR_RDMA_WRITE_WITH_IMM):
                 peer = QPS[wr.ud_qpn or self.peer]
+                for _ in range(2000):
+                    if peer.recvs:
+                        break
+                    time.sleep(0.0005)
+                else:
+                    raise FakeError("RNR retry count exceeded")
                 rwr = peer.recvs.popleft()
                 a, _ = rwr.sg[0]
                 grh = 40 if peer.qp_type == E.IBV_QPT_UD else 0
@@ -170,7 +180,13 @@ class FakeContext:
         return "0000:0000:0000:0000:0000:ffff:0a09:0901"
 
     def query_device(self) -> Any:
-        return SimpleNamespace(max_cqe=32767)
+        return SimpleNamespace(max_qp=1 << 20, max_qp_wr=1 << 20, max_sge=32, max_sge_rd=32, max_cq=1 << 16,
+                               max_cqe=32767, max_mr=1 << 19, max_pd=1 << 16, max_mr_size=1 << 40,
+                               max_qp_rd_atom=128, atomic_caps=1, phys_port_cnt=1, fw_version="fake",
+                               vendor_id=0xFFFFFF, vendor_part_id=0)
+
+    def query_port(self, port: int) -> Any:
+        return SimpleNamespace(state=E.IBV_PORT_ACTIVE, gid_tbl_len=2, active_mtu=5, max_mtu=5)
 
     def close(self) -> None:
         pass
@@ -179,7 +195,8 @@ class FakeContext:
 def fake() -> compat.Pyverbs:
     ns = SimpleNamespace
     return compat.Pyverbs(
-        device=ns(Context=lambda name: FakeContext(name)),  # type: ignore[arg-type]
+        device=ns(Context=lambda name: FakeContext(name),  # type: ignore[arg-type]
+                  get_device_list=lambda: [ns(name=b"rxe0"), ns(name=b"fake0")]),
         pd=ns(PD=lambda ctx: object()),  # type: ignore[arg-type]
         mr=ns(MR=FakeMR),  # type: ignore[arg-type]
         cq=ns(CQ=FakeCQ),  # type: ignore[arg-type]
@@ -187,6 +204,6 @@ def fake() -> compat.Pyverbs:
               QPAttr=lambda: ns()),
         wr=ns(SGE=FakeSGE, SendWR=FakeSendWR, RecvWR=FakeRecvWR),  # type: ignore[arg-type]
         addr=ns(GlobalRoute=lambda **kw: ns(**kw), AHAttr=lambda **kw: ns(**kw),  # type: ignore[arg-type]
-                AH=lambda pd, attr: ns(attr=attr)),
+                AH=lambda pd, attr: ns(attr=attr), GID=str),
         e=E, error=(FakeError,), version="fake",
     )

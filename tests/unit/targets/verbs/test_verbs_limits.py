@@ -77,3 +77,16 @@ def test_send_cqes_and_registered_bytes() -> None:
     assert send_cqes_per_qp(f) == 9
     ud = Workload(flows=(Flow(A, B, transport="UD", opcode="SEND", sizes=(512,), mrs=2, mr_size=4096),))
     assert registered_bytes(ud) == 2 * 4096 + 2 * (4096 + 40)
+
+
+def test_a_host_of_a_cross_host_run_counts_only_its_ends() -> None:
+    w = Workload(flows=(Flow(A, B, qps=60, mrs=2, mr_size=4096), Flow(B, B, qps=10, sges=8, sizes=(4096,))))
+    lim = replace(RXE, max_qp=100, max_sge=4)
+    # locally both ends of both flows: 140 QPs; host a holds the client ends of flow 0 only: 60 QPs
+    assert "qps 70 x 2 sides = 140 > device max_qp 100" in check_workload(w, lim)
+    assert check_workload(w, lim, ("a",)) == []
+    # host b: the server ends of flow 0 and both ends of flow 1 (60 + 20 QPs), and flow 1's SGEs
+    assert check_workload(w, replace(lim, max_qp=79), ("b",)) == [
+        "flows[1]: sges 8 > device max_sge 4", "qps of this host's flow ends 80 > device max_qp 79"]
+    ud = Workload(flows=(Flow(A, B, transport="UD", opcode="SEND", sizes=(512,), mrs=2, mr_size=4096),))
+    assert registered_bytes(ud, ("a",)) == 2 * 4096 and registered_bytes(ud, ("b",)) == 2 * (4096 + 40)

@@ -1,0 +1,93 @@
+"""``collie report``: a campaign folder as HTML, Markdown, CSV, JSON or JUnit XML, or two campaigns compared."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+from collie.errors import InputError
+from collie.report import FORMATS
+
+
+def _format_of(fmt: str | None, out: Path | None) -> str:
+    """The format asked for, else the one ``-o``'s suffix names, else Markdown."""
+    if fmt is not None:
+        return fmt
+    if out is not None:
+        for name, suffix in FORMATS.items():
+            if out.suffix.lower() == suffix or (name == "md" and out.suffix.lower() == ".markdown"):
+                return name
+    return "md"
+
+
+def write_output(text: str, out: Path | None) -> None:
+    """Write ``text`` to ``out`` (atomically: a temporary file beside it, renamed) or to stdout.
+
+    Raises:
+        InputError: ``out`` is a folder, or its folder does not exist or cannot be written.
+    """
+    if out is None:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    if out.is_dir():
+        raise InputError(f"-o {out} is a folder; give a file name, e.g. -o {out / 'report.html'}")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"-o {out}: the folder {parent} does not exist; create it or write elsewhere")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=parent)
+    except OSError as exc:
+        raise InputError(f"-o {out}: cannot write in {parent} ({exc.strerror or exc}); write elsewhere") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, out)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"-o {out}: cannot be written ({exc.strerror or exc}); write elsewhere") from None
+
+
+@click.command()
+@click.argument("folder", required=False, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default=None,
+              help="Report format (default: from -o's suffix, else md).")
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=None,
+              help="Write the report to this file (default: stdout).")
+@click.option("--compare", nargs=2, type=click.Path(path_type=Path), default=None, metavar="OLD_DIR NEW_DIR",
+              help="Compare two campaigns (e.g. firmware A, then B): new, fixed and still-present anomalies.")
+def report(folder: Path | None, fmt: str | None, out: Path | None, compare: tuple[Path, Path] | None) -> None:
+    """Report on a campaign folder: its trials, and a card per anomaly with the evidence from both hosts, the
+    minimal case, its replay command and perftest lines.
+
+    \b
+    Formats:
+      html   one self-contained page with plots (open it in any browser; it loads nothing)
+      md     a vendor bug report: environment, minimal cases, MFS, counters, replay commands
+      csv    one row per trial (the journal as a table)
+      json   everything, in a versioned schema (docs/reports.md)
+      junit  one failed test case per anomaly, for CI
+    """
+    chosen = _format_of(fmt, out)
+    if compare is not None:
+        if folder is not None:
+            raise InputError(f"give either a campaign folder or --compare OLD_DIR NEW_DIR, not both (got {folder})")
+        from collie.report.compare import COMPARE_FORMATS, build_comparison, render_comparison
+
+        if chosen not in COMPARE_FORMATS:
+            raise InputError(f"--compare writes {', '.join(COMPARE_FORMATS)}, not --format {chosen}")
+        write_output(render_comparison(build_comparison(*compare), chosen), out)
+        return
+    if folder is None:
+        raise InputError("give the campaign folder to report on (collie report DIR), or --compare OLD_DIR NEW_DIR")
+    from collie.report import build_report, render
+
+    built = build_report(folder)
+    text = render(built, chosen)
+    write_output(text, out)
+    for w in built.data.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if out is not None:
+        click.echo(f"wrote the {chosen} report of {folder} to {out}", err=True)

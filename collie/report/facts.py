@@ -1,0 +1,263 @@
+"""What a report says about one anomaly, derived once from its case record and its campaign.
+
+Every renderer (HTML, Markdown, JSON, JUnit, the comparison) reads these facts, so all formats say the same
+thing: the leading symptom and its magnitude, the MFS in words, the minimal case, the exact replay command, the
+target's fingerprint, the counters that moved on each host and the perftest lines.
+
+The verdict a card shows is the minimal case's own (``evidence.json``'s ``case``); a folder from before case
+records had one shows the original find's, and says so (:attr:`AnomalyFacts.verdict_of`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from collie.case_record import CaseRecord
+from collie.mfs import MFS, Condition
+from collie.oracle import Symptom, Verdict
+from collie.report.load import CampaignData
+from collie.report.perftest import PerftestLines, perftest_lines
+from collie.store import ANOMALIES
+from collie.targets.base import TargetInfo
+from collie.units import format_size
+from collie.workload import Flow
+
+#: How a person names each feature an MFS condition can be about.
+_NOUNS: Final = {
+    "transport": "transport", "opcode": "opcode", "flows": "flows", "hosts": "hosts",
+    "qps_total": "queue pairs in all", "qps_flow": "queue pairs per flow", "qps_host": "queue pairs per host",
+    "batch": "work requests per post (batch)", "sges": "scatter/gather entries per request",
+    "sge_bytes": "bytes per scatter/gather entry", "wq_depth": "send queue depth", "rq_depth": "receive queue depth",
+    "mtu": "path MTU", "max_msg": "largest message", "min_msg": "smallest message",
+    "sizes": "message sizes per flow", "mrs_host": "memory regions per host", "mr_size": "memory region size",
+    "mr_footprint": "registered memory per host", "processes": "processes per host",
+    "inline": "inline data size", "signal_every": "work requests per signalled completion",
+}
+_FLAGS: Final = {
+    "size_mix": "small and large messages mixed", "bidirectional": "traffic both ways between two hosts",
+    "loopback": "a flow from a host to itself", "incast": "a host receiving from itself and from another host",
+    "remote_numa": "buffers on the other NUMA socket", "gpu": "buffers in GPU memory",
+    "burst": "traffic in on/off bursts",
+}
+_BYTES: Final = {"sge_bytes", "mtu", "max_msg", "min_msg", "mr_size", "mr_footprint", "inline"}
+#: The fingerprint rows of a card, in order: (label, TargetInfo field or ``details`` key).
+FINGERPRINT_ROWS: Final = (("NIC", "nic_model"), ("firmware", "firmware"), ("driver", "driver"),
+                           ("kernel", "kernel"), ("PCIe", "pcie"), ("line rate", "line_rate_bps"))
+
+
+@dataclass(frozen=True)
+class MovedCounter:
+    """A counter that moved during the case's run on one host."""
+
+    host: str
+    end: str
+    name: str
+    delta: float
+    source: str
+
+
+@dataclass(frozen=True)
+class AnomalyFacts:
+    """One anomaly, as every report format shows it.
+
+    Attributes:
+        anomaly_id, signature, confirmed: as the case records them.
+        leading: ``kind@end`` of the strongest symptom (``""`` when no verdict is recorded).
+        symptom: the strongest symptom of the verdict shown (None: none recorded).
+        magnitude: how far past its threshold it is (1.0 at the threshold; the oracle's score).
+        symptom_text: the symptom and its magnitude in one sentence.
+        mfs: the minimal feature set (None: not minimized).
+        mfs_words: the MFS as a sentence.
+        case_toml: ``case.toml`` as text; case_flows each flow in words; case_key its workload key; case_name
+            its name.
+        found_at: experiments spent when it was found (None: unknown).
+        folder: the anomaly's folder; replay: the exact ``collie replay`` command (on the target it was found on).
+        target_spec: where it was found; fingerprint: that target's fingerprint (None: unknown).
+        hosts: per host, the evidence the oracle kept (end, rates, pause ratios, counters).
+        moved: every counter that moved on each host, largest first per host.
+        throughput: the case's throughput as a fraction of the calibrated ceiling (None: unknown).
+        perftest: the perftest lines of the case, or what perftest lacks.
+        verdict_of: ``case`` (the minimal case's own runs) or ``original`` (the original find's run).
+    """
+
+    anomaly_id: str
+    signature: str
+    confirmed: bool
+    leading: str
+    symptom: Symptom | None
+    magnitude: float
+    symptom_text: str
+    mfs: MFS | None
+    mfs_words: str
+    case_toml: str
+    case_flows: tuple[str, ...]
+    case_key: str
+    case_name: str
+    found_at: int | None
+    folder: Path
+    replay: str
+    target_spec: str
+    fingerprint: TargetInfo | None
+    hosts: dict[str, dict[str, Any]]
+    moved: tuple[MovedCounter, ...]
+    throughput: float | None
+    perftest: PerftestLines
+    verdict_of: str
+
+    def fingerprint_rows(self) -> list[tuple[str, str]]:
+        """(label, value) of the fingerprint's NIC, firmware, driver, kernel, PCIe and line rate (those known)."""
+        return fingerprint_rows(self.fingerprint)
+
+    def moved_on(self, host: str) -> list[MovedCounter]:
+        return [m for m in self.moved if m.host == host]
+
+
+def fingerprint_rows(info: TargetInfo | None) -> list[tuple[str, str]]:
+    """(label, value) of a fingerprint's main fields, those it records (empty: none recorded)."""
+    if info is None:
+        return []
+    rows: list[tuple[str, str]] = []
+    for label, name in FINGERPRINT_ROWS:
+        if name == "line_rate_bps":
+            value = f"{info.line_rate_bps / 1e9:g} Gb/s" if info.line_rate_bps else ""
+        elif name == "pcie":
+            value = info.details.get("pcie", "")
+        else:
+            value = str(getattr(info, name))
+        if value:
+            rows.append((label, value))
+    return rows
+
+
+def facts_of(record: CaseRecord, campaign: CampaignData) -> AnomalyFacts:
+    """The facts of anomaly ``record`` of ``campaign``."""
+    verdict, verdict_of = _verdict(record)
+    symptom = verdict.symptoms[0] if verdict is not None and verdict.symptoms else None
+    spec = record.target.spec if record.target is not None else campaign.config.target
+    fingerprint = record.target.fingerprint if record.target is not None and record.target.fingerprint \
+        else campaign.config.target_info
+    hosts: dict[str, dict[str, Any]] = dict(verdict.evidence.get("hosts", {})) if verdict is not None else {}
+    duration = _duration(campaign)
+    folder = campaign.root / ANOMALIES / record.anomaly_id
+    return AnomalyFacts(
+        anomaly_id=record.anomaly_id, signature=record.signature, confirmed=record.confirmed,
+        leading=verdict.leading if verdict is not None else "", symptom=symptom,
+        magnitude=verdict.score if verdict is not None else 0.0, symptom_text=symptom_text(symptom),
+        mfs=record.mfs, mfs_words=mfs_words(record.mfs), case_toml=record.workload.to_toml(),
+        case_flows=tuple(flow_words(f) for f in record.workload.flows),
+        case_key=record.workload.key(), case_name=record.workload.name,
+        found_at=record.original.found_at if record.original is not None else None,
+        folder=folder, replay=replay_command(folder, spec), target_spec=spec, fingerprint=fingerprint, hosts=hosts,
+        moved=moved_counters(hosts),
+        throughput=verdict.metrics.get("throughput") if verdict is not None else None,
+        perftest=perftest_lines(record.workload, spec, duration), verdict_of=verdict_of)
+
+
+def _verdict(record: CaseRecord) -> tuple[Verdict | None, str]:
+    if record.evidence is not None:
+        return record.evidence.verdict, "case"
+    if record.original is not None:
+        return record.original.verdict, "original"
+    return None, ""
+
+
+def _duration(campaign: CampaignData) -> float:
+    """The measured seconds of the campaign's runs (5 when it ran none)."""
+    for t in campaign.trials:
+        if t.result is not None and t.result.duration_s > 0:
+            return t.result.duration_s
+    return 5.0
+
+
+def replay_command(folder: Path, target_spec: str) -> str:
+    """``collie replay FOLDER --target SPEC``, shell-quoted."""
+    return shlex.join(["collie", "replay", str(folder), "--target", target_spec])
+
+
+def moved_counters(hosts: dict[str, dict[str, Any]]) -> tuple[MovedCounter, ...]:
+    """Every counter whose delta is not 0, per host (hosts by name), largest delta first."""
+    out: list[MovedCounter] = []
+    for host in sorted(hosts):
+        ev = hosts[host]
+        counters = ev.get("counters", {}) if isinstance(ev, dict) else {}
+        moved = [MovedCounter(host, str(ev.get("end", "")), name, float(c["delta"]), str(c.get("source", "")))
+                 for name, c in counters.items()
+                 if isinstance(c, dict) and isinstance(c.get("delta"), int | float) and c["delta"] != 0]
+        out.extend(sorted(moved, key=lambda m: (-abs(m.delta), m.name)))
+    return tuple(out)
+
+
+def symptom_text(s: Symptom | None) -> str:
+    """The symptom and its magnitude in one sentence (``""``: none)."""
+    if s is None:
+        return ""
+    where = f"on host {s.host} ({s.end})"
+    if s.kind == "pause":
+        how = "estimated from pause frame counts, an upper bound" if s.estimate else f"counter {s.counter}"
+        return (f"PFC pause {where}: paused {s.value:.2%} of the time, {s.value / max(s.threshold, 1e-12):.0f}x "
+                f"the {s.threshold:.2%} threshold ({how})")
+    if s.kind == "low_throughput":
+        return (f"low throughput {where}: {s.value:.0%} of the calibrated ceiling, below the {s.threshold:.0%} "
+                "threshold")
+    kind = "loss" if s.kind == "loss" else "retransmissions"
+    return (f"{kind} {where}: {s.value:,.0f} events/s of {s.counter}, {s.value / max(s.threshold, 1e-12):.1f}x "
+            f"the limit of {s.threshold:,.0f}/s")
+
+
+def mfs_words(mfs: MFS | None) -> str:
+    """The minimal feature set as a sentence a person reads."""
+    if mfs is None:
+        return "not minimized: the conditions the anomaly needs are unknown"
+    if not mfs.conditions:
+        return "shows in every workload tried (no condition found)"
+    parts = [_condition_words(c) for c in mfs.conditions]
+    return "needs " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
+
+
+def _value(feature: str, value: Any) -> str:
+    if feature in _BYTES and isinstance(value, int) and not isinstance(value, bool):
+        return f"{format_size(value)}iB" if value >= 1024 and format_size(value)[-1].isalpha() else f"{value} B"
+    return str(value)
+
+
+def _condition_words(c: Condition) -> str:
+    if c.feature in _FLAGS:
+        phrase = _FLAGS[c.feature]
+        return phrase if c.value is True or c.op != "==" else f"no {phrase}"
+    noun = _NOUNS.get(c.feature, c.feature)
+    if c.op == ">=":
+        return f"{noun} at least {_value(c.feature, c.value)}"
+    if c.op == "<=":
+        return f"{noun} at most {_value(c.feature, c.value)}"
+    if c.op == "in":
+        return f"{noun} one of {', '.join(_value(c.feature, v) for v in c.value)}"
+    return f"{noun} {_value(c.feature, c.value)}"
+
+
+def flow_words(f: Flow) -> str:
+    """One flow in a line: ``a -> b: RC WRITE of 64KiB, 4 QPs, batch 1, SQ depth 128, MTU 4096``."""
+    sizes = ", ".join(_value("max_msg", s) for s in f.sizes)
+    parts = [f"{f.transport} {f.opcode} of {sizes}", f"{f.qps} QP{'s' if f.qps != 1 else ''}", f"batch {f.batch}",
+             f"SQ depth {f.sq_depth}"]
+    if f.opcode.startswith("SEND"):
+        parts.append(f"RQ depth {f.rq_depth}")
+    parts.append(f"MTU {f.mtu}")
+    if f.sges != 1:
+        parts.append(f"{f.sges} SGEs")
+    if f.mrs != 1:
+        parts.append(f"{f.mrs} MRs of {_value('mr_size', f.mr_size)}")
+    if f.inline:
+        parts.append(f"inline {f.inline} B")
+    if f.signal_every != 1:
+        parts.append(f"signal every {f.signal_every}")
+    if f.processes != 1:
+        parts.append(f"{f.processes} processes")
+    if f.burst:
+        parts.append("bursts")
+    memory = [f"{side} memory {e.memory}" for side, e in (("client", f.client), ("server", f.server))
+              if e.memory != "local"]
+    ends = f"{f.client.host} -> {f.server.host}" + (" (loopback)" if f.loopback else "")
+    return f"{ends}: " + ", ".join(parts + memory)

@@ -1,0 +1,85 @@
+"""The HTML report: one self-contained page (no script, no external file, no network), made with jinja2.
+
+Autoescape is on for every value: workload, host, inventory and counter names are text, never markup. The only
+markup placed unescaped is the SVG matplotlib draws (:mod:`collie.report.plots`), which escapes its own text.
+The page's Content-Security-Policy forbids every fetch and every script, so even a browser that met a stray
+reference would not load it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from collie import __version__
+from collie.errors import CollieError
+from collie.records import Phase, TrialState
+from collie.report.facts import AnomalyFacts, fingerprint_rows
+from collie.report.model import Report, counts
+from collie.report.plots import counters_svg, overview_svg
+
+_SHOWN_DETAILS: Final = ("pcie_gbps", "relaxed_ordering", "cpu", "numa", "gpu", "max_qp", "max_mr", "max_sge",
+                         "max_qp_wr")
+
+
+def render_html(report: Report) -> str:
+    """The page of ``report``."""
+    try:
+        import jinja2
+        from markupsafe import Markup
+    except ImportError:
+        raise CollieError("the HTML report is templated with jinja2, which is not installed; install it (pip "
+                          "install jinja2) or choose another --format") from None
+    env = jinja2.Environment(loader=jinja2.PackageLoader("collie.report", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    template = env.get_template("report.html.j2")
+    data = report.data
+    info = data.config.target_info
+    return template.render(
+        title=report.title, version=__version__, data=data, config=data.config, counts=counts(report),
+        campaign_fingerprint=fingerprint_rows(info),
+        campaign_details=[(k, info.details[k]) for k in _SHOWN_DETAILS if info is not None and k in info.details],
+        overview=Markup(overview_svg(report.trials, report.found_at_trials())),
+        anomalies=[_card(a, Markup) for a in report.anomalies],
+        states=[str(s) for s in TrialState], by_phase=_by_phase(report),
+    )
+
+
+def _by_phase(report: Report) -> list[tuple[str, list[int]]]:
+    t = report.trials
+    out = []
+    for phase in Phase:
+        rows = t[t["phase"] == str(phase)]
+        if len(rows):
+            out.append((str(phase), [int((rows["status"] == str(s)).sum()) for s in TrialState]))
+    return out
+
+
+def _card(a: AnomalyFacts, markup: Any) -> dict[str, Any]:
+    return {"facts": a, "fingerprint": a.fingerprint_rows(), "plot": markup(counters_svg(a)),
+            "hosts": [(h, _host(a, h, ev)) for h, ev in sorted(a.hosts.items())]}
+
+
+def _host(a: AnomalyFacts, host: str, ev: Mapping[str, Any]) -> dict[str, Any]:
+    return {"end": str(ev.get("end", "")),
+            "tx": _rate(ev.get("tx_bps"), ev.get("tx_pps")), "rx": _rate(ev.get("rx_bps"), ev.get("rx_pps")),
+            "pause_tx": _pause(ev.get("pause_ratio_tx"), ev.get("pause_readable")),
+            "pause_rx": _pause(ev.get("pause_ratio_rx"), ev.get("pause_readable")),
+            "moved": a.moved_on(host),
+            "unreadable": sorted(dict(ev.get("unreadable") or {}).items())}
+
+
+def _rate(bps: Any, pps: Any) -> str:
+    if not isinstance(bps, int | float):
+        return "-"
+    text = f"{bps / 1e9:.2f} Gb/s"
+    return text + (f", {pps / 1e6:.2f} Mpps" if isinstance(pps, int | float) else "")
+
+
+def _pause(ratios: Any, readable: Any) -> str:
+    if readable is False:
+        return "unreadable"
+    if not isinstance(ratios, Mapping) or not ratios:
+        return "-"
+    return ", ".join(f"{'prio ' + k if k != 'global' else 'global'} {v:.2%}" for k, v in ratios.items()
+                     if isinstance(v, int | float))

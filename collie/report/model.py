@@ -1,0 +1,62 @@
+"""A report of one campaign: its data, its frames and the facts of each anomaly, built once for every format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from collie.records import Phase
+from collie.report.facts import AnomalyFacts, facts_of
+from collie.report.frames import anomalies_frame, trials_frame
+from collie.report.load import CampaignData, load_campaign
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything the renderers read.
+
+    Attributes:
+        data: the campaign folder as read.
+        trials: the trials frame (:func:`~collie.report.frames.trials_frame`).
+        anomalies: the facts of each anomaly, by folder name.
+        anomaly_frame: the anomalies frame.
+    """
+
+    data: CampaignData
+    trials: pd.DataFrame
+    anomalies: tuple[AnomalyFacts, ...]
+    anomaly_frame: pd.DataFrame
+
+    @property
+    def title(self) -> str:
+        return f"collie campaign {self.data.root.name}"
+
+    def found_at_trials(self) -> dict[str, int]:
+        """Anomaly id -> the trial number of the run that found it (the ``found_at``-th budgeted trial)."""
+        budgeted = self.trials[self.trials["phase"].isin(["explore", "confirm", "minimize"])
+                               & (self.trials["status"] != "PRUNED")]
+        numbers = budgeted["trial"].tolist()
+        return {a.anomaly_id: int(numbers[a.found_at - 1]) for a in self.anomalies
+                if a.found_at is not None and 0 < a.found_at <= len(numbers)}
+
+
+def counts(report: Report) -> dict[str, int]:
+    """Trials, budgeted experiments, anomalous runs, pruned and failed trials."""
+    t = report.trials
+    budgeted = t["phase"].isin([str(p) for p in Phase if p.budgeted])
+    return {"trials": len(t), "experiments": int((budgeted & (t["status"] != "PRUNED")).sum()),
+            "anomalous": int(t["anomalous"].fillna(False).astype(bool).sum()),
+            "pruned": int((t["status"] == "PRUNED").sum()), "failed": int((t["status"] == "FAILED").sum())}
+
+
+def build_report(root: Path) -> Report:
+    """Read the campaign folder ``root`` and derive everything a report shows.
+
+    Raises:
+        InputError: not a campaign folder, or a damaged file in it (one sentence).
+    """
+    data = load_campaign(root)
+    facts = tuple(facts_of(r, data) for r in data.anomalies)
+    return Report(data, trials_frame(data.trials), facts, anomalies_frame(facts))

@@ -1,0 +1,121 @@
+"""Inline SVG plots of a report, drawn with matplotlib (imported lazily: only the HTML report needs it).
+
+Each function returns one ``<svg>`` element as text, ready to be placed in an HTML page: no XML declaration,
+no DOCTYPE, text kept as ``<text>`` (matplotlib escapes it for XML), no external reference. Maths parsing is
+off, so a counter or host name with ``$`` in it is drawn as written.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from collie.errors import CollieError
+from collie.report.facts import AnomalyFacts
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+#: Counters per host in an anomaly's plot (the largest deltas).
+TOP_COUNTERS: Final = 12
+_HEAD: Final = re.compile(r"\A.*?(?=<svg)", re.DOTALL)
+_PHASE_COLORS: Final = {"calibrate": "#9aa5b1", "replay": "#8e6c8a", "explore": "#2b6cb0", "confirm": "#d69e2e",
+                        "minimize": "#38a169"}
+
+
+def _figure(width: float, height: float, layout: Literal["constrained"] | None = "constrained") -> Figure:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise CollieError("the HTML report draws its plots with matplotlib, which is not installed; "
+                          "install it (pip install matplotlib) or choose another --format") from None
+    matplotlib.rcParams.update({"svg.fonttype": "none", "font.size": 9, "text.parse_math": False,
+                                "svg.hashsalt": None})
+    return Figure(figsize=(width, height), layout=layout)
+
+
+def _svg(fig: Figure) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    return _HEAD.sub("", buf.getvalue(), count=1).strip()
+
+
+def overview_svg(trials: pd.DataFrame, found_at: Mapping[str, int]) -> str:
+    """Throughput (Gb/s) and energy (fraction of the calibrated ceiling, what the search lowers) per trial;
+    anomalous trials marked with a red cross, each anomaly's find with a labelled line."""
+    fig = _figure(9.0, 4.6, layout=None)
+    fig.subplots_adjust(left=0.09, right=0.985, top=0.9, bottom=0.1, hspace=0.08)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    done = trials[trials["bps"].notna()]
+    for phase, rows in done.groupby("phase", sort=False):
+        color = _PHASE_COLORS.get(str(phase), "#4a5568")
+        top.scatter(rows["trial"], rows["bps"] / 1e9, s=6, color=color, label=str(phase), linewidths=0)
+        judged = rows[rows["throughput"].notna()]
+        bottom.scatter(judged["trial"], judged["throughput"], s=6, color=color, linewidths=0)
+    bad = done[done["anomalous"].fillna(False).astype(bool)]
+    top.scatter(bad["trial"], bad["bps"] / 1e9, s=22, marker="x", color="#c53030", label="anomalous",
+                linewidths=1.0)
+    bottom.scatter(bad["trial"], bad["throughput"], s=22, marker="x", color="#c53030", linewidths=1.0)
+    for name, trial in found_at.items():
+        for ax in (top, bottom):
+            ax.axvline(trial, color="#c53030", alpha=0.35, linewidth=0.8)
+        top.annotate(name.split("-")[0], (trial, 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
+                     va="top", ha="right", color="#9b2c2c")
+    top.set_ylabel("throughput (Gb/s)")
+    bottom.set_ylabel("energy: fraction\nof ceiling")
+    bottom.axhline(0.8, color="#718096", linestyle="--", linewidth=0.8)
+    bottom.set_xlabel("trial")
+    if len(done):
+        fig.legend(loc="upper center", fontsize=7, ncols=6, frameon=False, markerscale=1.5)
+    for ax in (top, bottom):
+        ax.grid(alpha=0.25)
+    return _svg(fig)
+
+
+def counters_svg(anomaly: AnomalyFacts) -> str:
+    """The counters that moved in the anomaly's run, one panel per host (largest deltas, log scale)."""
+    hosts = sorted({m.host for m in anomaly.moved}) or sorted(anomaly.hosts) or ["(no host)"]
+    tallest = max((min(len(anomaly.moved_on(h)), TOP_COUNTERS) for h in hosts), default=1)
+    width, height = 4.6 * len(hosts), 0.9 + 0.2 * max(tallest, 1)
+    fig = _figure(width, height, layout=None)
+    # a fixed layout (room on the left of each panel for counter names): constrained layout costs more than the
+    # drawing itself, and a report draws one of these per anomaly
+    fig.subplots_adjust(left=2.0 / width, right=1 - 0.15 / width, top=1 - 0.3 / height, bottom=0.45 / height,
+                        wspace=2.2 / 2.4)
+    axes: Sequence[Any] = fig.subplots(1, len(hosts), squeeze=False)[0]
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+    for ax, host in zip(axes, hosts, strict=True):
+        moved = anomaly.moved_on(host)[:TOP_COUNTERS][::-1]
+        end = moved[0].end if moved else str(anomaly.hosts.get(host, {}).get("end", ""))
+        ax.set_title(f"host {host}" + (f" ({end})" if end else ""), fontsize=9)
+        if not moved:
+            ax.text(0.5, 0.5, "no counter moved", ha="center", va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+            continue
+        values = [abs(m.delta) for m in moved]
+        ax.barh(range(len(moved)), values, color=["#c53030" if m.delta < 0 else "#2b6cb0" for m in moved])
+        # names as plain text beside the bars: a tick per counter costs more than the rest of the plot
+        ax.set_yticks([])
+        ax.set_ylim(-0.6, len(moved) - 0.4)
+        side = ax.get_yaxis_transform()
+        for i, m in enumerate(moved):
+            ax.text(-0.02, i, m.name, transform=side, ha="right", va="center", fontsize=7)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(numticks=6))
+        ax.xaxis.set_major_formatter(FuncFormatter(_power))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("delta over the run", fontsize=7)
+        ax.grid(axis="x", alpha=0.25)
+    return _svg(fig)
+
+
+def _power(value: float, _: object) -> str:
+    """A log axis's tick as plain text (``1e6``): maths parsing is off, so no ``$10^{6}$``."""
+    return f"{value:.0e}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")

@@ -1,0 +1,228 @@
+"""``collie report`` end to end on campaign folders written by the current collie and by an older one."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from junitparser import Failure, JUnitXml
+from reporthelpers import SCRIPT, hostile_copy, make_campaign
+
+from collie.report.frames import TRIAL_COLUMNS, read_trials_csv
+from tests.conftest import ROOT, run_cli
+
+V1_CAMPAIGN = ROOT / "tests" / "fixtures" / "cases" / "v1-campaign"
+
+
+def _report(folder: Path, fmt: str, tmp_path: Path) -> Path:
+    out = tmp_path / f"report.{fmt}"
+    r = run_cli("report", str(folder), "--format", fmt, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def _journal(folder: Path) -> list[dict[str, Any]]:
+    """The journal's rows, the last of each trial, read without collie."""
+    last: dict[int, dict[str, Any]] = {}
+    for line in (folder / "trials.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        last[row["trial"]] = row
+    return [last[n] for n in sorted(last)]
+
+
+def test_the_csv_read_back_by_pandas_equals_the_journal(campaign: Path, tmp_path: Path) -> None:
+    frame = read_trials_csv(_report(campaign, "csv", tmp_path))
+    rows = _journal(campaign)
+    assert list(frame.columns) == list(TRIAL_COLUMNS)
+    assert len(frame) == len(rows) and len(rows) > 150
+    for got, row in zip(frame.to_dict(orient="records"), rows, strict=True):
+        assert got["trial"] == row["trial"] and got["phase"] == row["phase"] and got["key"] == row["key"]
+        assert got["status"] == row["status"] and got["time"] == row["time"]
+        assert got["reason"] == row.get("reason", "")
+        assert json.loads(got["point"]) == row["point"]
+        verdict, result = row.get("verdict"), row.get("result")
+        if verdict is None:
+            assert pd.isna(got["anomalous"]) and got["signature"] == "" and pd.isna(got["throughput"])
+        else:
+            assert got["anomalous"] == verdict["anomalous"] and got["signature"] == verdict["signature"]
+            assert got["score"] == verdict["score"] and got["throughput"] == verdict["metrics"]["throughput"]
+        if result is None:
+            assert pd.isna(got["bps"]) and pd.isna(got["duration_s"])
+        else:
+            assert got["bps"] == pytest.approx(sum(f["bps"] for f in result["flows"]), rel=1e-15)
+            assert got["pps"] == pytest.approx(sum(f["pps"] for f in result["flows"]), rel=1e-15)
+            assert got["lat_p99_us"] == max(f["lat_p99_us"] for f in result["flows"])
+            assert got["duration_s"] == result["duration_s"]
+    assert frame["anomalous"].sum() > 0  # the campaign found anomalies: the column is not all empty
+
+
+def test_junit_read_back_has_one_failed_case_per_anomaly(campaign: Path, tmp_path: Path) -> None:
+    xml = JUnitXml.fromfile(str(_report(campaign, "junit", tmp_path)))
+    suites = {s.name: s for s in xml}
+    folders = sorted(p.name for p in (campaign / "anomalies").iterdir())
+    cases = list(suites["collie.anomalies"])
+    assert [c.name.split(" ")[0] for c in cases] == folders
+    for case in cases:
+        (failure,) = case.result
+        assert isinstance(failure, Failure)
+        signature = case.name.split("[", 1)[1].rstrip("]")
+        assert failure.type == signature
+        assert failure.message and "threshold" in failure.message  # the symptom and its magnitude
+        assert "replay: collie replay " in failure.text and "MFS: " in failure.text
+    assert suites["collie.anomalies"].failures == len(folders)
+
+
+def _check(value: Any, kind: Any, where: str) -> None:
+    assert isinstance(value, kind) and not (isinstance(value, bool) and bool not in (kind if isinstance(
+        kind, tuple) else (kind,))), f"{where}: {value!r} is not {kind}"
+
+
+OPTIONAL_NUMBER = (int, float, type(None))
+
+
+def test_json_follows_its_documented_schema(campaign: Path, tmp_path: Path) -> None:
+    doc = json.loads(_report(campaign, "json", tmp_path).read_text())
+    assert doc["schema"] == {"name": "collie-report", "version": 1}
+    assert set(doc) == {"schema", "campaign", "summary", "trials", "anomalies", "warnings"}
+    c = doc["campaign"]
+    for key, kind in {"folder": str, "target": str, "seed": int, "budget": int, "preset": str, "strategy": str,
+                      "created": str}.items():
+        _check(c[key], kind, f"campaign.{key}")
+    assert set(c["fingerprint"]) >= {"nic_model", "firmware", "driver", "kernel", "line_rate_bps", "hosts"}
+    assert set(doc["summary"]) == {"trials", "experiments", "anomalous", "pruned", "failed", "anomalies"}
+    assert doc["summary"]["anomalies"] == len(doc["anomalies"]) == len(list((campaign / "anomalies").iterdir()))
+    assert len(doc["trials"]) == doc["summary"]["trials"] == len(_journal(campaign))
+    for row in doc["trials"]:
+        assert list(row) == list(TRIAL_COLUMNS)
+        _check(row["trial"], int, "trial")
+        _check(row["anomalous"], (bool, type(None)), "anomalous")
+        for k in ("score", "throughput", "bps", "pps", "msg_rate", "lat_p99_us", "duration_s"):
+            _check(row[k], OPTIONAL_NUMBER, k)
+    for a in doc["anomalies"]:
+        assert set(a) == {"id", "signature", "leading", "confirmed", "symptom", "magnitude", "symptom_text", "mfs",
+                          "case", "found_at", "throughput", "replay", "target", "hosts", "perftest", "evidence_of"}
+        _check(a["magnitude"], (int, float), "magnitude")
+        assert a["symptom"]["kind"] in ("pause", "low_throughput", "loss", "retransmission")
+        assert a["leading"] == a["signature"].split("+")[0] or a["evidence_of"] == "case"
+        assert set(a["mfs"]) == {"text", "words", "conditions"}
+        assert set(a["case"]) == {"key", "name", "flows", "toml"}
+        assert a["replay"].startswith("collie replay ") and a["id"] in a["replay"]
+        assert set(a["target"]) == {"spec", "fingerprint"}
+        assert len(a["hosts"]) == 2  # both ends
+        for ev in a["hosts"].values():
+            assert ev["end"] in ("sender", "receiver") and ev["moved"]
+            assert all(set(m) == {"counter", "delta", "source"} and m["delta"] != 0 for m in ev["moved"])
+        p = a["perftest"]
+        assert set(p) in ({"lacks"}, {"tool", "server_host", "server", "client_host", "client"})
+
+
+def test_markdown_holds_what_a_vendor_bug_report_needs(campaign: Path, tmp_path: Path) -> None:
+    text = _report(campaign, "md", tmp_path).read_text()
+    assert "## Environment" in text and "| firmware | " in text and "| kernel | " in text
+    for folder in sorted((campaign / "anomalies").iterdir()):
+        mfs = json.loads((folder / "mfs.json").read_text())["text"]
+        section = text.split(f"## {folder.name.replace('-', '-')}", 1)[1].split("\n## ", 1)[0]
+        assert f"`{mfs}`" in section  # the MFS, in words and as conditions
+        assert f"collie replay {folder} --target sim" in section
+        assert "```toml" in section and "**Counters that moved:**" in section
+        assert section.count("Host `") == 2
+        assert ("ib_" in section and "--report_gbits" in section) or "cannot express this case" in section
+
+
+def test_an_older_campaign_folder_still_renders(tmp_path: Path) -> None:
+    # written before case records had a format and a target, and with no journal kept
+    for fmt in ("html", "md", "csv", "json", "junit"):
+        out = _report(V1_CAMPAIGN, fmt, tmp_path)
+        assert out.stat().st_size > 0
+    doc = json.loads((tmp_path / "report.json").read_text())
+    (a,) = doc["anomalies"]
+    assert a["id"] == "A003-pause" and a["evidence_of"] == "original" and a["target"]["spec"] == "sim:cx6-200g-amd"
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_report_of_a_campaign_being_written_leaves_it_as_it_is(campaign: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "running"
+    shutil.copytree(campaign, folder)
+    with open(folder / "trials.jsonl", "a") as fh:  # the campaign is writing its next row
+        fh.write('{"key":"aa6f334f90917310","phase":"explore","po')
+    before = _digest(folder)
+    r = run_cli("report", str(folder), "--format", "csv")
+    assert r.returncode == 0, r.stderr
+    assert "incomplete" in r.stderr and "leaves it out" in r.stderr
+    assert len(read_trials_csv(io.StringIO(r.stdout))) == len(_journal(campaign))
+    assert _digest(folder) == before
+
+
+@pytest.mark.parametrize("args, says", [
+    (["{missing}"], "does not exist"),
+    (["{tmp}"], "is not a campaign folder"),
+    (["{campaign}", "-o", "{file}/report.html"], "does not exist"),
+    (["{campaign}", "-o", "{tmp}"], "is a folder"),
+    ([], "give the campaign folder"),
+    (["{campaign}", "--compare", "{campaign}", "{campaign}"], "not both"),
+    (["--compare", "{campaign}", "{campaign}", "--format", "csv"], "--compare writes"),
+])
+def test_user_mistakes_are_one_sentence_and_exit_2(campaign: Path, tmp_path: Path, args: list[str],
+                                                   says: str) -> None:
+    (tmp_path / "file").write_text("x")
+    values = {"missing": tmp_path / "nope", "tmp": tmp_path, "campaign": campaign, "file": tmp_path / "file"}
+    r = run_cli("report", *(a.format(**values) for a in args))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("collie: error: ") and says in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_an_unknown_format_is_a_usage_error(campaign: Path) -> None:
+    r = run_cli("report", str(campaign), "--format", "pdf")
+    assert r.returncode == 2 and "'pdf' is not one of" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_format_follows_the_output_suffix(campaign: Path, tmp_path: Path) -> None:
+    r = run_cli("report", str(campaign), "-o", str(tmp_path / "r.html"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_junit_has_a_test_case_per_known_case_replayed(tmp_path: Path) -> None:
+    folder = make_campaign(tmp_path / "corpus", 1, 2, "--corpus", str(ROOT / "workloads" / "corpus"))
+    xml = JUnitXml.fromfile(str(_report(folder, "junit", tmp_path)))
+    known = next(s for s in xml if s.name == "collie.known")
+    replays = [r for r in _journal(folder) if r["phase"] == "replay"]
+    names = sorted(p.name for p in (ROOT / "workloads" / "corpus").iterdir() if p.is_dir())
+    assert sorted(c.name.split(" ")[2] for c in known) == names and len(replays) == len(names) == 18
+    reproduced = sum(r["verdict"]["anomalous"] for r in replays)
+    assert known.failures == reproduced > 0  # a known case that still reproduces fails
+
+
+def test_markdown_escapes_what_a_campaign_names(campaign: Path, tmp_path: Path) -> None:
+    text = _report(hostile_copy(campaign, tmp_path / "hostile"), "md", tmp_path).read_text()
+    assert SCRIPT not in text.replace(f'name = "{SCRIPT}"', "").replace(f"`{SCRIPT}`", "")
+    assert "\\<script\\>alert(1)\\</script\\>" in text  # the CPU, as text
+
+
+STORED = ROOT / "tests" / "fixtures" / "campaigns" / "main-474e322"
+
+
+def test_a_stored_campaign_folder_of_an_earlier_collie_renders_in_every_format(tmp_path: Path) -> None:
+    for fmt in ("html", "md", "csv", "json", "junit"):
+        assert _report(STORED, fmt, tmp_path).stat().st_size > 0
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert len(doc["trials"]) == len(_journal(STORED))
+    by_id = {a["id"]: a for a in doc["anomalies"]}
+    assert sorted(by_id) == ["A001-pause", "A002-low-throughput"]
+    assert by_id["A001-pause"]["mfs"]["text"] == "loopback == True and incast == True"
+    assert by_id["A002-low-throughput"]["mfs"] is None  # the budget ran out before it was minimized
+    assert "not minimized" in (tmp_path / "report.md").read_text()
+    html = (tmp_path / "report.html").read_text()
+    assert html.count('<section class="card anomaly"') == 2

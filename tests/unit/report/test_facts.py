@@ -1,0 +1,54 @@
+"""What a report says of one anomaly: the MFS in words, the symptom and its magnitude, the counters that moved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from collie.mfs import MFS, Condition
+from collie.oracle import Symptom
+from collie.report.facts import flow_words, mfs_words, moved_counters, replay_command, symptom_text
+from collie.workload import Endpoint, Flow
+
+
+def test_an_mfs_reads_as_a_sentence() -> None:
+    mfs = MFS("pause@receiver", (Condition("transport", "==", "UD"), Condition("batch", ">=", 64),
+                                 Condition("mtu", "<=", 1024), Condition("loopback", "==", False),
+                                 Condition("opcode", "in", ("SEND", "WRITE"))))
+    assert mfs_words(mfs) == ("needs transport UD, work requests per post (batch) at least 64, path MTU at most "
+                              "1KiB, no a flow from a host to itself and opcode one of SEND, WRITE")
+    assert mfs_words(None).startswith("not minimized")
+    assert mfs_words(MFS("pause@receiver", ())).startswith("shows in every workload")
+
+
+def test_the_symptom_says_its_magnitude_against_the_threshold() -> None:
+    pause = Symptom("pause", "b", "receiver", 0.1962, 0.001, "tx_prio3_pause_duration")
+    assert symptom_text(pause) == ("PFC pause on host b (receiver): paused 19.62% of the time, 196x the 0.10% "
+                                   "threshold (counter tx_prio3_pause_duration)")
+    low = Symptom("low_throughput", "a", "receiver", 0.31, 0.8)
+    assert symptom_text(low) == "low throughput on host a (receiver): 31% of the calibrated ceiling, below the " \
+                                "80% threshold"
+    loss = Symptom("retransmission", "a", "sender", 5000.0, 10.0, "roce_adp_retrans")
+    assert "5,000 events/s of roce_adp_retrans, 500.0x the limit of 10/s" in symptom_text(loss)
+    assert "upper bound" in symptom_text(Symptom("pause", "b", "receiver", 0.01, 0.001, "x", estimate=True))
+
+
+def test_moved_counters_are_per_host_largest_first_and_skip_zero_and_missing() -> None:
+    hosts = {"b": {"end": "receiver", "counters": {"x": {"delta": 5.0, "source": "hw"},
+                                                   "y": {"delta": 0.0, "source": "hw"},
+                                                   "z": {"delta": None, "source": "hw"},
+                                                   "w": {"delta": -50.0, "source": "ethtool"}}},
+             "a": {"end": "sender", "counters": {"x": {"delta": 1.0, "source": "hw"}}}}
+    moved = moved_counters(hosts)
+    assert [(m.host, m.name, m.delta) for m in moved] == [("a", "x", 1.0), ("b", "w", -50.0), ("b", "x", 5.0)]
+
+
+def test_the_replay_command_is_quoted_for_a_shell() -> None:
+    assert replay_command(Path("/r/my campaign/anomalies/A001-pause"), "verbs:rxe0") == \
+        "collie replay '/r/my campaign/anomalies/A001-pause' --target verbs:rxe0"
+
+
+def test_a_flow_in_words() -> None:
+    f = Flow(client=Endpoint("a", "gpu"), server=Endpoint("a"), transport="RC", opcode="SEND", sizes=(4096,),
+             qps=2, sges=2)
+    assert flow_words(f) == ("a -> a (loopback): RC SEND of 4KiB, 2 QPs, batch 1, SQ depth 128, RQ depth 128, "
+                             "MTU 4096, 2 SGEs, client memory gpu")

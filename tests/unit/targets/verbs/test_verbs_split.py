@@ -1,0 +1,175 @@
+"""Cross-host verbs runs on the fake pyverbs: the split plan, the endpoint records, and two hosts' workers (a
+thread each, one fake device) exchanging endpoints, connecting and moving verified data."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from collie.errors import TargetError
+from collie.targets.verbs.endpoints import EndpointData, index, peer_of
+from collie.targets.verbs.engine import WorkerReport, run_job
+from collie.targets.verbs.job import Side, Timing, WorkerJob
+from collie.targets.verbs.spec import VerbsSpec
+from collie.targets.verbs.target import plan_jobs
+from collie.targets.verbs.workers import WorkerPool
+from collie.workload import Endpoint, Flow, Workload
+from tests.unit.targets.verbs import fakeverbs
+from tests.unit.targets.verbs.fakeverbs import fake
+
+A, B = Endpoint("a"), Endpoint("b")
+SPEC = VerbsSpec("fake0")
+T = Timing(warmup=0.02, duration=0.1, drain_timeout=2.0, linger=0.05)
+
+
+def shape(jobs: list[WorkerJob]) -> list[list[tuple[int, int, int, int, str]]]:
+    return [[(s.flow_index, s.worker, s.qps, s.mrs, s.side.value) for s in j.shares] for j in jobs]
+
+
+def test_each_host_holds_its_ends_and_both_split_a_flow_alike() -> None:
+    w = Workload(flows=(Flow(A, B, qps=5, mrs=3, processes=2), Flow(B, A, opcode="READ", qps=2),
+                        Flow(A, A, opcode="SEND", qps=1)))
+    on_a = plan_jobs(w, SPEC, T, True, 1, None, [0], roles=("a",))
+    on_b = plan_jobs(w, SPEC, T, True, 1, None, [0], roles=("b",))
+    assert shape(on_a) == [[(0, 0, 3, 2, "client"), (1, 0, 2, 1, "server"), (2, 0, 1, 1, "both")],
+                           [(0, 1, 2, 1, "client")]]
+    assert shape(on_b) == [[(0, 0, 3, 2, "server"), (1, 0, 2, 1, "client")], [(0, 1, 2, 1, "server")]]
+    # worker 0 of each host reads its port's counters; a local run is unchanged (every share BOTH)
+    assert [j.collector is not None for j in on_a] == [True, False]
+    local = plan_jobs(w, SPEC, T, True, 1, None, [0])
+    assert {s.side for j in local for s in j.shares} == {Side.BOTH}
+    # a host with no end of any flow still reads its counters over the interval
+    (idle,) = plan_jobs(w, SPEC, T, True, 1, None, [0], roles=("c",))
+    assert idle.shares == () and idle.collector is not None
+
+
+def test_endpoint_records_round_trip_and_bad_ones_say_which_field() -> None:
+    e = EndpointData(flow=1, worker=0, qp=2, side="server", qpn=77, psn=123, gid="fe80::1", qkey=5,
+                     mrs=((9, 4096),))
+    assert EndpointData.from_dict(e.to_dict()) == e
+    assert "mrs" not in EndpointData(0, 0, 0, "client", 1, 2, "g").to_dict()
+    peers = index([e.to_dict()])
+    assert peer_of(peers, 1, 0, 2, "client") == e
+    with pytest.raises(TargetError, match="no peer sent the server end of flow 1 worker 0 QP 3"):
+        peer_of(peers, 1, 0, 3, "client")
+    for bad, field in (({**e.to_dict(), "qpn": "x"}, "qpn"), ({**e.to_dict(), "side": "both"}, "side"),
+                       ({**e.to_dict(), "mrs": [{"rkey": 1}]}, "address"), ({**e.to_dict(), "gid": 3}, "gid")):
+        with pytest.raises(TargetError, match=field) as exc:
+            index([bad])
+        assert "\n" not in str(exc.value)
+
+
+class Exchange:
+    """The coordinators of two hosts in one: every worker's endpoints go to every other worker, then all
+    start at one instant (what the agents and the controller do across hosts)."""
+
+    def __init__(self, workers: int) -> None:
+        self.barrier = threading.Barrier(workers, timeout=30)
+        self.endpoints: list[dict[str, Any]] = []
+        self.start_ns = 0
+        self.sent: list[list[dict[str, Any]]] = []
+
+    def prepared(self, endpoints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.sent.append(endpoints)
+        self.endpoints.extend(endpoints)
+        self.barrier.wait()
+        return list(self.endpoints)
+
+    def ready(self, setup_s: float) -> int:
+        if self.barrier.wait() == 0:
+            self.start_ns = time.monotonic_ns() + 5_000_000
+        self.barrier.wait()
+        return self.start_ns
+
+
+def run_two_hosts(w: Workload, verify: bool = True) -> tuple[dict[str, list[WorkerReport]], Exchange]:
+    jobs = {role: [replace(j, collector=None) for j in plan_jobs(w, SPEC, T, verify, 7, None, [0], roles=(role,))]
+            for role in ("a", "b")}
+    sync = Exchange(sum(len(j) for j in jobs.values()))
+    reports: dict[str, list[WorkerReport]] = {"a": [], "b": []}
+    failures: list[BaseException] = []
+
+    def work(role: str, job: WorkerJob) -> Callable[[], None]:
+        def go() -> None:
+            try:
+                reports[role].append(run_job(fake(), job, sync))
+            except BaseException as exc:
+                failures.append(exc)
+                sync.barrier.abort()
+        return go
+
+    threads = [threading.Thread(target=work(r, j)) for r, js in jobs.items() for j in js]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not failures, failures
+    return reports, sync
+
+
+@pytest.mark.parametrize("flow", [
+    Flow(A, B, sizes=(4096,), qps=2, mrs=3),
+    Flow(A, B, opcode="READ", sizes=(8192,), sges=2, batch=4, signal_every=4),
+    Flow(A, B, opcode="SEND", sizes=(512, 2048), batch=4, signal_every=4, rq_depth=16, qps=2),
+    Flow(A, B, transport="UD", opcode="SEND", sizes=(1024,), mtu=1024, batch=8, signal_every=8, qps=2),
+], ids=["rc-write", "rc-read", "rc-send", "ud-send"])
+def test_two_hosts_exchange_endpoints_connect_and_move_verified_data(flow: Flow) -> None:
+    reports, sync = run_two_hosts(Workload(flows=(flow,)))
+    (client,), (server,) = reports["a"], reports["b"]
+    # what each host sent: one endpoint per QP of its side; only the server's first QP carries the MRs
+    sent = {e["side"]: [x for x in es] for es in sync.sent for e in es[:1]}
+    assert [e["qp"] for e in sent["client"]] == [e["qp"] for e in sent["server"]] == list(range(flow.qps))
+    assert all("mrs" not in e for e in sent["client"])
+    assert len(sent["server"][0]["mrs"]) == flow.mrs and all("mrs" not in e for e in sent["server"][1:])
+    ud = flow.transport == "UD"
+    assert all(e["qkey"] == (0x11111111 if ud else 0) for es in sync.sent for e in es)
+    if not ud:  # every RC QP is connected to the other host's QP of the same index
+        by = {(e["side"], e["qp"]): e["qpn"] for es in sync.sent for e in es}
+        for i in range(flow.qps):
+            assert fakeverbs.QPS[by[("client", i)]].peer == by[("server", i)]
+            assert fakeverbs.QPS[by[("server", i)]].peer == by[("client", i)]
+    assert client.errors == () and server.errors == ()
+    (c,), (s,) = client.stats, server.stats
+    assert c.client and not s.client
+    assert c.wrs > 0 and c.bytes > 0 and not c.wc_errors and not s.wc_errors
+    # data is checked where it lands: at the server for WRITE/SEND, at the client for READ
+    checker, other = (c, s) if flow.opcode == "READ" else (s, c)
+    assert checker.checks and checker.verified and not checker.verify_errors
+    assert not other.checks and not other.verified
+    if flow.opcode == "SEND":  # the server received what the client sent (RC: nothing lost)
+        assert s.wrs > 0
+    assert client.counters_before is None  # no collector in these jobs
+
+
+def test_a_worker_with_one_sided_shares_needs_a_coordinator() -> None:
+    (job,) = plan_jobs(Workload(flows=(Flow(A, B),)), SPEC, T, False, 1, None, [0], roles=("a",))
+    with pytest.raises(TargetError, match="needs a coordinator"):
+        run_job(fake(), job)
+
+
+def test_a_server_worker_reports_at_the_end_and_holds_its_ends_until_stop() -> None:
+    """The server's host must not tear its QPs down while the client's host drains: its worker reports as soon
+    as the interval is over, then keeps its ends up until the coordinator says stop (at most ``linger``)."""
+    w = Workload(flows=(Flow(A, B, opcode="SEND", sizes=(512,), qps=2),))
+    hold = Timing(warmup=0.01, duration=0.05, drain_timeout=2.0, linger=60.0)
+    jobs = [replace(j, collector=None) for j in plan_jobs(w, SPEC, hold, False, 1, None, [0], roles=("b",))]
+    pool = WorkerPool(jobs, pyverbs=fake())
+    try:
+        pool.launch()
+        (mine,) = pool.prepared(30)
+        assert [(e["side"], e["qp"]) for e in mine] == [("server", 0), ("server", 1)]
+        clients = [EndpointData(0, 0, i, "client", 900 + i, 5, "g").to_dict() for i in range(2)]
+        pool.connect(clients, 30)
+        pool.go(time.monotonic_ns())
+        (report,) = pool.gather(30)  # long before the 60 s of linger are over
+        assert report.errors == () and not report.stats[0].client
+        (proc, _), = pool._procs
+        assert proc.is_alive()  # still holding its QPs
+    finally:
+        pool.stop(grace_s=30)
+    assert not proc.is_alive() and proc.exitcode == 0  # left on "stop", not by a signal
