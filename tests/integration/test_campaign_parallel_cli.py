@@ -43,3 +43,16 @@ def test_a_resume_cannot_change_the_number_of_chains(tmp_path: Path) -> None:
     r = run_cli("campaign", "--resume", "--out", str(out), "--parallel", "2")
     assert r.returncode == 2 and "--parallel 2 differs from this campaign's parallel (1" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_an_inventory_that_cannot_give_k_groups_is_exit_2_before_any_host_is_reached(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text("".join(f'[[host]]\nname = "h{i}"\naddress = "192.0.2.{i + 1}"\ntarget = "sim:cx6-200g"\n\n'
+                             for i in range(3)))  # TEST-NET addresses: nothing is ever reached
+    out = tmp_path / "c"
+    r = run_cli("campaign", "--target", f"remote:{hosts}", "--parallel", "2", "--budget", "20", "--out", str(out))
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        f"collie: error: {hosts} has 3 hosts, but --parallel 2 needs at least 4: 2 disjoint groups of 2 (one host "
+        "per role a and b)"]
+    assert not out.exists()

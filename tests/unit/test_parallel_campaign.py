@@ -211,3 +211,25 @@ def test_turns_go_round_in_chain_order_and_skip_chains_that_left() -> None:
     for t in threads:
         t.join(30)
     assert order == [0, 1, 2, 0, 2, 0]
+
+
+def test_a_parallel_campaign_extended_by_resume_re_walks_each_budget_and_resumes_from_a_cut(tmp_path: Path) -> None:
+    def extend(folder: Path, budget: int) -> CampaignSummary:
+        store = CampaignStore.open(folder)
+        config = store.config().resumed(str(folder / "campaign.toml"), budget=budget)
+        store.stage(config)
+        return ParallelCampaign(targets=_targets(2), space=load_space(), preset=load_preset(PRESET), store=store,
+                                seed=SEED, budget=config.budget, resume=True,
+                                earlier_budgets=config.earlier_budgets).run()
+
+    full = tmp_path / "full"
+    _parallel(full, _targets(2), 50).run()
+    whole = extend(full, 90)
+    assert whole.experiments == 90
+    lines = (full / "trials.jsonl").read_text().splitlines()
+    cut = tmp_path / "cut"
+    shutil.copytree(full, cut)
+    (cut / "trials.jsonl").write_text("\n".join(lines[:len(lines) * 3 // 4]) + "\n")
+    shutil.rmtree(cut / "anomalies")
+    again = extend(cut, 90)
+    assert _finished(cut) == _finished(full) and again.anomalies == whole.anomalies
