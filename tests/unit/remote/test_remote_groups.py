@@ -64,3 +64,19 @@ def test_open_groups_gives_each_chain_a_target_on_its_group_with_its_seed(tmp_pa
     targets = open_groups(str(path), [5, 9])
     assert [[h.name for h in t.placement.values()] for t in targets] == [["h0", "h1"], ["h2", "h3"]]
     assert [t.seed for t in targets] == [5, 9] and {t.spec for t in targets} == {f"remote:{path}"}
+
+
+def test_hosts_list_shows_each_hosts_chain_and_roles_under_parallel(tmp_path: Path) -> None:
+    import json
+
+    from tests.conftest import run_cli
+
+    path = inventory(tmp_path, [(f"h{i}", SIM, []) for i in range(5)])
+    r = run_cli("hosts", "list", "--inventory", str(path), "--parallel", "2", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert [(row["host"], row["chain"], row["roles"]) for row in json.loads(r.stdout)] == [
+        ("h0", 0, "a"), ("h1", 0, "b"), ("h2", 0, None), ("h3", 1, "a"), ("h4", 1, "b")]
+    refused = run_cli("hosts", "list", "--inventory", str(path), "--parallel", "3")
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
+        f"collie: error: {path} has 5 hosts, but --parallel 3 needs at least 6: 3 disjoint groups of 2 (one host "
+        "per role a and b)"]
