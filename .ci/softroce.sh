@@ -5,11 +5,14 @@
 #   .ci/softroce.sh --install-only  only install what the tier needs
 #   .ci/softroce.sh --bench         run bench/engine_vs_perftest.py in the guest instead of the tests
 #   .ci/softroce.sh --exec 'CMD'    run CMD in the guest (rxe0 up, checkout as cwd)
+#   .ci/softroce.sh --pair          two guests linked by qemu's socket network, rxe0 and sshd in each; run
+#                                   tests/softroce_pair on this machine against them (.ci/softroce-pair.sh)
 #
 # Needs root on a Debian 12 (bookworm) machine. See docs/targets.md ("soft-RoCE tier") and SOFTROCE facts:
 #   * ONE apt-get install call (a second one re-runs update-initramfs): qemu, Debian's 6.1 kernel (it has
 #     rdma_rxe; the host kernel need not), rdma-core + pyverbs + perftest, and the Debian python3-* packages of
-#     collie's runtime deps, so the guest's /usr/bin/python3 can import collie straight from the checkout;
+#     collie's runtime deps, so the guest's /usr/bin/python3 can import collie straight from the checkout, and
+#     OpenSSH (the --pair guests run sshd);
 #   * virtme-ng from PyPI in a venv; the guest sees the host's root filesystem read-only over 9p (writes go to a
 #     throw-away overlay), so the checkout is visible there with no image to build;
 #   * TCG (--disable-kvm) when the host's KVM is the paravirtual kvm_pvm, which qemu cannot use.
@@ -21,7 +24,8 @@ TIMEOUT=${COLLIE_SOFTROCE_TIMEOUT:-900}        # seconds for the guest run, boot
 VENV=${COLLIE_VNG_VENV:-/opt/collie-vng}
 VNG_VERSION=1.42
 PKGS=(qemu-system-x86 linux-image-amd64 busybox-static kmod iproute2 ethtool rdma-core ibverbs-providers
-      ibverbs-utils perftest python3-pyverbs python3-click python3-numpy python3-rich python3-tomli-w python3-pytest)
+      ibverbs-utils perftest python3-pyverbs python3-click python3-numpy python3-rich python3-tomli-w python3-pytest
+      openssh-server openssh-client)
 
 mode=test
 guest_cmd=""
@@ -30,8 +34,9 @@ while [ $# -gt 0 ]; do
         --install-only) mode=install ;;
         --bench) mode=bench ;;
         --exec) mode=exec; shift; guest_cmd=${1:?--exec needs a command} ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
-        *) echo "softroce.sh: unknown argument $1 (use --install-only, --bench, --exec CMD)" >&2; exit 2 ;;
+        --pair) mode=pair ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        *) echo "softroce.sh: unknown argument $1 (use --install-only, --bench, --exec CMD, --pair)" >&2; exit 2 ;;
     esac
     shift
 done
@@ -83,6 +88,12 @@ clock_opt=()
 # device read (~2.6 us measured): ruinous for a Python engine that timestamps its posts. The TSC is cheap.
 [ -d /sys/module/kvm_pvm ] && { kvm_opt=(--disable-kvm); clock_opt=(--append "clocksource=tsc tsc=reliable"); }
 cpus=$(nproc); [ "$cpus" -gt 2 ] && cpus=2
+if [ "$mode" = pair ]; then
+    # the tests run on this machine with its Python (found before virtme-ng's venv comes first on PATH)
+    PYTHON=${PYTHON:-$(command -v python3)}
+    export PYTHON PATH="$VENV/bin:$PATH"
+    exec bash "$ROOT/.ci/softroce-pair.sh" "$kernel" "${kvm_opt[@]}" "${clock_opt[@]}"
+fi
 
 log "booting $kernel (${kvm_opt[*]:-kvm}), ${cpus} vCPUs, timeout ${TIMEOUT}s: $guest_cmd"
 export PATH="$VENV/bin:$PATH"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import EXAMPLES, run_cli
+from tests.conftest import EXAMPLES, run_cli
 
 BAD = '''name = "bad"
 dialect = "mlx5"
