@@ -55,13 +55,15 @@ def farm4(tmp_path: Path) -> Iterator[SshdFarm]:
         no_agent_left(tmp_path / "sshd")
 
 
-def _killed_mid_search(inventory: Path, out: Path) -> None:
-    """Start ``collie campaign --parallel 2`` and SIGKILL it once both chains have journaled search trials."""
+def _killed_mid_search(inventory: Path, out: Path, sig: int = signal.SIGKILL) -> subprocess.Popen[str]:
+    """Start ``collie campaign --parallel 2`` and send it ``sig`` once both chains have journaled search trials;
+    returns the process, ended."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "collie", "campaign", "--target", f"remote:{inventory}",
                              "--parallel", "2", "--seed", str(SEED), "--budget", str(BUDGET), "--preset", PRESET,
                              "--out", str(out), "--no-live"],
-                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
     journal_file = out / "trials.jsonl"
     deadline = time.monotonic() + 300
     try:
@@ -71,8 +73,9 @@ def _killed_mid_search(inventory: Path, out: Path) -> None:
             time.sleep(0.005)
         assert proc.poll() is None, "the campaign ended before it could be killed"
     finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.send_signal(sig)
+        proc.wait(120)
+    return proc
 
 
 def test_two_chains_on_four_sshd_hosts_share_anomalies_and_resume_after_sigkill(
@@ -114,4 +117,19 @@ def test_two_chains_on_four_sshd_hosts_share_anomalies_and_resume_after_sigkill(
     assert 0 < cut_finished < len(finished)
     assert journal(out) == finished
     assert anomalies(out) == found
+    no_agent_left(tmp_path / "sshd")
+
+
+def test_ctrl_c_stops_both_chains_with_exit_130_and_the_campaign_resumes(farm4: SshdFarm, ssh_home: Path,
+                                                                         tmp_path: Path) -> None:
+    inventory = farm4.inventory(tmp_path / "hosts.toml", ["h0", "h1", "h2", "h3"])
+    out = tmp_path / "c"
+    proc = _killed_mid_search(inventory, out, signal.SIGINT)
+    assert proc.returncode == 130
+    assert proc.stderr is not None and proc.stderr.read().strip().splitlines()[-1] == (
+        f"collie: interrupted; the journal is safe. Continue with: collie campaign --resume --out {out}")
+    no_agent_left(tmp_path / "sshd")
+    resumed = campaign_cli(f"remote:{inventory}", out, "--resume", budget=BUDGET)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["experiments"] == BUDGET
     no_agent_left(tmp_path / "sshd")
