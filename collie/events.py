@@ -30,15 +30,19 @@ class PhaseStarted:
 
 @dataclass(frozen=True)
 class TrialStarted:
+    """``chain``: the search chain that runs it (``--parallel``; None with one chain)."""
+
     trial: int
     phase: str
     point: dict[str, Any]
+    chain: int | None = None
 
 
 @dataclass(frozen=True)
 class TrialFinished:
     """``result`` is the target's own object (with ``truth`` on the simulator, for benchmarks only);
-    ``experiments`` is the budget spent so far, this trial included."""
+    ``experiments`` is the budget spent so far (over every chain), this trial included; ``chain``: the search
+    chain that ran it (``--parallel``; None with one chain)."""
 
     trial: int
     phase: str
@@ -48,6 +52,7 @@ class TrialFinished:
     verdict: Verdict | None = None
     result: RunResult | None = field(default=None, repr=False)
     reason: str = ""
+    chain: int | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,7 @@ class AnomalyFound:
         found_at: the experiment that first showed it (the summary's ``found_at``): explore, confirm and
             minimize runs counted from 1, calibration and corpus replays aside.
         minimized: the preset confirms and minimizes finds (False: ``random`` and ``bayes`` save them as found).
+        chain: the search chain that found it (``--parallel``; None with one chain).
     """
 
     anomaly_id: str
@@ -92,15 +98,18 @@ class AnomalyFound:
     confirmed: bool
     found_at: int = 0
     minimized: bool = True
+    chain: int | None = None
 
 
 @dataclass(frozen=True)
 class KnownAnomaly:
-    """A find a known anomaly explains; ``widened`` is its MFS when its edges were moved to take it in."""
+    """A find a known anomaly explains; ``widened`` is its MFS when its edges were moved to take it in; ``chain``:
+    the search chain whose find it was (``--parallel``; None with one chain)."""
 
     trial: int
     anomaly_id: str
     widened: str = ""
+    chain: int | None = None
 
 
 @dataclass(frozen=True)

@@ -113,10 +113,12 @@ class CampaignConfig:
         corpus: the corpus folder (absolute), ``""`` for none.
         created: when it started (UTC, ISO 8601).
         earlier_budgets: the budgets it ran to before ``--resume --budget`` extended it.
-        target_info: the target's fingerprint.
+        target_info: the target's fingerprint (with ``parallel`` > 1: chain 0's host group's).
         ceilings: the calibrated ceilings.
         baseline: the clean calibration runs' loss and retransmission rates (events/s).
         version: the file's layout version.
+        parallel: how many search chains run at once (``--parallel K``; 1: one, the file then leaves it out, so
+            a campaign without ``--parallel`` writes what older collie wrote and older folders load as 1).
     """
 
     target: str
@@ -132,13 +134,14 @@ class CampaignConfig:
     ceilings: Ceilings | None = None
     baseline: Mapping[str, float] | None = None
     version: int = CONFIG_VERSION
+    parallel: int = 1
 
     def __post_init__(self) -> None:
         _check_config(self, "the campaign's configuration")
 
     @classmethod
     def new(cls, *, target: str, seed: int, budget: int, preset: str, strategy: str, space: Path | None = None,
-            corpus: Path | None = None) -> CampaignConfig:
+            corpus: Path | None = None, parallel: int = 1) -> CampaignConfig:
         """The configuration of a new campaign: files named absolute, stamped with the time it is made.
 
         Raises:
@@ -146,11 +149,11 @@ class CampaignConfig:
         """
         return cls(target=target, seed=seed, budget=budget, preset=preset, strategy=strategy,
                    space=str(space.resolve()) if space else "", corpus=str(corpus.resolve()) if corpus else "",
-                   created=clock.strftime("%Y-%m-%dT%H:%M:%SZ", clock.gmtime()))
+                   created=clock.strftime("%Y-%m-%dT%H:%M:%SZ", clock.gmtime()), parallel=parallel)
 
     def resumed(self, where: str, *, target: str | None = None, seed: int | None = None, budget: int | None = None,
                 preset: str | None = None, strategy: str | None = None, space: Path | None = None,
-                corpus: Path | None = None) -> CampaignConfig:
+                corpus: Path | None = None, parallel: int | None = None) -> CampaignConfig:
         """This campaign resumed with the options a user gave (None: not given); ``where`` names its file.
 
         A budget above the campaign's extends it (the old one is kept in :attr:`earlier_budgets`); the same one
@@ -169,6 +172,7 @@ class CampaignConfig:
              space is None or (bool(self.space) and _same_path(space, self.space))),
             ("--corpus", corpus, self.corpus or "none", corpus is None or (bool(self.corpus)
              and _same_path(corpus, self.corpus))),
+            ("--parallel", parallel, self.parallel, parallel is None or parallel == self.parallel),
         ]
         for option, value, own, same in given:
             if not same:
@@ -195,6 +199,8 @@ class CampaignConfig:
                                "space": self.space, "corpus": self.corpus, "created": self.created}
         if self.earlier_budgets:
             out["earlier_budgets"] = list(self.earlier_budgets)
+        if self.parallel != 1:
+            out["parallel"] = self.parallel
         if self.target_info is not None:
             out["target_info"] = self.target_info.to_dict()
         if self.ceilings is not None:
@@ -226,6 +232,7 @@ class CampaignConfig:
         earlier = _expect(table.get("earlier_budgets", []), list, f"{where}: earlier_budgets", "a list of budgets")
         for i, b in enumerate(earlier):
             _expect(b, int, f"{where}: earlier_budgets[{i}]", "a positive integer")
+        parallel = _expect(table.get("parallel", 1), int, f"{where}: parallel", "a positive integer")
         info = None
         if "target_info" in table:
             info = _target_info(table["target_info"], f"{where}: target_info")
@@ -243,7 +250,7 @@ class CampaignConfig:
             baseline = {k: float(v) for k, v in base.items()}
         try:
             return cls(**strings, seed=seed, budget=budget, earlier_budgets=tuple(earlier), target_info=info,
-                       ceilings=ceilings, baseline=baseline, version=version)
+                       ceilings=ceilings, baseline=baseline, version=version, parallel=parallel)
         except InputError as exc:  # one sentence about the configuration: name the file instead
             raise InputError(str(exc).replace("the campaign's configuration", where, 1)) from None
 
@@ -262,6 +269,8 @@ def _check_config(config: CampaignConfig, where: str) -> None:
         if budgets[i] <= budgets[i - 1]:
             raise InputError(f"{where}: earlier_budgets: each budget must be below the next (and the last below "
                              f"budget = {config.budget}), got {list(budgets)}")
+    if config.parallel < 1:
+        raise InputError(f"{where}: parallel: must be at least 1, got {config.parallel}")
     if config.strategy not in STRATEGIES:
         raise InputError(f"{where}: strategy: {config.strategy!r} is not a strategy; use one of "
                          f"{', '.join(STRATEGIES)}")
@@ -297,7 +306,7 @@ def _target_info(value: Any, where: str) -> TargetInfo:
 
 # -- trials.jsonl --------------------------------------------------------------------------------------------
 
-_ROW_FIELDS: Final = ("trial", "phase", "key", "point", "status", "time", "reason", "result", "verdict")
+_ROW_FIELDS: Final = ("trial", "phase", "key", "point", "status", "time", "reason", "result", "verdict", "chain")
 _VERDICT_FIELDS: Final = ("anomalous", "signature", "score", "metrics")
 
 
@@ -319,6 +328,8 @@ class TrialRecord:
         reason: why it was pruned or failed.
         result: what the target measured.
         verdict: ``anomalous``, ``signature``, ``score`` and ``metrics`` of the oracle's verdict.
+        chain: the search chain that ran it, from 0 (``--parallel K`` with K > 1; None, and left out of the
+            row, otherwise). Chain ``i`` runs on host group ``i``; calibration and corpus replays run on chain 0.
     """
 
     trial: int
@@ -330,6 +341,7 @@ class TrialRecord:
     reason: str = ""
     result: RunResult | None = None
     verdict: Mapping[str, Any] | None = field(default=None)
+    chain: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The journal row (keys sorted when written)."""
@@ -341,6 +353,8 @@ class TrialRecord:
             row["result"] = self.result.to_dict()
         if self.verdict is not None:
             row["verdict"] = dict(self.verdict)
+        if self.chain is not None:
+            row["chain"] = self.chain
         return row
 
     @classmethod
@@ -389,7 +403,12 @@ class TrialRecord:
             _expect(v["signature"], str, f"{where}: verdict.signature", "a string")
             _number(v["score"], f"{where}: verdict.score")
             _mapping_of(v["metrics"], f"{where}: verdict.metrics", (int, float), "a number")
-        return cls(trial, Phase(phase), key, point, state, time, reason, result, verdict)
+        chain = r.get("chain")
+        if chain is not None:
+            _expect(chain, int, f"{where}: chain", "a chain number")
+            if chain < 0:
+                raise InputError(f"{where}: chain: must be 0 or more, got {chain}")
+        return cls(trial, Phase(phase), key, point, state, time, reason, result, verdict, chain)
 
 
 _FLOW_NUMBERS: Final = ("bps", "pps", "msg_rate", "lat_p50_us", "lat_p99_us", "lat_p999_us")
@@ -436,27 +455,35 @@ def _run_result(value: Any, where: str) -> RunResult:
                      errors=lists["errors"], engine_bound=engine_bound, truth=lists["truth"])
 
 
-def check_sequence(records: Sequence[TrialRecord], lines: Sequence[int], path: str) -> None:
+def check_sequence(records: Sequence[TrialRecord], lines: Sequence[int], path: str, in_flight: int = 1) -> None:
     """Check the journal's order: trial ``n`` is journaled RUNNING (again, after a crash) before it ends, and
     ends once, right after trial ``n - 1`` ended. A gap, a repeat or a row out of place is damage.
+
+    ``in_flight`` is how many trials may run at once (a campaign's ``parallel``): a RUNNING row may then be for
+    any of the ``in_flight`` trials from the next to end on, and a trial's end needs its RUNNING row somewhere
+    since the trial before it ended, not right before it. With 1, every end follows its own RUNNING row.
 
     Raises:
         InputError: naming the file, the line and the trial number.
     """
     expected = 1
-    previous: TrialRecord | None = None
+    running: dict[int, TrialRecord] = {}
     for record, line in zip(records, lines, strict=True):
         where = f"{path}: line {line}: trial"
-        if record.trial != expected:
+        top = expected + in_flight - 1
+        if record.trial < expected or record.trial > (top if not record.state.finished else expected):
             what = "missing" if record.trial > expected else "ended already"
-            raise InputError(f"{where}: expected trial {expected} here, got {record.trial} (trial "
+            shown = str(expected) if in_flight == 1 or record.state.finished else f"{expected} to {top}"
+            raise InputError(f"{where}: expected trial {shown} here, got {record.trial} (trial "
                              f"{min(expected, record.trial)} is {what}); the journal is damaged")
         if record.state.finished:
-            if previous is None or previous.trial != record.trial or previous.state.finished:
+            started = running.pop(record.trial, None)
+            if started is None:
                 raise InputError(f"{where}: trial {record.trial} ends without its RUNNING row before it; the "
                                  "journal is damaged")
-            if (previous.phase, previous.key) != (record.phase, record.key):
+            if (started.phase, started.key) != (record.phase, record.key):
                 raise InputError(f"{where}: trial {record.trial} ends with another phase or workload than it "
                                  "started with; the journal is damaged")
             expected += 1
-        previous = record
+        else:
+            running[record.trial] = record

@@ -13,7 +13,8 @@ Invariants:
       except through :meth:`CampaignStore.create`, which makes the folder at once;
     * the journal is only appended to; a crash loses at most the record being written, and when the journal is
       read back for a resume the trace of a crash is cut off its end: a truncated last line (no newline at its
-      end) with a warning, and the RUNNING row of the trial in flight;
+      end) with a warning, and the RUNNING rows that end it (the trials in flight; a campaign of K chains may
+      have had K, and the RUNNING row of one journaled before another trial ended stays where it is);
       anything else wrong in it (a damaged row, a row of the wrong type, a gap in the trial numbers) is an
       :class:`~collie.errors.InputError` naming the file, the line and the field, and the file is left as is;
     * every row and ``campaign.toml`` are checked on read (see :mod:`collie.records`);
@@ -201,8 +202,12 @@ class CampaignStore:
 
         A last line without its newline that is not a whole record (a crash while writing it) is cut off the
         file with a warning (a whole one gets its newline back, with a warning, so that the next record starts a
-        line of its own); so is, silently, the RUNNING row of the trial in flight at a crash or a Ctrl-C (a
-        resumed campaign runs that trial again and journals it anew, so its journal is the uninterrupted one's).
+        line of its own); so are, silently, the RUNNING rows that end the journal: the trial in flight at a crash
+        or a Ctrl-C (a resumed campaign runs that trial again and journals it anew, so its journal is the
+        uninterrupted one's). A campaign of ``parallel`` chains may have had several trials in flight: the
+        RUNNING row of one that was journaled before another trial ended stays where it is (the rows' order
+        is checked with :func:`~collie.records.check_sequence` for ``parallel`` trials in flight), and the trial
+        is journaled RUNNING again when it runs again.
         A journal without trials beside a ``campaign.toml`` that holds calibrated ceilings has lost them (the
         ceilings come from the first trials): an error, not a fresh start.
 
@@ -235,7 +240,7 @@ class CampaignStore:
             records.append(TrialRecord.from_json(row, where))
             numbers.append(i + 1)
             starts.append(start)
-        check_sequence(records, numbers, str(path))
+        check_sequence(records, numbers, str(path), self._config.parallel)
         if not any(r.state.finished for r in records) and self._config.ceilings is not None:
             raise InputError(f"{path}: holds no finished trial, but {self.root / CONFIG} holds the ceilings its "
                              "calibration trials measured: the journal was lost or emptied, and resuming would "
@@ -243,8 +248,8 @@ class CampaignStore:
         tail = raw_lines[-1]  # what follows the last newline: b"" unless a crash cut the last write short
         if cut is None and tail and not tail.strip():
             cut = len(data) - len(tail)
-        if records and records[-1].state is TrialState.RUNNING:  # the trial in flight: it runs again
-            cut = starts[-1]
+        while records and records[-1].state is TrialState.RUNNING:  # the trials in flight: they run again
+            cut = starts.pop()
             records.pop()
             numbers.pop()
         missing_newline = cut is None and bool(tail)  # a whole last record without its newline

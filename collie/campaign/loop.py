@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from collie import calibrate
 from collie.campaign.registry import AnomalyRecord, AnomalyRegistry
-from collie.campaign.runner import CampaignInterrupted, TrialOutcome, TrialRunner
+from collie.campaign.runner import CampaignInterrupted, SharedJournal, TrialOutcome, TrialRunner
 from collie.campaign.summary import CampaignSummary
 from collie.case_record import CaseRecord, OriginalFind, RunLog, TargetRecord
 from collie.cases import CorpusCase
@@ -83,11 +83,16 @@ class Campaign:
         corpus: known cases replayed before the search.
         resume: take the finished trials of the store's journal instead of running them again.
         earlier_budgets: the budgets the campaign ran to before it was extended to ``budget`` (see the module).
+        registry: the anomalies known, shared with other chains (default: this campaign's own).
+        shared: the journal state shared with other chains (default: its own; given, ``resume`` reads nothing:
+            the shared state holds what was read).
+        chain: the chain this campaign is in a :class:`~collie.campaign.parallel.ParallelCampaign`.
     """
 
     def __init__(self, *, target: Target, space: SearchSpace, preset: Preset, store: CampaignStore, seed: int,
                  budget: int, listener: Listener | None = None, corpus: Sequence[CorpusCase] = (),
-                 resume: bool = False, earlier_budgets: Sequence[int] = ()) -> None:
+                 resume: bool = False, earlier_budgets: Sequence[int] = (), registry: AnomalyRegistry | None = None,
+                 shared: SharedJournal | None = None, chain: int | None = None) -> None:
         self.target = target
         self.space = space
         self.preset = preset
@@ -98,17 +103,18 @@ class Campaign:
         self.listener = listener
         self.corpus = corpus
         self.summary = CampaignSummary(confirms=preset.minimize is not None)
-        self.registry = AnomalyRegistry(space, self.summary.anomalies)
+        self.registry = registry if registry is not None else AnomalyRegistry(space, self.summary.anomalies)
         self.known = self.registry.known
         # minimized anomalies whose MFS still has open edges, finished when the search ends
         self._open: list[_OpenEdges] = []
         # confirming and minimizing a new find stop here: what finishing the open edges may take stays free
         self._limit = self.budget
         self.resume = resume
-        journal = store.read_journal() if resume else None
+        journal = store.read_journal() if resume and shared is None else None
         for w in journal.warnings if journal is not None else ():
             self._emit(Warning(w))
-        self.runner = TrialRunner(target, store, preset.duration, self.summary, self._emit, journal)
+        self.runner = TrialRunner(target, store, preset.duration, self.summary, self._emit, journal, shared=shared,
+                                  chain=chain)
         self.strategy = make_strategy(preset.strategy, space, seed, preset.strategy_options,
                                       encoder=point_encoder(space.build))
         if preset.exclude_known:
@@ -116,6 +122,10 @@ class Campaign:
         self.strategy.set_regions(self.registry.regions)
         self.info: TargetInfo | None = None
         self.catalog: Catalog | None = None
+
+    def _spent(self) -> int:
+        """The budget spent: by every chain of the campaign, their trials in flight included."""
+        return self.runner.shared.spent
 
     def _emit(self, event: Event) -> None:
         if self.listener is not None:
@@ -130,7 +140,7 @@ class Campaign:
     def _probe(self, phase: Phase, point: Mapping[str, Any]) -> Verdict | None:
         if not self.space.is_valid(point):
             return None
-        if self.summary.experiments >= self._limit:
+        if self._spent() >= self._limit:
             raise _BudgetSpent()
         trial = self._experiment(phase, self.space.build(point), point)
         return trial.verdict
@@ -178,7 +188,7 @@ class Campaign:
         """Explore, keeping what finishing the open edges of the MFSs found may cost; finish them; go on
         exploring with what finishing left of the budget, until the budget is spent or the search gives up."""
         if self.summary.experiments:  # a campaign extended past an earlier budget
-            detail = f"extended to {self.budget}, {counted(self.budget - self.summary.experiments, 'experiment')} left"
+            detail = f"extended to {self.budget}, {counted(self.budget - self._spent(), 'experiment')} left"
         else:
             detail = f"{self.preset.strategy}, budget {self.budget}"
         if not self.summary.confirms:
@@ -186,9 +196,9 @@ class Campaign:
         self._emit(PhaseStarted("explore", detail))
         while self._explore() and self._open:
             self._finish_edges()
-            if self._open or self.summary.experiments >= self.budget:
+            if self._open or self._spent() >= self.budget:
                 return
-            self._emit(PhaseStarted("explore", f"{counted(self.budget - self.summary.experiments, 'experiment')} "
+            self._emit(PhaseStarted("explore", f"{counted(self.budget - self._spent(), 'experiment')} "
                                                "left"))
         self._finish_edges()
 
@@ -200,7 +210,7 @@ class Campaign:
         """Ask, run and tell until only the experiments finishing the open edges may take are left (True) or
         the strategy keeps asking points that cannot run (False)."""
         guard = 0
-        while self.summary.experiments < self._free():
+        while self._spent() < self._free():
             guard += 1
             if guard > self.budget * 20:
                 self._emit(Warning("too many pruned trials in a row; stopping the search early"))
@@ -217,7 +227,7 @@ class Campaign:
             self.strategy.tell(point, Outcome(v.metrics, v.anomalous))
             self._emit(_search_step(self.runner.trial, self.strategy))
             if v.anomalous:
-                self._handle_anomaly(point, v, found_at=self.summary.experiments)
+                self._handle_anomaly(point, v, found_at=self._spent())
                 self.strategy.restart()
         return True
 
@@ -235,12 +245,12 @@ class Campaign:
         def probe(p: Mapping[str, Any]) -> Verdict | None:
             v = self._probe(Phase.MINIMIZE, p)
             if side_findings and v is not None and v.anomalous and v.leading != verdict.leading:
-                side.setdefault(v.leading, (dict(p), v, self.summary.experiments))
+                side.setdefault(v.leading, (dict(p), v, self._spent()))
             return v
 
         self._record_anomaly(point, verdict, probe, found_at)
         for p, v, at in list(side.values())[:MAX_SIDE_FINDINGS]:
-            if self.summary.experiments >= self._free():
+            if self._spent() >= self._free():
                 break
             self._handle_anomaly(p, v, side_findings=False, found_at=at)
 
@@ -248,6 +258,23 @@ class Campaign:
 
     def _record_anomaly(self, point: dict[str, Any], verdict: Verdict,
                         probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int) -> None:
+        """Record a find (see :meth:`_record_find`). In a campaign of several chains, a find whose leading
+        symptom another chain is confirming or minimizing right now waits (its turns pass) until that chain has
+        recorded its own, and is then looked up again: two chains never minimize one anomaly twice."""
+        chain = self.runner.chain
+        if chain is None:
+            self._record_find(point, verdict, probe, found_at)
+            return
+        while self.registry.held_elsewhere(chain, verdict.signature):
+            self.runner.idle()
+        self.registry.hold(chain, verdict.signature)
+        try:
+            self._record_find(point, verdict, probe, found_at)
+        finally:
+            self.registry.release(chain)
+
+    def _record_find(self, point: dict[str, Any], verdict: Verdict,
+                     probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int) -> None:
         workload = self.space.build(point)
         feats = features(workload)
         # every run of every point from here on, for the evidence of whichever point becomes the case
@@ -325,7 +352,7 @@ class Campaign:
             original=OriginalFind(dict(original or record.point), verdict, record.found_at),
             minimize_experiments=cost, minimize_steps=steps))
         self._emit(AnomalyFound(record.anomaly_id, verdict.signature, mfs.describe() if mfs else "",
-                                self.summary.experiments, cost, record.confirmed, found_at=record.found_at,
+                                self._spent(), cost, record.confirmed, found_at=record.found_at,
                                 minimized=self.summary.confirms))
 
     # -- the edges of MFSs, widened or finished ----------------------------------------------------------

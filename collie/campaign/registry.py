@@ -59,6 +59,8 @@ class AnomalyRegistry:
         #: every known anomaly: the corpus's that reproduced, then the campaign's own finds, in order
         self.known: list[AnomalyRecord] = []
         self.found = found
+        #: chain -> the signature of the find it is confirming and minimizing now (several chains only)
+        self._held: dict[int, str] = {}
 
     def next_id(self, primary: str) -> str:
         """The id of the next find whose primary symptom is ``primary`` (``A003-low-throughput``)."""
@@ -69,6 +71,20 @@ class AnomalyRegistry:
         self.known.append(record)
         if found:
             self.found.append(record)
+
+    def hold(self, chain: int, signature: str) -> None:
+        """Chain ``chain`` is confirming and minimizing a find of ``signature`` (until :meth:`release`)."""
+        self._held[chain] = signature
+
+    def release(self, chain: int) -> None:
+        """Chain ``chain`` has recorded (or dropped) the find it held."""
+        self._held.pop(chain, None)
+
+    def held_elsewhere(self, chain: int, signature: str) -> bool:
+        """Whether a chain other than ``chain`` is confirming or minimizing a find of the same leading symptom as
+        ``signature`` (which may turn out to be the same anomaly, known once that chain has recorded it)."""
+        lead = leading_symptom(signature)
+        return any(c != chain and leading_symptom(s) == lead for c, s in self._held.items())
 
     def get(self, anomaly_id: str) -> AnomalyRecord:
         """The current record of a known anomaly (KeyError if none)."""

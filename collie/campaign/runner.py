@@ -6,6 +6,9 @@ Invariants:
       taken from the journal and judged again. It must be the same phase and workload the campaign asks at that
       place, else the journal belongs to another path (other options, files or collie version) and the campaign
       stops with one sentence rather than mixing two paths;
+    * with several chains (``--parallel``), trials are numbered in the order the chains' turns start them, and
+      journaled as finished in that same order (see :mod:`collie.campaign.turns`), so numbers are unique and the
+      journal is a function of the seed, as with one chain;
     * the repetition a target is told for a run (see :meth:`~collie.targets.base.Target.run`) is how many
       earlier COMPLETE trials of the campaign ran the same workload: a function of the journal only, so the
       simulator's noise, and with it every result and decision, is the same in a resumed campaign as in an
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collie.campaign.summary import CampaignSummary
+from collie.campaign.turns import Turns
 from collie.errors import InputError, TargetUnavailable
 from collie.events import Event, TrialFinished, TrialStarted
 from collie.oracle import Oracle, Verdict
@@ -45,8 +49,43 @@ class TrialOutcome:
     reason: str = ""
 
 
+class SharedJournal:
+    """What the runners of a campaign's chains share: the trial numbers, the journal read back for a resume,
+    the repetitions of each workload, the oracle and the budget spent.
+
+    Invariants: read and changed only by the chain whose turn it is (see :class:`Turns`), or by the one runner
+    of a campaign of one chain.
+
+    Args:
+        journal: the journal read back for a resume (None for a new campaign).
+    """
+
+    def __init__(self, journal: JournalRead | None = None) -> None:
+        #: trials numbered so far (the last trial's number)
+        self.trials = 0
+        #: the finished trials of a resumed journal not re-walked yet: trial -> (record, line)
+        self.recorded: dict[int, tuple[TrialRecord, int]] = {}
+        if journal is not None:
+            self.recorded = {r.trial: (r, line) for r, line in zip(journal.records, journal.lines, strict=True)
+                             if r.state.finished}
+        #: COMPLETE trials of each workload key so far
+        self.repetitions: Counter[str] = Counter()
+        self.oracle: Oracle | None = None
+        #: budgeted trials that finished unpruned, over every chain
+        self.experiments = 0
+        #: budgeted trials started and not finished yet (other chains' runs in flight)
+        self.in_flight = 0
+
+    @property
+    def spent(self) -> int:
+        """The budget spent, counting every budgeted trial in flight as spent (one that is pruned is given
+        back when it finishes): chains that check it in turn never run more than the budget between them."""
+        return self.experiments + self.in_flight
+
+
 class TrialRunner:
-    """Runs a campaign's trials one after another (see the module's invariants).
+    """Runs a campaign's trials one after another (see the module's invariants); with ``turns``, one chain's
+    trials among those of other chains (see :mod:`collie.campaign.parallel`).
 
     Args:
         target: the entered target.
@@ -54,24 +93,40 @@ class TrialRunner:
         duration: seconds of measured traffic per run.
         summary: the campaign's tally (experiments, pruned, failed), counted here.
         emit: where the ``TrialStarted`` and ``TrialFinished`` events go.
-        journal: the journal read back for a resume (None for a new campaign).
+        journal: the journal read back for a resume (None for a new campaign); ignored with ``shared``.
+        shared: the state shared with the runners of the other chains (default: a new one of its own).
+        chain: the chain it runs, journaled with each trial (None: a campaign of one chain).
+        turns: the chains' turns: each trial passes the turn on once it is journaled RUNNING, runs, and waits
+            for the turn to come back before it is judged and journaled as finished.
     """
 
     def __init__(self, target: Target, store: CampaignStore, duration: float, summary: CampaignSummary,
-                 emit: Callable[[Event], None], journal: JournalRead | None = None) -> None:
+                 emit: Callable[[Event], None], journal: JournalRead | None = None, *,
+                 shared: SharedJournal | None = None, chain: int | None = None, turns: Turns | None = None) -> None:
         self.target = target
         self.store = store
         self.duration = duration
         self.summary = summary
         self.emit = emit
+        #: the number of the last trial this runner ran (0: none yet)
         self.trial = 0
-        #: judges every result but calibration's, once calibration has made it
-        self.oracle: Oracle | None = None
-        self._repetitions: Counter[str] = Counter()
-        self._recorded: dict[int, tuple[TrialRecord, int]] = {}
-        if journal is not None:
-            self._recorded = {r.trial: (r, line) for r, line in zip(journal.records, journal.lines, strict=True)
-                              if r.state.finished}
+        #: what the runners of every chain share (one per campaign)
+        self.shared = shared if shared is not None else SharedJournal(journal)
+        #: the chain this runner runs (journaled with each trial); None: a campaign of one chain
+        self.chain = chain
+        #: the turns its chain takes with the others (None: one chain, nothing to wait for)
+        self.turns = turns
+        #: turns it let go round without a trial (:meth:`idle`)
+        self.idles = 0
+
+    @property
+    def oracle(self) -> Oracle | None:
+        """Judges every result but calibration's, once calibration has made it (shared by the chains)."""
+        return self.shared.oracle
+
+    @oracle.setter
+    def oracle(self, oracle: Oracle | None) -> None:
+        self.shared.oracle = oracle
 
     def run(self, phase: Phase, workload: Workload, point: Mapping[str, Any] | None) -> TrialOutcome:
         """Run (or take from the journal) the next trial; journal it; return its outcome.
@@ -80,11 +135,12 @@ class TrialRunner:
             InputError: the journal holds another phase or workload at this trial.
             CampaignInterrupted: Ctrl-C while the target ran it.
         """
-        self.trial += 1
-        n = self.trial
+        shared = self.shared
+        shared.trials += 1
+        n = self.trial = shared.trials
         key = workload.key()
         pt = dict(point) if point is not None else {}
-        recorded = self._recorded.pop(n, None)
+        recorded = shared.recorded.pop(n, None)
         if recorded is not None and (recorded[0].phase, recorded[0].key) != (phase, key):
             record, line = recorded
             raise InputError(f"{self.store.root / JOURNAL}: line {line}: trial {n} ran {record.phase} of workload "
@@ -97,37 +153,55 @@ class TrialRunner:
                 raise InputError(f"{self.store.root / JOURNAL}: line {recorded[1]}: result: {problem} of its "
                                  f"workload {key}; the journal is damaged")
         self.emit(TrialStarted(n, phase, pt))
+        shared.in_flight += phase.budgeted
+        repetition = shared.repetitions[key]
+        if recorded is None:
+            self.store.append(TrialRecord(n, phase, key, pt, TrialState.RUNNING, time.time(), chain=self.chain))
+        if self.turns is not None:  # the next chain decides while this one runs
+            self.turns.pass_on(self.chain or 0)
+        if recorded is None:
+            outcome = self._run_live(workload, repetition)
+        if self.turns is not None:  # decisions are taken in turn: what the chains before it did is known
+            self.turns.wait(self.chain or 0)
+        shared.in_flight -= phase.budgeted
         if recorded is not None:
             record = recorded[0]
             verdict = self._judge(phase, record.result, workload)
             outcome = TrialOutcome(record.state, record.result, verdict, record.reason)
         else:
-            self.store.append(TrialRecord(n, phase, key, pt, TrialState.RUNNING, time.time()))
-            outcome = self._run_live(workload, self._repetitions[key])
             outcome = TrialOutcome(outcome.state, outcome.result, self._judge(phase, outcome.result, workload),
                                    outcome.reason)
             v = outcome.verdict
             summary = None if v is None else {"anomalous": v.anomalous, "signature": v.signature,
                                               "score": v.score, "metrics": dict(v.metrics)}
             self.store.append(TrialRecord(n, phase, key, pt, outcome.state, time.time(), outcome.reason,
-                                          outcome.result, summary))
+                                          outcome.result, summary, chain=self.chain))
         if outcome.state is TrialState.COMPLETE:
-            self._repetitions[key] += 1
-        if phase.budgeted:
-            self.summary.experiments += outcome.state is not TrialState.PRUNED
+            shared.repetitions[key] += 1
+        counts = phase.budgeted and outcome.state is not TrialState.PRUNED
+        self.summary.experiments += counts
+        shared.experiments += counts
         self.summary.pruned += outcome.state is TrialState.PRUNED
         self.summary.failed += outcome.state is TrialState.FAILED
-        self.emit(TrialFinished(n, phase, outcome.state, self.summary.experiments, pt, outcome.verdict,
+        self.emit(TrialFinished(n, phase, outcome.state, shared.experiments, pt, outcome.verdict,
                                 outcome.result, outcome.reason))
         return outcome
+
+    def idle(self) -> None:
+        """Let one turn go round without a trial (a chain waiting for another chain's find to be recorded)."""
+        if self.turns is not None:
+            self.idles += 1
+            self.turns.pass_on(self.chain or 0)
+            self.turns.wait(self.chain or 0)
 
     def unwalked(self) -> tuple[int, int] | None:
         """The first finished trial of the journal the campaign did not reach, as ``(trial, line)``; None when it
         re-walked them all (its budget in ``campaign.toml`` was lowered, or the journal is another campaign's)."""
-        if not self._recorded:
+        recorded = self.shared.recorded
+        if not recorded:
             return None
-        first = min(self._recorded)
-        return first, self._recorded[first][1]
+        first = min(recorded)
+        return first, recorded[first][1]
 
     def _judge(self, phase: Phase, result: RunResult | None, workload: Workload) -> Verdict | None:
         if result is None or phase is Phase.CALIBRATE or self.oracle is None:

@@ -12,6 +12,7 @@ import click
 from click.core import ParameterSource
 
 from collie.campaign import Campaign, CampaignInterrupted, CampaignSummary
+from collie.campaign.parallel import ParallelCampaign, chain_seed
 from collie.cases import CorpusCase, load_corpus
 from collie.cli.dashboard import dashboard, live_options
 from collie.cli.render import emit, format_option, render
@@ -24,6 +25,7 @@ from collie.space import load_space
 from collie.store import CONFIG, CampaignStore
 from collie.strategies import STRATEGIES
 from collie.targets import open_target
+from collie.targets.base import Target
 
 
 def _corpus(folder: Path | None) -> tuple[CorpusCase, ...]:
@@ -52,8 +54,8 @@ def _given(ctx: click.Context, name: str, value: Any) -> Any:
 
 
 def _store(ctx: click.Context, resume: bool, out: Path | None, target_spec: str, seed: int, preset: str,
-           strategy: str | None, budget: int | None, space_file: Path | None, corpus: Path | None
-           ) -> CampaignStore:
+           strategy: str | None, budget: int | None, space_file: Path | None, corpus: Path | None,
+           parallel: int | None) -> CampaignStore:
     """The campaign folder: a resumed one (its configuration amended by the options given, or refused), or a
     new one planned (written once the target is open)."""
     if resume:
@@ -64,14 +66,29 @@ def _store(ctx: click.Context, resume: bool, out: Path | None, target_spec: str,
         store.stage(config.resumed(
             str(out / CONFIG), target=_given(ctx, "target_spec", target_spec), seed=_given(ctx, "seed", seed),
             budget=budget, preset=_given(ctx, "preset", preset), strategy=strategy, space=space_file,
-            corpus=corpus))
+            corpus=corpus, parallel=parallel))
         return store
     chosen = load_preset(preset)
     config = CampaignConfig.new(target=target_spec, seed=seed, budget=budget or chosen.budget, preset=preset,
-                                strategy=strategy or chosen.strategy, space=space_file, corpus=corpus)
+                                strategy=strategy or chosen.strategy, space=space_file, corpus=corpus,
+                                parallel=parallel or 1)
     if out is not None:
         return CampaignStore.prepare(out, config)
     return CampaignStore.prepare(Path("reports") / time.strftime("campaign-%Y%m%d-%H%M%S"), config, unique=True)
+
+
+def _chain_targets(spec: str, k: int, seed: int, accept_new_host_keys: bool) -> list[Target]:
+    """One remote target per chain, over the inventory's ``k`` disjoint host groups (see
+    :mod:`collie.remote.groups`); chain ``i`` seeded with :func:`~collie.campaign.parallel.chain_seed`."""
+    kind, _, rest = spec.partition(":")
+    if kind != "remote" or not rest:
+        raise InputError(f"--parallel {k} needs a remote target (--target remote:hosts.toml), whose inventory "
+                         f"gives each chain a host group of its own; {spec} is one target, so run it without "
+                         "--parallel")
+    from collie.remote.groups import open_groups
+
+    return list(open_groups(rest, [chain_seed(seed, i) for i in range(k)],
+                            accept_new_host_keys=accept_new_host_keys))
 
 
 _PRESET_HELP = ("Search preset: collie or quick (confirm and minimize every find), random or bayes (baselines: "
@@ -96,14 +113,18 @@ _PRESET_HELP = ("Search preset: collie or quick (confirm and minimize every find
 @click.option("--resume", is_flag=True,
               help="Continue the campaign in --out (same target, seed, preset, strategy, space and corpus; "
                    "--budget extends it).")
+@click.option("--parallel", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Run K search chains at once on K disjoint host groups of a remote:hosts.toml inventory (its "
+                   "hosts split in order into K groups), sharing the anomalies, the budget and the folder.")
 @live_options
 @pace_option
 @accept_keys_option
 @format_option
 @click.pass_context
 def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, preset: str, strategy: str | None,
-             budget: int | None, seed: int, out: Path | None, corpus: Path | None, resume: bool, no_live: bool,
-             quiet: bool, pace: float, accept_new_host_keys: bool, fmt: str) -> None:
+             budget: int | None, seed: int, out: Path | None, corpus: Path | None, resume: bool,
+             parallel: int | None, no_live: bool, quiet: bool, pace: float, accept_new_host_keys: bool, fmt: str
+             ) -> None:
     """Search a target for anomalies, minimize each one, and save replayable cases.
 
     \b
@@ -114,18 +135,28 @@ def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, pres
            host can stand in (the journal is safe: continue with --resume)
       130  interrupted (continue with --resume)
     """
-    store = _store(ctx, resume, out, target_spec, seed, preset, strategy, budget, space_file, corpus)
+    store = _store(ctx, resume, out, target_spec, seed, preset, strategy, budget, space_file, corpus, parallel)
     config = store.config()
     chosen = load_preset(config.preset)
     if config.strategy != chosen.strategy:
         chosen = replace(chosen, strategy=config.strategy, strategy_options={})
     space = load_space(Path(config.space) if config.space else None)
     known_cases = _corpus(Path(config.corpus) if config.corpus else None)
-    target = open_target(config.target, seed=config.seed, pace=pace, accept_new_host_keys=accept_new_host_keys)
-    view = dashboard(title=f"collie campaign on {config.target} ({chosen.name}) -> {store.root}",
+    k = config.parallel
+    chains = f", {k} chains" if k > 1 else ""
+    view = dashboard(title=f"collie campaign on {config.target} ({chosen.name}{chains}) -> {store.root}",
                      total=config.budget, every=max(10, config.budget // 10), no_live=no_live, quiet=quiet)
-    run = Campaign(target=target, space=space, preset=chosen, store=store, seed=config.seed, budget=config.budget,
-                   listener=view, corpus=known_cases, resume=resume, earlier_budgets=config.earlier_budgets)
+    run: Campaign | ParallelCampaign
+    if k == 1:
+        target = open_target(config.target, seed=config.seed, pace=pace, accept_new_host_keys=accept_new_host_keys)
+        run = Campaign(target=target, space=space, preset=chosen, store=store, seed=config.seed,
+                       budget=config.budget, listener=view, corpus=known_cases, resume=resume,
+                       earlier_budgets=config.earlier_budgets)
+    else:
+        run = ParallelCampaign(targets=_chain_targets(config.target, k, config.seed, accept_new_host_keys),
+                               space=space, preset=chosen, store=store, seed=config.seed, budget=config.budget,
+                               listener=view, corpus=known_cases, resume=resume,
+                               earlier_budgets=config.earlier_budgets)
     try:
         with view:
             summary = run.run()

@@ -34,20 +34,31 @@ def hosts() -> None:
 
 @hosts.command("list")
 @inventory_option
+@click.option("--parallel", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Show the host group (chain) of each host and the roles it plays in it under "
+                   "collie campaign --parallel K (refused in one sentence when the inventory cannot give K groups).")
 @format_option
-def list_hosts(inventory_path: str, fmt: str) -> None:
+def list_hosts(inventory_path: str, parallel: int | None, fmt: str) -> None:
     """Validate an inventory and list its hosts (no network), with the workload roles each one plays as
-    ``--target remote:HOSTS.toml``."""
+    ``--target remote:HOSTS.toml`` (or in its group, with ``--parallel K``)."""
+    from collie.remote.groups import split
     from collie.remote.placement import place
 
     inv = load_inventory(inventory_path)
-    try:
-        placement = place(inv)
-    except CollieError as exc:  # still a valid inventory for hosts check; only the remote target refuses it
-        click.echo(f"warning: --target remote:{inv.path} would refuse this inventory: {exc}", err=True)
-        placement = {}
+    groups = split(inv, parallel) if parallel else [inv]
+    chain_of: dict[str, int] = {}
+    roles: dict[str, str] = {}
+    for i, group in enumerate(groups):
+        try:
+            placement = place(group)
+        except CollieError as exc:  # still a valid inventory for hosts check; only the remote target refuses it
+            click.echo(f"warning: --target remote:{inv.path} would refuse this inventory: {exc}", err=True)
+            placement = {}
+        for h in group.hosts:
+            chain_of[h.name] = i
+            roles[h.name] = ", ".join(r for r, p in placement.items() if p.name == h.name)
     rows = [{"host": h.name, "address": h.address, "port": h.port, "user": h.user, "target": h.target.spec,
-             "roles": ", ".join(r for r, p in placement.items() if p.name == h.name) or None,
+             **({"chain": chain_of[h.name]} if parallel else {}), "roles": roles[h.name] or None,
              "identity": str(h.identity) if h.identity else None, "netdev": h.netdev, "numa": h.numa,
              "tags": list(h.tags)} for h in inv.hosts]
     emit(render(rows, fmt, title=f"{inv.path}: {len(rows)} host(s)"))

@@ -42,7 +42,7 @@ TRIAL_COLUMNS: Final = {
     "trial": "int64", "phase": "string", "key": "string", "status": "string", "time": "float64",
     "reason": "string", "anomalous": "boolean", "signature": "string", "score": "float64",
     "throughput": "float64", "bps": "float64", "pps": "float64", "msg_rate": "float64", "lat_p99_us": "float64",
-    "duration_s": "float64", "point": "string",
+    "duration_s": "float64", "point": "string", "chain": "Int64",
 }
 #: The anomalies frame's columns and their pandas dtypes.
 ANOMALY_COLUMNS: Final = {
@@ -59,7 +59,7 @@ def trial_row(t: TrialRecord) -> dict[str, Any]:
         "trial": t.trial, "phase": str(t.phase), "key": t.key, "status": str(t.state), "time": t.time,
         "reason": t.reason, "anomalous": None, "signature": "", "score": None, "throughput": None,
         "bps": None, "pps": None, "msg_rate": None, "lat_p99_us": None, "duration_s": None,
-        "point": json.dumps(dict(t.point), sort_keys=True, separators=(",", ":")),
+        "point": json.dumps(dict(t.point), sort_keys=True, separators=(",", ":")), "chain": t.chain,
     }
     if v is not None:
         row.update(anomalous=bool(v["anomalous"]), signature=str(v["signature"]), score=float(v["score"]),

@@ -23,12 +23,13 @@ def plain_line(event: Event, every: int, each: Collection[str] = ()) -> str | No
     if isinstance(event, PhaseStarted):
         return f"== {event.phase}: {event.detail}"
     if isinstance(event, TrialFinished):
+        by = _by(event.chain)
         if event.status == TrialState.FAILED:
-            return f"   trial {event.trial} FAILED: {event.reason}"
+            return f"   trial {event.trial}{by} FAILED: {event.reason}"
         if event.phase in each:
-            return f"   trial {event.trial} ({event.phase}): {_judged(event)}"
+            return f"   trial {event.trial}{by} ({event.phase}): {_judged(event)}"
         if event.phase == "explore" and event.experiments % every == 0 and event.status != TrialState.PRUNED:
-            return f"   {counted(event.experiments, 'experiment')}"
+            return f"   {counted(event.experiments, 'experiment')}{by}"
         return None
     if isinstance(event, AnomalyFound):
         if not event.minimized:
@@ -37,17 +38,22 @@ def plain_line(event: Event, every: int, each: Collection[str] = ()) -> str | No
             state, what = "not minimized", "saved as found"
         else:
             state, what = "confirmed" if event.confirmed else "NOT confirmed after minimizing", event.mfs
-        return (f"!! {event.anomaly_id} [{event.signature}] found at experiment {event.found_at} "
+        return (f"!! {event.anomaly_id} [{event.signature}] found at experiment {event.found_at}{_by(event.chain)} "
                 f"({counted(event.minimize_experiments, 'more experiment')} to confirm and minimize, {state}): "
                 f"{what}")
     if isinstance(event, KnownAnomaly):
         widened = f"; its MFS widened to {event.widened}" if event.widened else ""
-        return f"   trial {event.trial}: known anomaly {event.anomaly_id}{widened}"
+        return f"   trial {event.trial}{_by(event.chain)}: known anomaly {event.anomaly_id}{widened}"
     if isinstance(event, MfsFinished):
         return f"   {event.anomaly_id}: edges finished ({counted(event.experiments, 'experiment')}): {event.mfs}"
     if isinstance(event, Warning):
         return f"warning: {event.message}"
     return None
+
+
+def _by(chain: int | None) -> str:
+    """`` (chain 1)`` after what a chain of a ``--parallel`` campaign did; nothing with one chain."""
+    return "" if chain is None else f" (chain {chain})"
 
 
 def _judged(event: TrialFinished) -> str:

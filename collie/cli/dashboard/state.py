@@ -79,6 +79,8 @@ class DashboardState:
         driven: per driven metric, its values over the explore trials (oldest first).
         anomalies: found so far; known_hits: finds a known anomaly explained.
         verdicts: the last finished trials; hosts: the last run's hosts; warnings: every warning, in order.
+        chain: the chain of the trial running or last finished (``--parallel``; None with one chain);
+        per_chain: per chain, its trials finished so far (empty with one chain).
     """
 
     title: str = ""
@@ -98,6 +100,8 @@ class DashboardState:
     verdicts: deque[VerdictRow] = field(default_factory=lambda: deque(maxlen=LAST_VERDICTS))
     hosts: tuple[HostRow, ...] = ()
     warnings: list[str] = field(default_factory=list)
+    chain: int | None = None
+    per_chain: dict[int, int] = field(default_factory=dict)
     _scores: dict[int, float] = field(default_factory=dict)
 
     def apply(self, event: Event) -> None:
@@ -105,7 +109,7 @@ class DashboardState:
         if isinstance(event, PhaseStarted):
             self.phase, self.detail = event.phase, event.detail
         elif isinstance(event, TrialStarted):
-            self.trial, self.point = event.trial, dict(event.point)
+            self.trial, self.point, self.chain = event.trial, dict(event.point), event.chain
             self.phase = str(event.phase)
         elif isinstance(event, TrialFinished):
             self._finished(event)
@@ -126,6 +130,8 @@ class DashboardState:
     def _finished(self, event: TrialFinished) -> None:
         self.experiments = max(self.experiments, event.experiments)
         self.failed += event.status is TrialState.FAILED
+        if event.chain is not None:
+            self.per_chain[event.chain] = self.per_chain.get(event.chain, 0) + 1
         v = event.verdict
         if v is not None and v.anomalous:
             self._scores.setdefault(event.experiments, v.score)
@@ -134,8 +140,9 @@ class DashboardState:
                 if name in v.metrics:
                     self.driven.setdefault(name, deque(maxlen=HISTORY)).append(float(v.metrics[name]))
         if event.status is not TrialState.PRUNED:
+            phase = str(event.phase) if event.chain is None else f"{event.phase} (chain {event.chain})"
             self.verdicts.append(VerdictRow(
-                event.trial, str(event.phase), event.status.name.lower(), v.signature if v is not None else "",
+                event.trial, phase, event.status.name.lower(), v.signature if v is not None else "",
                 v.score if v is not None else 0.0, v.metrics.get(THROUGHPUT) if v is not None else None,
                 event.reason))
         if event.result is not None and event.result.hosts:

@@ -47,7 +47,10 @@ def status_table(state: DashboardState) -> Table:
     t.add_column(style="bold")
     t.add_column()
     t.add_row("phase", Text(f"{state.phase}: {state.detail}" if state.detail else state.phase))
-    t.add_row("trial", Text(f"{state.trial}" + (f"  {describe_point(state.point)}" if state.point else "")))
+    by = f" (chain {state.chain})" if state.chain is not None else ""
+    t.add_row("trial", Text(f"{state.trial}{by}" + (f"  {describe_point(state.point)}" if state.point else "")))
+    if state.per_chain:
+        t.add_row("chains", Text(", ".join(f"chain {c}: {n} trials" for c, n in sorted(state.per_chain.items()))))
     search = []
     if state.objective:
         search.append(f"driving {state.objective}")

@@ -111,3 +111,28 @@ def test_a_workload_string_is_never_markup() -> None:
         view(PhaseStarted("explore", "[red]not markup[/red]"))
     text = console.export_text()
     assert "[red]not markup[/red]" in text and "[bold]x[/bold]" in text
+
+
+def test_a_parallel_campaigns_lines_and_live_view_name_each_trials_chain(events: list[Event]) -> None:
+    import dataclasses
+
+    from collie.events import KnownAnomaly, TrialStarted
+
+    chained: list[Event] = []
+    for e in events:  # the same events, as if two chains had taken turns
+        if isinstance(e, TrialStarted | TrialFinished | AnomalyFound | KnownAnomaly):
+            e = dataclasses.replace(e, chain=e.trial % 2 if not isinstance(e, AnomalyFound) else 1)
+        chained.append(e)
+    buf = io.StringIO()
+    _play(chained, Console(file=buf, force_terminal=False, width=100), Mode.PLAIN)
+    lines = buf.getvalue().splitlines()
+    assert any(line.startswith("!! A001-") and "(chain 1)" in line for line in lines)
+    assert any(line.startswith("   ") and line.endswith(("experiments (chain 0)", "experiments (chain 1)"))
+               for line in lines)
+    console = Console(file=io.StringIO(), force_terminal=True, record=True, width=140, height=60)
+    view = _play(chained, console, Mode.LIVE)
+    text = console.export_text()
+    finished = [e for e in chained if isinstance(e, TrialFinished)]
+    assert view.state.per_chain == {c: sum(e.chain == c for e in finished) for c in (0, 1)}
+    assert f"chain 0: {view.state.per_chain[0]} trials, chain 1: {view.state.per_chain[1]} trials" in text
+    assert "(chain " in text

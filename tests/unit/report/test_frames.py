@@ -53,3 +53,14 @@ def test_the_csv_reads_back_equal() -> None:
 def test_an_empty_journal_is_an_empty_typed_frame() -> None:
     frame = trials_frame([])
     assert len(frame) == 0 and {c: str(t) for c, t in frame.dtypes.items()} == TRIAL_COLUMNS
+
+
+def test_a_parallel_campaigns_trials_name_their_chain_and_read_back_equal() -> None:
+    import dataclasses
+
+    records = [dataclasses.replace(r, chain=r.trial % 2) for r in _records()]
+    frame = trials_frame(records)
+    assert frame["chain"].tolist() == [1, 0, 1, 0, 1]
+    assert trials_frame(_records())["chain"].isna().all()  # one chain: no chain
+    buf = io.StringIO(frame.to_csv(index=False))
+    pd.testing.assert_frame_equal(read_trials_csv(buf), frame)
