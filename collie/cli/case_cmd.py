@@ -20,7 +20,7 @@ from collie.case_record import EVIDENCE_FILE, CaseRecord, OriginalFind, RunLog, 
 from collie.cases import Case, RecordedTarget, load_case, oracle_for, recorded_target
 from collie.cli.dashboard import dashboard, live_options
 from collie.cli.render import emit, format_option, render
-from collie.cli.run_cmd import accept_keys_option, seed_option
+from collie.cli.run_cmd import accept_keys_option, canonical_target, seed_option
 from collie.errors import CollieError, InputError, TargetError, TargetUnavailable
 from collie.events import PhaseStarted, TrialFinished, TrialStarted, counted
 from collie.preset import DEFAULT_PRESET, load_preset
@@ -31,7 +31,7 @@ from collie.targets.base import Target, TargetInfo
 
 case_argument = click.argument("case", type=click.Path(path_type=Path, exists=True))
 case_target_option = click.option(
-    "--target", "target_spec", default=None,
+    "--target", "target_spec", default=None, callback=canonical_target,
     help="Target to run the case on: sim, sim:PROFILE, sim:PATH.toml, verbs:DEVICE[:PORT[:GID]], remote:HOSTS.toml "
          "(default: the "
          "target the case was found on; a bare workload file: sim, with a warning).")

@@ -14,12 +14,19 @@ from collie.errors import TargetError
 from collie.events import counted
 from collie.oracle import Oracle, Verdict
 from collie.preset import DEFAULT_PRESET, load_preset
-from collie.targets import DEFAULT_TARGET, open_target
+from collie.targets import DEFAULT_TARGET, canonical_spec, open_target
 from collie.targets.base import RunResult, Target, Unsupported
 from collie.units import format_size
 from collie.workload import Workload
 
+
+def canonical_target(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The --target spec with a file it names made absolute (what a campaign and its cases record)."""
+    return None if value is None else canonical_spec(value)
+
+
 target_option = click.option("--target", "target_spec", default=DEFAULT_TARGET, show_default=True,
+                             callback=canonical_target,
                              help="sim, sim:PROFILE, sim:PATH.toml, verbs:DEVICE[:PORT[:GID]], remote:HOSTS.toml.")
 accept_keys_option = click.option("--accept-new-host-keys", is_flag=True,
                                   help="remote: targets only: record the key of a host that has none recorded yet "

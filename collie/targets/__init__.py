@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Final
 
 from collie.errors import TargetError
@@ -10,6 +11,18 @@ from collie.targets.base import Target
 
 KINDS: Final = ("sim", "verbs", "remote")
 DEFAULT_TARGET: Final = "sim"
+
+
+def canonical_spec(spec: str) -> str:
+    """``spec`` with the file it names made absolute (``sim:PATH.toml``, ``remote:HOSTS.toml``), so the spec a
+    campaign or case records opens the same target from any folder; any other spec, or a file that does not
+    exist (``open_target`` says so), is returned unchanged."""
+    kind, _, rest = spec.partition(":")
+    names_file = rest.endswith(".toml") or "/" in rest
+    if kind not in ("sim", "remote") or not names_file:
+        return spec
+    path = Path(rest).expanduser()
+    return f"{kind}:{path.resolve()}" if path.is_file() else spec
 
 
 def open_target(spec: str, *, seed: int = 0, pace: float = 0.0, accept_new_host_keys: bool = False) -> Target:

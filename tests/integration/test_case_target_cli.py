@@ -153,3 +153,25 @@ def test_help_documents_the_exit_codes() -> None:
         lines = [line.strip() for line in r.stdout.split("Exit codes:")[1].splitlines()]
         assert all(any(line.startswith(c) for line in lines) for c in codes), lines
         assert "default: the target the case was found on" in " ".join(r.stdout.split())
+
+
+def test_a_target_named_by_a_relative_file_is_recorded_absolute_and_replays_from_any_folder(tmp_path: Path) -> None:
+    """``--target sim:my.toml`` given in the profile's folder: the campaign and its cases record the absolute
+    path, so a replay from another folder, with no --target, opens the same profile."""
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    shutil.copy(ROOT / "collie" / "targets" / "sim" / "profiles" / "cx6-200g.toml", lab / "my.toml")
+    r = run_cli("campaign", "--target", "sim:my.toml", "--seed", "1", "--budget", "150", "--out", "c",
+                "--format", "json", cwd=lab)
+    assert r.returncode == 0, r.stderr
+    spec = f"sim:{(lab / 'my.toml').resolve()}"
+    assert f'target = "{spec}"' in (lab / "c" / "campaign.toml").read_text()
+    case = _cases(lab / "c")[0]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = run_cli("replay", str(case), "--runs", "1", "--duration", "0.5", cwd=elsewhere)
+    assert r.returncode in (0, 1), r.stderr
+    assert f"was found on {spec}; running it there" in r.stderr
+    # a spec naming no file is left as given (open_target then says what is wrong)
+    r = run_cli("run", "--target", "sim:nosuch.toml", "--workload", str(EXAMPLES / "rc-write-64k.toml"), cwd=lab)
+    assert r.returncode == 2 and "nosuch.toml" in r.stderr
