@@ -97,6 +97,19 @@ def memlock_bytes() -> int | None:
     return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
+def available_memory_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """``MemAvailable`` of the host (what can be allocated without swapping); ``None`` when unknown."""
+    try:
+        with open(meminfo, encoding="ascii") as fh:
+            for line in fh:
+                name, _, value = line.partition(":")
+                if name == "MemAvailable":
+                    return int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 @dataclass(frozen=True)
 class DeviceFacts:
     """Limits and fingerprint of one device port."""
@@ -149,6 +162,7 @@ def query(pv: Pyverbs, spec: VerbsSpec) -> DeviceFacts:
             active_mtu=MTU_BYTES.get(int(pattr.active_mtu), 256),
             max_mtu=MTU_BYTES.get(int(pattr.max_mtu), 256),
             numa_nodes=len(numa_nodes()), memlock_bytes=memlock_bytes(),
+            available_memory_bytes=available_memory_bytes(),
         )
         return DeviceFacts(
             limits=limits, fw_version=str(attr.fw_version), vendor_id=int(attr.vendor_id),

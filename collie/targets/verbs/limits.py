@@ -25,6 +25,8 @@ MTU_BYTES: Final = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
 GRH_BYTES: Final = 40
 #: At most this many worker processes per run (all flows).
 MAX_WORKERS: Final = 256
+#: The largest share of the host's available memory one run may register (MRs are pinned: they cannot be swapped).
+MAX_PINNED_FRACTION: Final = 0.5
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class DeviceLimits:
         active_mtu, max_mtu: port MTUs in bytes.
         numa_nodes: NUMA nodes of the host (1 when unknown).
         memlock_bytes: the process's RLIMIT_MEMLOCK (``None`` = unlimited).
+        available_memory_bytes: the host's ``MemAvailable`` when the device was opened (``None`` = unknown);
+            a run may pin at most :data:`MAX_PINNED_FRACTION` of it.
     """
 
     max_qp: int
@@ -56,6 +60,7 @@ class DeviceLimits:
     max_mtu: int
     numa_nodes: int = 1
     memlock_bytes: int | None = None
+    available_memory_bytes: int | None = None
 
 
 def send_cqes_per_qp(flow: Flow) -> int:
@@ -160,4 +165,8 @@ def check_workload(workload: Workload, lim: DeviceLimits, roles: tuple[str, ...]
     if lim.memlock_bytes is not None and pinned > lim.memlock_bytes:
         out.append(f"{format_size(pinned)} of MRs > RLIMIT_MEMLOCK {format_size(lim.memlock_bytes)} "
                    f"(raise it with ulimit -l or limits.conf)")
+    available = lim.available_memory_bytes
+    if available is not None and pinned > MAX_PINNED_FRACTION * available:
+        out.append(f"{format_size(pinned)} of MRs > {MAX_PINNED_FRACTION:.0%} of the host's available memory "
+                   f"{format_size(available)} (pinning more invites the kernel's OOM killer)")
     return out

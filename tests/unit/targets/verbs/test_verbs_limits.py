@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from collie.targets.verbs.device import available_memory_bytes
 from collie.targets.verbs.limits import DeviceLimits, check_workload, registered_bytes, send_cqes_per_qp
 from collie.workload import Endpoint, Flow, Workload
 
@@ -37,6 +39,8 @@ def test_plain_workload_fits() -> None:
     (replace(RXE, active_mtu=1024), {"mtu": 4096}, "mtu 4096 > port active_mtu 1024"),
     (replace(RXE, atomics=False), {"opcode": "ATOMIC_FA", "sizes": (8,)}, "IBV_ATOMIC_NONE"),
     (replace(RXE, memlock_bytes=1 << 20), {"mrs": 16, "mr_size": 65536}, "RLIMIT_MEMLOCK"),
+    (replace(RXE, available_memory_bytes=1 << 30), {"mrs": 113, "mr_size": 8886518},
+     "> 50% of the host's available memory 1G"),
     (RXE, {"qps": 2, "processes": 4}, "processes 4 > qps 2"),
 ])
 def test_each_limit_names_field_value_and_limit(lim: DeviceLimits, kw: dict[str, object],
@@ -90,3 +94,19 @@ def test_a_host_of_a_cross_host_run_counts_only_its_ends() -> None:
         "flows[1]: sges 8 > device max_sge 4", "qps of this host's flow ends 80 > device max_qp 79"]
     ud = Workload(flows=(Flow(A, B, transport="UD", opcode="SEND", sizes=(512,), mrs=2, mr_size=4096),))
     assert registered_bytes(ud, ("a",)) == 2 * 4096 and registered_bytes(ud, ("b",)) == 2 * (4096 + 40)
+
+
+def test_pinning_half_the_available_memory_is_allowed_and_unknown_memory_never_refuses() -> None:
+    w = wl(mrs=8, mr_size=1 << 20)  # 8 MiB per side, 16 MiB in a local run
+    assert check_workload(w, replace(RXE, available_memory_bytes=32 << 20)) == []
+    assert check_workload(w, replace(RXE, available_memory_bytes=(32 << 20) - 1)) != []
+    assert check_workload(w, replace(RXE, available_memory_bytes=None)) == []
+
+
+def test_available_memory_is_read_from_meminfo(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:        2014744 kB\nMemFree:         1700000 kB\nMemAvailable:    1800000 kB\n")
+    assert available_memory_bytes(str(meminfo)) == 1800000 * 1024
+    meminfo.write_text("MemTotal:        2014744 kB\n")
+    assert available_memory_bytes(str(meminfo)) is None
+    assert available_memory_bytes(str(tmp_path / "absent")) is None
