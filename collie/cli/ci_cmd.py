@@ -77,6 +77,9 @@ def _junit_target(path: Path | None) -> None:
               help="Write the result as JUnit XML here (one test case per known case and per new anomaly).")
 @click.option("--waive", "waive_file", type=click.Path(path_type=Path), default=None,
               help="TOML file of waivers: [[waiver]] signature, reason, expires (a date), optional case.")
+@click.option("--space", "space_file", type=click.Path(path_type=Path), default=None,
+              help="Search space of the short search (default: the paper's space; on soft-RoCE in a small VM: "
+                   "workloads/softroce.toml).")
 @seed_option
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Search preset for the short search.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
@@ -85,7 +88,8 @@ def _junit_target(path: Path | None) -> None:
 @accept_keys_option
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True,
               help="Output format.")
-def ci(target_spec: str, corpus: Path, budget: int, junit_file: Path | None, waive_file: Path | None, seed: int,
+def ci(target_spec: str, corpus: Path, budget: int, junit_file: Path | None, waive_file: Path | None,
+       space_file: Path | None, seed: int,
        preset: str, out: Path | None, no_live: bool, quiet: bool, accept_new_host_keys: bool, fmt: str) -> None:
     """Gate CI on a target: replay every known case of --corpus, then search --budget experiments for new ones.
 
@@ -108,8 +112,9 @@ def ci(target_spec: str, corpus: Path, budget: int, junit_file: Path | None, wai
     if not known_cases:
         click.echo(f"warning: the corpus folder {corpus} holds no cases (*/case.toml or *.toml)", err=True)
     chosen = load_preset(preset)
+    space = load_space(space_file)
     config = CampaignConfig.new(target=target_spec, seed=seed, budget=budget, preset=preset,
-                                strategy=chosen.strategy, corpus=corpus)
+                                strategy=chosen.strategy, corpus=corpus, space=space_file)
     if out is not None:
         store = CampaignStore.prepare(out, config)
     else:
@@ -119,7 +124,7 @@ def ci(target_spec: str, corpus: Path, budget: int, junit_file: Path | None, wai
                      total=budget, every=max(10, budget // 10), no_live=no_live, quiet=quiet)
     try:
         with view:
-            result = run_gate(target=target, target_spec=target_spec, space=load_space(None), preset=chosen,
+            result = run_gate(target=target, target_spec=target_spec, space=space, preset=chosen,
                               store=store, seed=seed, budget=budget, corpus=known_cases, waivers=waivers,
                               today=dt.date.today(), listener=view)
     except InfrastructureError as exc:

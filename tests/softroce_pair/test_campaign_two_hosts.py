@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 BUDGET = 20
 
@@ -27,7 +27,10 @@ def test_a_campaign_across_the_two_guests_has_counters_from_both_ends(pair_inven
                       'duration = 0.5\n[strategy_options]\ndiagnostic = true\nwarmup = 5\n'
                       '[minimize]\nenabled = true\nruns = 1\nrequired = 1\nbisect_steps = 1\n')
     out = tmp_path / "campaign"
-    done = run_cli("campaign", "--target", f"remote:{pair_inventory}", "--preset", str(preset), "--budget",
+    # the paper's dimensions scaled to a 1 GiB emulated guest (workloads/softroce.toml): the whole space holds
+    # workloads an emulated rxe runs for minutes or cannot pin
+    done = run_cli("campaign", "--target", f"remote:{pair_inventory}", "--preset", str(preset),
+                   "--space", str(ROOT / "workloads" / "softroce.toml"), "--budget",
                    str(BUDGET), "--seed", "1", "--out", str(out), "--no-live", "--format", "json", timeout=1800)
     assert done.returncode == 0, done.stdout + done.stderr
     trials = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
