@@ -300,16 +300,23 @@ def sshd_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdFarm]:
             s.stop()
 
 
-@pytest.fixture
-def sshd_one(tmp_path: Path) -> Iterator[SshdFarm]:
-    """One sshd of this test's own, which it may change (swap its host key, stop it)."""
+@contextlib.contextmanager
+def own_farm(folder: Path, n: int) -> Iterator[SshdFarm]:
+    """``n`` sshd servers in ``folder`` for one test, which it may change (stop one, swap a key); stopped after."""
     need_sshd()
-    farm = start_farm(tmp_path / "sshd", 1)
+    farm = start_farm(folder, n)
     try:
         yield farm
     finally:
         for s in farm.servers:
             s.stop()
+
+
+@pytest.fixture
+def sshd_one(tmp_path: Path) -> Iterator[SshdFarm]:
+    """One sshd of this test's own, which it may change (swap its host key, stop it)."""
+    with own_farm(tmp_path / "sshd", 1) as farm:
+        yield farm
 
 
 @pytest.fixture

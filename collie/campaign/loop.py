@@ -432,12 +432,7 @@ class Campaign:
         with self.target:
             self.info = self.target.describe()
             self.catalog = calibrate.catalog_of(self.info)
-            started_on = self.store.config().target_info
-            self.store.begin(self.info)
-            if started_on is not None and started_on != self.info:
-                self._emit(Warning(f"the target {self.info.name} does not match the fingerprint this campaign "
-                                   f"started on ({started_on.nic_model} {started_on.firmware}, now "
-                                   f"{self.info.nic_model} {self.info.firmware}); going on with it"))
+            begin_on(self.store, self.info, self._emit)
             try:
                 self._calibrate()
                 self._replay_corpus()
@@ -462,6 +457,17 @@ class Campaign:
             raise InputError(f"{self.store.root / JOURNAL}: line {line}: the campaign ended before trial {trial}, "
                              f"which its journal holds (was its budget in campaign.toml lowered?); it cannot be "
                              "resumed")
+
+
+def begin_on(store: CampaignStore, info: TargetInfo, emit: Callable[[Event], None]) -> None:
+    """Record ``info`` as the target the campaign in ``store`` runs on; a fingerprint other than the one it
+    started on is a warning (the campaign goes on with it)."""
+    started_on = store.config().target_info
+    store.begin(info)
+    if started_on is not None and started_on != info:
+        emit(Warning(f"the target {info.name} does not match the fingerprint this campaign started on "
+                     f"({started_on.nic_model} {started_on.firmware}, now {info.nic_model} {info.firmware}); "
+                     f"going on with it"))
 
 
 def _search_step(trial: int, strategy: Any) -> SearchStep:

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Sequence
 
 from collie import calibrate
-from collie.campaign.loop import Campaign
+from collie.campaign.loop import Campaign, begin_on
 from collie.campaign.registry import AnomalyRegistry
 from collie.campaign.runner import CampaignInterrupted, SharedJournal
 from collie.campaign.summary import CampaignSummary
@@ -137,12 +137,7 @@ class ParallelCampaign:
                 chain.info = chain.target.describe()
                 chain.catalog = calibrate.catalog_of(chain.info)
             assert first.info is not None
-            started_on = self.store.config().target_info
-            self.store.begin(first.info)
-            if started_on is not None and started_on != first.info:
-                self._emit(Warning(f"the target {first.info.name} does not match the fingerprint this campaign "
-                                   f"started on ({started_on.nic_model} {started_on.firmware}, now "
-                                   f"{first.info.nic_model} {first.info.firmware}); going on with it"))
+            begin_on(self.store, first.info, self._emit)
             try:
                 first._calibrate()
                 first._replay_corpus()

@@ -27,7 +27,7 @@ from collie.remote.orchestrator import RemoteTarget
 from collie.space import load_space
 from collie.store import CampaignStore
 from tests.conftest import ROOT, run_cli
-from tests.sshd_fixture import SshdFarm, alive, need_sshd, ssh_home, sshd_farm, sshd_one, start_farm, wait_gone
+from tests.sshd_fixture import SshdFarm, alive, own_farm, ssh_home, sshd_farm, sshd_one, wait_gone
 
 __all__ = ["ssh_home", "sshd_farm", "sshd_one"]  # fixtures
 
@@ -74,14 +74,9 @@ def nothing_left(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Non
 @pytest.fixture
 def farm3(tmp_path: Path) -> Iterator[SshdFarm]:
     """Three sshd servers of this test's own (it may stop one)."""
-    need_sshd()
-    farm = start_farm(tmp_path / "sshd", 3)
-    try:
+    with own_farm(tmp_path / "sshd", 3) as farm:
         yield farm
-    finally:
-        for s in farm.servers:
-            s.stop()
-        no_agent_left(tmp_path / "sshd")
+    no_agent_left(tmp_path / "sshd")
 
 
 def campaign_cli(target: str, out: Path, *extra: str, budget: int = BUDGET, timeout: float = 600

@@ -28,7 +28,7 @@ from tests.integration.remote.test_remote_campaign_sshd import (
     journal,
     no_agent_left,
 )
-from tests.sshd_fixture import SshdFarm, need_sshd, ssh_home, start_farm
+from tests.sshd_fixture import SshdFarm, own_farm, ssh_home
 
 __all__ = ["ssh_home"]  # fixtures
 
@@ -45,14 +45,9 @@ def anomalies(out: Path) -> dict[str, tuple[str, str]]:
 @pytest.fixture
 def farm4(tmp_path: Path) -> Iterator[SshdFarm]:
     """Four sshd servers of this test's own."""
-    need_sshd()
-    farm = start_farm(tmp_path / "sshd", 4)
-    try:
+    with own_farm(tmp_path / "sshd", 4) as farm:
         yield farm
-    finally:
-        for s in farm.servers:
-            s.stop()
-        no_agent_left(tmp_path / "sshd")
+    no_agent_left(tmp_path / "sshd")
 
 
 def _killed_mid_search(inventory: Path, out: Path, sig: int = signal.SIGKILL) -> subprocess.Popen[str]:
