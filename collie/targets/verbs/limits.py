@@ -112,6 +112,9 @@ def _flow_problems(i: int, f: Flow, lim: DeviceLimits, many: bool) -> list[str]:
         out.append(f"{where}mtu {f.mtu} > port active_mtu {lim.active_mtu}")
     if f.transport == "UD" and f.max_size > min(f.mtu, lim.active_mtu):
         out.append(f"{where}UD message {f.max_size} B > port active_mtu {lim.active_mtu}")
+    if f.max_size > f.mr_size:
+        out.append(f"{where}message {format_size(f.max_size)} > mr_size {format_size(f.mr_size)}: the engine "
+                   f"puts each message in one MR (the remote range of a WRITE or READ must lie in one MR)")
     mr_bytes = f.mr_size + (GRH_BYTES if f.transport == "UD" else 0)
     if mr_bytes > lim.max_mr_size:
         out.append(f"{where}mr_size {format_size(f.mr_size)} > device max_mr_size "
