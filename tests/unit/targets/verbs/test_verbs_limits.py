@@ -85,7 +85,8 @@ def test_send_cqes_and_registered_bytes() -> None:
 
 
 def test_a_host_of_a_cross_host_run_counts_only_its_ends() -> None:
-    w = Workload(flows=(Flow(A, B, qps=60, mrs=2, mr_size=4096, sizes=(4096,)), Flow(B, B, qps=10, sges=8, sizes=(4096,))))
+    w = Workload(flows=(Flow(A, B, qps=60, mrs=2, mr_size=4096, sizes=(4096,)),
+                        Flow(B, B, qps=10, sges=8, sizes=(4096,))))
     lim = replace(RXE, max_qp=100, max_sge=4)
     # locally both ends of both flows: 140 QPs; host a holds the client ends of flow 0 only: 60 QPs
     assert "qps 70 x 2 sides = 140 > device max_qp 100" in check_workload(w, lim)
