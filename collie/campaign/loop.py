@@ -441,9 +441,7 @@ class Campaign:
                     self._search()
                 if self.resume:
                     self._check_walked()
-                    for name in self.store.keep_anomalies({a.anomaly_id for a in self.summary.anomalies}):
-                        self._emit(Warning(f"removed the anomaly folder {name}: an earlier run of this campaign "
-                                           "left it, and the resumed campaign did not find it again"))
+                    remove_unfound(self.store, self.summary, self._emit)
             except KeyboardInterrupt:
                 raise CampaignInterrupted() from None
             finally:
@@ -468,6 +466,13 @@ def begin_on(store: CampaignStore, info: TargetInfo, emit: Callable[[Event], Non
         emit(Warning(f"the target {info.name} does not match the fingerprint this campaign started on "
                      f"({started_on.nic_model} {started_on.firmware}, now {info.nic_model} {info.firmware}); "
                      f"going on with it"))
+
+
+def remove_unfound(store: CampaignStore, summary: CampaignSummary, emit: Callable[[Event], None]) -> None:
+    """After a resumed campaign: remove the anomaly folders an earlier run left that this one did not find."""
+    for name in store.keep_anomalies({a.anomaly_id for a in summary.anomalies}):
+        emit(Warning(f"removed the anomaly folder {name}: an earlier run of this campaign left it, and the "
+                     "resumed campaign did not find it again"))
 
 
 def _search_step(trial: int, strategy: Any) -> SearchStep:

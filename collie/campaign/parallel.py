@@ -34,7 +34,7 @@ import threading
 from collections.abc import Sequence
 
 from collie import calibrate
-from collie.campaign.loop import Campaign, begin_on
+from collie.campaign.loop import Campaign, begin_on, remove_unfound
 from collie.campaign.registry import AnomalyRegistry
 from collie.campaign.runner import CampaignInterrupted, SharedJournal
 from collie.campaign.summary import CampaignSummary
@@ -146,9 +146,7 @@ class ParallelCampaign:
                     self._search(budget)
                 if self.resume:
                     first._check_walked()
-                    for name in self.store.keep_anomalies({a.anomaly_id for a in self.summary.anomalies}):
-                        self._emit(Warning(f"removed the anomaly folder {name}: an earlier run of this campaign "
-                                           "left it, and the resumed campaign did not find it again"))
+                    remove_unfound(self.store, self.summary, self._emit)
             except KeyboardInterrupt:
                 raise CampaignInterrupted() from None
             finally:

@@ -24,7 +24,6 @@ from typing import Any, Final
 
 import pandas as pd
 
-from collie.errors import CollieError
 from collie.features import features
 from collie.mfs import MFS
 from collie.oracle import leading_symptom
@@ -209,15 +208,10 @@ def _ratio(value: Any) -> str:
 
 
 def _html(c: Comparison) -> str:
-    try:
-        import jinja2
-    except ImportError:
-        raise CollieError("the HTML comparison is templated with jinja2, which is not installed; install it (pip "
-                          "install jinja2) or choose --format md or json") from None
-    env = jinja2.Environment(loader=jinja2.PackageLoader("collie.report", "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined)
+    from collie.report.html import template
+
     t = c.throughput
-    return env.get_template("compare.html.j2").render(
+    return template("compare.html.j2").render(
         c=c, fingerprints=c.fingerprints(), median=_ratio(_median(t["ratio"])), common=len(t),
         workloads=[{**r, "ratio_text": _ratio(r["ratio"])} for r in t.head(SHOWN_WORKLOADS).to_dict(orient="records")],
         replays={a.anomaly_id: replay_command(a.folder, c.new.data.config.target) for a in c.gone})

@@ -9,7 +9,7 @@ reference would not load it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from collie import __version__
 from collie.errors import CollieError
@@ -18,24 +18,36 @@ from collie.report.facts import AnomalyFacts, fingerprint_rows
 from collie.report.model import Report, counts
 from collie.report.plots import counters_svg, overview_svg
 
+if TYPE_CHECKING:
+    import jinja2
+
 _SHOWN_DETAILS: Final = ("pcie_gbps", "relaxed_ordering", "cpu", "numa", "gpu", "max_qp", "max_mr", "max_sge",
                          "max_qp_wr")
 
 
-def render_html(report: Report) -> str:
-    """The page of ``report``."""
+def template(name: str) -> jinja2.Template:
+    """The jinja2 template ``name`` of ``collie/report/templates`` (autoescape on, undefined names an error).
+
+    Raises:
+        CollieError: jinja2 is not installed (one sentence saying how to get it).
+    """
     try:
         import jinja2
-        from markupsafe import Markup
     except ImportError:
-        raise CollieError("the HTML report is templated with jinja2, which is not installed; install it (pip "
+        raise CollieError("HTML reports are templated with jinja2, which is not installed; install it (pip "
                           "install jinja2) or choose another --format") from None
     env = jinja2.Environment(loader=jinja2.PackageLoader("collie.report", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    template = env.get_template("report.html.j2")
+    return env.get_template(name)
+
+
+def render_html(report: Report) -> str:
+    """The page of ``report``."""
+    page = template("report.html.j2")
+    from markupsafe import Markup  # jinja2's own dependency
     data = report.data
     info = data.config.target_info
-    return template.render(
+    return page.render(
         title=report.title, version=__version__, data=data, config=data.config, counts=counts(report),
         campaign_fingerprint=fingerprint_rows(info),
         campaign_details=[(k, info.details[k]) for k in _SHOWN_DETAILS if info is not None and k in info.details],

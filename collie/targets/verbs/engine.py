@@ -304,6 +304,20 @@ class Engine:
             run.edges.append([q.done for q in run.qps])
         self._snap()
 
+    def _open(self) -> None:
+        """Open the measured interval (its first edge)."""
+        self.measuring = True
+        self._edge()
+        self.t_lo = time.monotonic_ns()
+
+    def _close(self) -> None:
+        """Close the measured interval (opening it first if the loop ended before it began)."""
+        if not self.measuring:
+            self._open()
+        self.measuring = False
+        self._edge()
+        self.t_hi = time.monotonic_ns()
+
     def run(self, start_ns: int) -> None:
         """Traffic from ``start_ns`` (monotonic): warm-up, the measured interval, then the drain.
 
@@ -331,9 +345,7 @@ class Engine:
             if now >= hi:
                 break
             if not self.measuring and now >= lo:
-                self.measuring = True
-                self._edge()
-                self.t_lo = clock()
+                self._open()
             measuring = self.measuring
             timed = measuring and it % TIMED_EVERY == 0
             it += 1
@@ -368,12 +380,7 @@ class Engine:
                     self._poll_recv()
             if self.dead >= nqps:
                 break
-        if not self.measuring:
-            self._edge()
-            self.t_lo = clock()
-        self.measuring = False
-        self._edge()
-        self.t_hi = clock()
+        self._close()
         self.verbs_fraction = timed_verbs / timed_total if timed_total else 0.0
         self._drain()
 
@@ -386,20 +393,13 @@ class Engine:
             if now >= hi:
                 break
             if not self.measuring and now >= lo:
-                self.measuring = True
-                self._edge()
-                self.t_lo = clock()
+                self._open()
             if not has_recv:  # nothing to do until the next edge
                 wake = hi if self.measuring else lo
                 time.sleep(min(0.05, max(IDLE_SLEEP_S, (wake - now) / 1e9)))
             elif not self._poll_recv():
                 time.sleep(IDLE_SLEEP_S)
-        if not self.measuring:
-            self._edge()
-            self.t_lo = clock()
-        self.measuring = False
-        self._edge()
-        self.t_hi = clock()
+        self._close()
 
     @property
     def holds(self) -> bool:
