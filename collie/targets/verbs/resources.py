@@ -7,7 +7,10 @@ to call on every path (error, timeout, Ctrl-C) and more than once.
 On a local device both ends of a flow live here (a share of side ``BOTH``): client QP ``i`` of a share is
 connected to server QP ``i`` (RC/UC: INIT -> RTR -> RTS with each other's QPN, PSN and GID; UD: an address
 handle and a Q_Key), with ACK timeout 14 (4.096 µs x 2^14 = 67 ms), retry_cnt 7 and rnr_retry 6 (7 would mean
-"retry forever" in the IBTA spec; every wait of collie is bounded).
+"retry forever" in the IBTA spec; every wait of collie is bounded). The receiver's RNR timer is 20 (10.24 ms), so a
+sender tolerates about 60 ms of a receiver that has run out of receives: the engine is a Python poll loop, and a
+stall of a few ms (scheduling, the counter reads at an interval's edge) must not end a SEND flow in
+IBV_WC_RNR_RETRY_EXC_ERR. At timer 12 (0.64 ms, about 4 ms in all) a cross-host SEND on soft-RoCE did.
 
 A share of side ``CLIENT`` or ``SERVER`` (one host's ends of a cross-host flow) is built in two steps:
 :meth:`WorkerResources.open` creates its MRs, CQs and QPs (UD QPs go to RTS, they need no peer) and draws its
@@ -43,7 +46,7 @@ from collie.targets.verbs.plan import (
 ACK_TIMEOUT: Final = 14
 RETRY_CNT: Final = 7
 RNR_RETRY: Final = 6
-MIN_RNR_TIMER: Final = 12
+MIN_RNR_TIMER: Final = 20
 QKEY: Final = 0x11111111
 IMM_DATA: Final = 0x1234
 #: Chains are shared by a flow's QPs (RC/UC); UD needs them per QP (remote QPN), so its cycle is shorter.
