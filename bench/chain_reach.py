@@ -16,9 +16,9 @@ import statistics
 from typing import Any
 
 from collie import calibrate
-from collie.features import features, point_encoder
+from collie.model.features import features, point_encoder
+from collie.model.space import load_space
 from collie.oracle import Thresholds
-from collie.space import load_space
 from collie.strategies.anneal import Anneal
 from collie.strategies.base import Outcome
 from collie.targets.sim import SimTarget

@@ -32,8 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.targets.verbs import VerbsTarget
-from collie.workload import Endpoint, Flow, Workload
 
 A, B = Endpoint("a"), Endpoint("b")
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s*$")

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from collie import calibrate
-from collie.features import features
+from collie.model.features import features
+from collie.model.space import load_space
 from collie.oracle import Oracle, Thresholds
-from collie.space import load_space
 from collie.targets.base import Unsupported
 from collie.targets.sim import SimTarget
 from collie.targets.sim.quirks import Quirk

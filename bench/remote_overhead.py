@@ -44,13 +44,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from collie import __version__
+from collie.model.workload import Workload
 from collie.remote.client import AgentClient
 from collie.remote.inventory import load_inventory
 from collie.remote.orchestrator import RemoteTarget
 from collie.remote.protocol import Hello, Run, encode
 from collie.remote.ssh import KnownHosts, SshLauncher
 from collie.targets.sim import SimTarget
-from collie.workload import Workload
 from tests.conftest import EXAMPLES
 from tests.sshd_fixture import SshdFarm, need_sshd, start_farm
 

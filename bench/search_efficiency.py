@@ -21,10 +21,10 @@ import numpy as np
 
 from collie.campaign import Campaign
 from collie.events import AnomalyFound, Event, TrialFinished
-from collie.features import features
+from collie.model.features import features
+from collie.model.space import load_space
 from collie.preset import Preset, load_preset
-from collie.space import load_space
-from collie.store import CampaignConfig, CampaignStore
+from collie.storage.campaign import CampaignConfig, CampaignStore
 from collie.targets import open_target
 from collie.targets.sim import SimTarget
 

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from collie.space import load_space
+from collie.model.space import load_space
 from collie.targets.base import Unsupported
 from collie.targets.sim import SimTarget, builtin_names
 

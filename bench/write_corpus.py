@@ -6,7 +6,7 @@ on their own NIC (``collie campaign --corpus workloads/corpus``), and writes, fo
 with exactly one necessary condition broken (the *near misses*) for the simulator's tests:
 
 * ``workloads/corpus/<quirk>/``: ``case.toml`` (the concrete trigger), ``mfs.json`` (the paper's necessary
-  conditions, in collie's feature vocabulary) and ``evidence.json`` (a case record, ``collie/case_record.py``:
+  conditions, in collie's feature vocabulary) and ``evidence.json`` (a case record, ``collie/storage/case.py``:
   where it was checked, the built-in simulated profile that has the anomaly and its fingerprint, and the
   oracle's verdicts of three runs there, which all lead with the same symptom); plus a ``README.md``.
 * ``tests/fixtures/near-misses/<quirk>/<condition>/``: ``case.toml`` (whose description names the anomaly it
@@ -44,15 +44,15 @@ from pathlib import Path
 from typing import Any
 
 from collie import calibrate
-from collie.case_record import CaseEvidence, CaseRecord, OriginalFind, TargetRecord, write_case_folder
 from collie.errors import InputError
 from collie.mfs import MFS, Condition
+from collie.model.space import load_space
+from collie.model.workload import Workload
 from collie.oracle import Oracle, Verdict
 from collie.preset import DEFAULT_PRESET, load_preset
-from collie.space import load_space
+from collie.storage.case import CaseEvidence, CaseRecord, OriginalFind, TargetRecord, write_case_folder
 from collie.targets.sim import SimTarget, library
 from collie.targets.sim.quirks import Quirk
-from collie.workload import Workload
 from tests.simhelpers import BREAKS, BREAKS_END, CORPUS, NEAR_MISS_OF, NEAR_MISSES, ROOT, bi, flow, one
 
 #: Seconds of the run recorded in each evidence.json (the simulator sleeps for none of them).

@@ -1,6 +1,6 @@
 """Calibration: measure a target's ceilings with simple perftest-like workloads before a campaign.
 
-Per direction kind (one-way, bidirectional, loopback: their host pairs from :data:`collie.space.DIRECTION_PAIRS`)
+Per direction kind (one-way, bidirectional, loopback: their host pairs from :data:`collie.model.space.DIRECTION_PAIRS`)
 two runs, as the field does it: large RC WRITEs for bits/s and many-QP 64 B RC WRITEs with post lists for
 packets/s. The clean runs' loss and retransmission counters are the baseline the oracle compares against.
 """
@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from collie import rocev2
 from collie.collectors.catalog import Catalog
 from collie.collectors.normalize import catalog_for
+from collie.model import rocev2
+from collie.model.space import DIRECTION_PAIRS
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.oracle import (
     DIRECTION_KINDS,
     Ceilings,
@@ -23,9 +25,7 @@ from collie.oracle import (
     normalized_hosts,
     receivers,
 )
-from collie.space import DIRECTION_PAIRS
 from collie.targets.base import RunResult, TargetInfo
-from collie.workload import Endpoint, Flow, Workload
 
 BANDWIDTH_SIZE: Final = 1 << 20
 RATE_SIZE: Final = 64

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collie.oracle import Verdict
-from collie.records import TrialState
+from collie.storage.records import TrialState
 from collie.targets.base import RunResult
 
 

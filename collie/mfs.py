@@ -1,7 +1,7 @@
 """Minimal feature sets: the conditions over workload features that an anomaly needs.
 
 An :class:`MFS` is a conjunction of :class:`Condition` records over the feature vocabulary of
-:mod:`collie.features` (the same names the simulator's quirks and the reports use). It is the dedup key of a
+:mod:`collie.model.features` (the same names the simulator's quirks and the reports use). It is the dedup key of a
 campaign (a point whose workload matches a known MFS is not explored again) and the human-readable repro.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from collie.features import FEATURE_NAMES, Features, features
-from collie.workload import Workload
+from collie.model.features import FEATURE_NAMES, Features, features
+from collie.model.workload import Workload
 
 OPS: Final = ("==", "in", ">=", "<=")
 

@@ -52,12 +52,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
-from collie.dimensions import Choice, Dimension, Flag, IntRange, SizeVector
-from collie.features import features
 from collie.mfs import MFS, Condition
+from collie.model.dimensions import Choice, Dimension, Flag, IntRange, SizeVector
+from collie.model.features import features
+from collie.model.points import point_key
+from collie.model.space import SearchSpace
 from collie.oracle import Verdict
-from collie.points import point_key
-from collie.space import SearchSpace
 
 Probe = Callable[[Mapping[str, Any]], "Verdict | None"]
 

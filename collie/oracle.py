@@ -24,13 +24,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from collie import rocev2
 from collie.collectors.catalog import Catalog
 from collie.collectors.normalize import NormalizedCounters, Work, normalize
-from collie.features import features
 from collie.metrics import DIAG_PREFIX, THROUGHPUT
+from collie.model import rocev2
+from collie.model.features import features
+from collie.model.workload import Workload
 from collie.targets.base import HostResult, RunResult
-from collie.workload import Workload
 
 SYMPTOM_ORDER: Final = ("pause", "low_throughput", "loss", "retransmission")
 DIRECTION_KINDS: Final = ("oneway", "bidirectional", "loopback")
@@ -51,7 +51,7 @@ class Ceilings:
     """What the subsystem can do, per direction kind: wire bits/s and data packets/s into one host.
 
     ``wire_bps`` counts payload plus RoCEv2 per-packet headers, so the payload ceiling of any size pattern and
-    MTU follows from :func:`collie.rocev2.efficiency`.
+    MTU follows from :func:`collie.model.rocev2.efficiency`.
     """
 
     wire_bps: Mapping[str, float]

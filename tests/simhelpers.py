@@ -15,13 +15,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from collie.case_record import CaseRecord
-from collie.cases import load_case, load_corpus
 from collie.collectors.catalog import load_catalogs
 from collie.mfs import MFS
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.oracle import Ceilings, Oracle, Verdict
+from collie.storage.case import CaseRecord
+from collie.storage.corpus import load_case, load_corpus
 from collie.targets.sim import SimTarget
-from collie.workload import Endpoint, Flow, Workload
 
 DURATION = 10.0
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,7 +155,7 @@ def max_pause(run: object) -> float:
 
 def random_workload(rng: random.Random, *, gpu: bool = True, remote: bool = True) -> Workload | None:
     """A random legal workload in the paper's space (log-uniform counts and sizes); None if illegal."""
-    from collie.constraints import LEGAL_OPCODES, violations
+    from collie.model.constraints import LEGAL_OPCODES, violations
 
     transport = rng.choice(("RC", "RC", "RC", "UC", "UD"))
     opcode = rng.choice([o for o in LEGAL_OPCODES[transport] if not o.startswith("ATOMIC")] + ["ATOMIC_FA"] *

@@ -10,7 +10,8 @@ Split along its jobs (in the spirit of Optuna's study and storage):
     * :mod:`collie.campaign.parallel` - K search chains on K targets sharing one registry, budget and journal
       (:class:`ParallelCampaign`, ``--parallel K``), deciding in turns (:mod:`collie.campaign.turns`).
 
-The campaign folder's files and their typed records are in :mod:`collie.store` and :mod:`collie.records`.
+The campaign folder's files and their typed records are in :mod:`collie.storage.campaign` and
+:mod:`collie.storage.records`.
 """
 
 from collie.campaign.loop import MAX_SIDE_FINDINGS, Campaign

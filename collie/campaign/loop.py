@@ -25,8 +25,6 @@ from collie import calibrate
 from collie.campaign.registry import AnomalyRecord, AnomalyRegistry
 from collie.campaign.runner import CampaignInterrupted, SharedJournal, TrialOutcome, TrialRunner
 from collie.campaign.summary import CampaignSummary
-from collie.case_record import CaseRecord, OriginalFind, RunLog, TargetRecord
-from collie.cases import CorpusCase
 from collie.collectors.catalog import Catalog
 from collie.errors import InputError
 from collie.events import (
@@ -40,17 +38,19 @@ from collie.events import (
     Warning,
     counted,
 )
-from collie.features import features, point_encoder
 from collie.mfs import MFS
 from collie.minimize import Minimizer, MinimizeResult, MinimizeSettings, moved_to
+from collie.model.features import features, point_encoder
+from collie.model.space import SearchSpace
+from collie.model.workload import Workload
 from collie.oracle import Verdict
 from collie.preset import Preset
-from collie.records import Phase
-from collie.space import SearchSpace
-from collie.store import JOURNAL, CampaignStore
+from collie.storage.campaign import JOURNAL, CampaignStore
+from collie.storage.case import CaseRecord, OriginalFind, RunLog, TargetRecord
+from collie.storage.corpus import CorpusCase
+from collie.storage.records import Phase
 from collie.strategies import Outcome, make_strategy
 from collie.targets.base import RunResult, Target, TargetInfo
-from collie.workload import Workload
 
 #: Anomalies of another symptom met while minimizing one, followed up afterwards (per minimized anomaly).
 MAX_SIDE_FINDINGS: Final = 2

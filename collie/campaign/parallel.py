@@ -19,7 +19,7 @@ Invariants:
       so the chains never run more than the budget between them;
     * the journal is a function of the seed and of what the targets answer, as with one chain: trials are
       numbered in turn order, each row names its chain, and ``--resume`` re-walks it chain by chain in the same
-      turns (see :func:`~collie.records.check_sequence` for the order of rows with K trials in flight);
+      turns (see :func:`~collie.storage.records.check_sequence` for the order of rows with K trials in flight);
     * one chain's failure (a resumed journal that does not fit, a target that cannot go on, a full disk) stops
       every chain at its next turn and is raised once all have stopped; Ctrl-C likewise, as
       :class:`CampaignInterrupted`.
@@ -39,7 +39,6 @@ from collie.campaign.registry import AnomalyRegistry
 from collie.campaign.runner import CampaignInterrupted, SharedJournal
 from collie.campaign.summary import CampaignSummary
 from collie.campaign.turns import Turns, TurnsAborted
-from collie.cases import CorpusCase
 from collie.events import (
     AnomalyFound,
     Event,
@@ -50,9 +49,10 @@ from collie.events import (
     TrialStarted,
     Warning,
 )
+from collie.model.space import SearchSpace
 from collie.preset import Preset
-from collie.space import SearchSpace
-from collie.store import CampaignStore
+from collie.storage.campaign import CampaignStore
+from collie.storage.corpus import CorpusCase
 from collie.targets.base import Target
 
 #: Seconds between checks for Ctrl-C while the chains run (the main thread joins them in slices).

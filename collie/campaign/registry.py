@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from collie.features import Features, features
 from collie.mfs import MFS
+from collie.model.features import Features, features
+from collie.model.space import SearchSpace
 from collie.oracle import leading_symptom
-from collie.space import SearchSpace
 from collie.strategies.base import Region
 
 

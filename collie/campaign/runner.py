@@ -27,11 +27,11 @@ from collie.campaign.summary import CampaignSummary
 from collie.campaign.turns import Turns
 from collie.errors import InputError, TargetUnavailable
 from collie.events import Event, TrialFinished, TrialStarted
+from collie.model.workload import Workload
 from collie.oracle import Oracle, Verdict
-from collie.records import Phase, TrialRecord, TrialState
-from collie.store import JOURNAL, CampaignStore, JournalRead
+from collie.storage.campaign import JOURNAL, CampaignStore, JournalRead
+from collie.storage.records import Phase, TrialRecord, TrialState
 from collie.targets.base import RunResult, Target, Unsupported
-from collie.workload import Workload
 
 
 class CampaignInterrupted(Exception):

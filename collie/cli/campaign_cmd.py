@@ -13,16 +13,16 @@ from click.core import ParameterSource
 
 from collie.campaign import Campaign, CampaignInterrupted, CampaignSummary
 from collie.campaign.parallel import ParallelCampaign, chain_seed
-from collie.cases import CorpusCase, load_corpus
 from collie.cli.dashboard import dashboard, live_options
 from collie.cli.render import emit, format_option, render
 from collie.cli.run_cmd import accept_keys_option, pace_option, seed_option, target_option
 from collie.errors import InputError
 from collie.events import counted
+from collie.model.space import load_space
 from collie.preset import DEFAULT_PRESET, load_preset
-from collie.records import CampaignConfig
-from collie.space import load_space
-from collie.store import CONFIG, CampaignStore
+from collie.storage.campaign import CONFIG, CampaignStore
+from collie.storage.corpus import CorpusCase, load_corpus
+from collie.storage.records import CampaignConfig
 from collie.strategies import STRATEGIES
 from collie.targets import open_target
 from collie.targets.base import Target

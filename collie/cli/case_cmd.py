@@ -16,16 +16,16 @@ from typing import Any
 
 import click
 
-from collie.case_record import EVIDENCE_FILE, CaseRecord, OriginalFind, RunLog, TargetRecord
-from collie.cases import Case, RecordedTarget, load_case, oracle_for, recorded_target
 from collie.cli.dashboard import dashboard, live_options
 from collie.cli.render import emit, format_option, render
 from collie.cli.run_cmd import accept_keys_option, canonical_target, seed_option
 from collie.errors import CollieError, InputError, TargetError, TargetUnavailable
 from collie.events import PhaseStarted, TrialFinished, TrialStarted, counted
+from collie.model.space import load_space
 from collie.preset import DEFAULT_PRESET, load_preset
-from collie.records import TrialState
-from collie.space import load_space
+from collie.storage.case import EVIDENCE_FILE, CaseRecord, OriginalFind, RunLog, TargetRecord
+from collie.storage.corpus import Case, RecordedTarget, load_case, oracle_for, recorded_target
+from collie.storage.records import TrialState
 from collie.targets import DEFAULT_TARGET, open_target
 from collie.targets.base import Target, TargetInfo
 
@@ -194,9 +194,9 @@ def minimize(case: Path, target_spec: str | None, space_file: Path | None, prese
          cannot be opened, a case that is not anomalous there
     """
     from collie.minimize import Minimizer, MinimizeSettings
-    from collie.store import check_writable
+    from collie.model.workload import Workload
+    from collie.storage.campaign import check_writable
     from collie.targets.base import Unsupported
-    from collie.workload import Workload
 
     if out_dir is not None:  # before any experiment: a result must have somewhere to go
         if out_dir.exists():
@@ -250,7 +250,7 @@ def minimize(case: Path, target_spec: str | None, space_file: Path | None, prese
         if fmt == "table":
             emit(simplest.to_toml())
     if out_dir is not None:  # after the output: a failed save loses nothing the experiments found
-        from collie.case_record import write_case_folder
+        from collie.storage.case import write_case_folder
 
         named = Workload(simplest.flows, name=out_dir.name,
                          description=f"{verdict.signature}; MFS: {result.mfs.describe()}")

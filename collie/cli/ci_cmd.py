@@ -22,10 +22,10 @@ from collie.cli.render import emit, render
 from collie.cli.run_cmd import accept_keys_option, seed_option, target_option
 from collie.errors import InputError
 from collie.gate import ExitCode, GateResult, InfrastructureError, Waivers, load_waivers, run_gate
+from collie.model.space import load_space
 from collie.preset import load_preset
-from collie.records import CampaignConfig
-from collie.space import load_space
-from collie.store import CampaignStore, check_writable
+from collie.storage.campaign import CampaignStore, check_writable
+from collie.storage.records import CampaignConfig
 from collie.targets import open_target
 
 DEFAULT_BUDGET = 60
@@ -104,7 +104,7 @@ def ci(target_spec: str, corpus: Path, budget: int, junit_file: Path | None, wai
       2  a usage error: a bad option, corpus or waiver file (one sentence says which)
       3  the target or the infrastructure failed: the target cannot be opened, or every run failed
     """
-    from collie.cases import load_corpus
+    from collie.storage.corpus import load_corpus
 
     waivers = load_waivers(waive_file) if waive_file is not None else Waivers()
     _junit_target(junit_file)

@@ -12,12 +12,12 @@ from collie.cli.render import emit, format_option, render
 from collie.cli.verdict_view import moved_counters, sentence, symptom_rows, throughput_rows, verdict_dict
 from collie.errors import TargetError
 from collie.events import counted
+from collie.model.units import format_size
+from collie.model.workload import Workload
 from collie.oracle import Oracle, Verdict
 from collie.preset import DEFAULT_PRESET, load_preset
 from collie.targets import DEFAULT_TARGET, canonical_spec, open_target
 from collie.targets.base import RunResult, Target, Unsupported
-from collie.units import format_size
-from collie.workload import Workload
 
 
 def canonical_target(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from collie.cli.render import emit, format_option, render
-from collie.space import constraint_rows, load_space
+from collie.model.space import constraint_rows, load_space
 
 
 @click.group()

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from collie.collectors.catalog import Catalog, CounterSpec, available_dialects, load_catalog, merge_catalogs
 from collie.errors import InputError
-from collie.rocev2 import XOFF_BITS
+from collie.model.rocev2 import XOFF_BITS
 
 _PAUSE_ROLES: Final = ("pause_duration_rx", "pause_duration_tx", "pause_frames_rx", "pause_frames_tx")
 

@@ -23,15 +23,15 @@ from enum import IntEnum, StrEnum
 from typing import Any
 
 from collie.campaign import Campaign
-from collie.cases import CorpusCase
 from collie.errors import CollieError, StoreError
 from collie.events import Event, TrialFinished, TrialStarted
 from collie.gate.waivers import Waiver, Waivers
+from collie.model.space import SearchSpace
 from collie.oracle import Verdict
 from collie.preset import Preset
-from collie.records import Phase, TrialState
-from collie.space import SearchSpace
-from collie.store import CampaignStore
+from collie.storage.campaign import CampaignStore
+from collie.storage.corpus import CorpusCase
+from collie.storage.records import Phase, TrialState
 from collie.targets.base import Target
 
 

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from collie import __version__
 from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
+from collie.model.workload import Workload
 from collie.remote.errors import Failure, HostError
 from collie.remote.inventory import Host
 from collie.remote.launch import AGENT_COMMAND_LINE, AgentChannel, ChannelClosed, ChannelTimeout
@@ -62,7 +63,6 @@ from collie.remote.protocol import (
 )
 from collie.remote.session import HostPart, RunPlan
 from collie.targets.base import RunResult, TargetInfo, Unsupported
-from collie.workload import Workload
 
 R = TypeVar("R", bound=Reply)
 

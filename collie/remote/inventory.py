@@ -57,7 +57,7 @@ DEFAULT_CONNECT_TIMEOUT: Final = 10.0
 DEFAULT_REQUEST_TIMEOUT: Final = 30.0
 
 TOP_FIELDS: Final = ("known_hosts", "connect_timeout", "request_timeout", "defaults", "host", "place")
-#: The workload roles a remote target places on hosts (the hosts workloads name, see collie/space.py).
+#: The workload roles a remote target places on hosts (the hosts workloads name, see collie/model/space.py).
 ROLES: Final = ("a", "b")
 TAG_PREFIX: Final = "tag:"
 HOST_FIELDS: Final = ("name", "address", "port", "user", "identity", "target", "netdev", "numa", "tags")

@@ -37,6 +37,7 @@ from types import TracebackType
 from typing import Any, Final, Self, TypeVar
 
 from collie.errors import InputError, TargetError, TargetUnavailable
+from collie.model.workload import Workload
 from collie.remote.client import AgentClient
 from collie.remote.deploy import start_agent
 from collie.remote.errors import HostError
@@ -45,7 +46,6 @@ from collie.remote.launch import Launcher
 from collie.remote.placement import NoStandIn, check_profiles, place, replace
 from collie.remote.session import HostPart, RunPlan
 from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
-from collie.workload import Workload
 
 #: Runs in a row a host may fail before it is taken out.
 MAX_FAILURES: Final = 3

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult
-from collie.workload import Workload
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,12 @@ from typing import Any, Final
 
 import pandas as pd
 
-from collie.features import features
 from collie.mfs import MFS
+from collie.model.features import features
+from collie.model.workload import Workload
 from collie.oracle import leading_symptom
 from collie.report.facts import AnomalyFacts, fingerprint_rows, replay_command
 from collie.report.model import Report, build_report
-from collie.workload import Workload
 
 COMPARE_FORMATS: Final = ("md", "html", "json")
 COMPARE_SCHEMA: Final = {"name": "collie-compare", "version": 1}

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from collie.case_record import CaseRecord
 from collie.mfs import MFS, Condition
+from collie.model.units import format_size
+from collie.model.workload import Flow
 from collie.oracle import Symptom, Verdict
 from collie.report.load import CampaignData
 from collie.report.perftest import PerftestLines, perftest_lines
-from collie.store import ANOMALIES
+from collie.storage.campaign import ANOMALIES
+from collie.storage.case import CaseRecord
 from collie.targets.base import TargetInfo
-from collie.units import format_size
-from collie.workload import Flow
 
 #: How a person names each feature an MFS condition can be about.
 _NOUNS: Final = {

@@ -34,8 +34,8 @@ from typing import Any, Final
 
 import pandas as pd
 
-from collie.records import TrialRecord
 from collie.report.facts import AnomalyFacts
+from collie.storage.records import TrialRecord
 
 #: The trials frame's columns and their pandas dtypes.
 TRIAL_COLUMNS: Final = {

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from collie import __version__
 from collie.errors import CollieError
-from collie.records import Phase, TrialState
 from collie.report.facts import AnomalyFacts, fingerprint_rows
 from collie.report.model import Report, counts
 from collie.report.plots import counters_svg, overview_svg
+from collie.storage.records import Phase, TrialState
 
 if TYPE_CHECKING:
     import jinja2

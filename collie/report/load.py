@@ -2,8 +2,8 @@
 
 A report may be made of a campaign that is still running, of a folder on a read-only share, or of a folder
 that an older collie wrote: this reader never repairs or truncates anything (unlike
-:meth:`~collie.store.CampaignStore.read_journal`, which a resume uses). It checks every row and file with the
-same typed readers as a resume (:mod:`collie.records`, :mod:`collie.case_record`).
+:meth:`~collie.storage.campaign.CampaignStore.read_journal`, which a resume uses). It checks every row and file with the
+same typed readers as a resume (:mod:`collie.storage.records`, :mod:`collie.storage.case`).
 
 Invariants:
     * each trial appears once, as its last row (its end; RUNNING if the campaign is in it, or crashed in it);
@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collie.case_record import CaseRecord, read_case_folder
 from collie.errors import CollieError, InputError
-from collie.records import CampaignConfig, Phase, TrialRecord
-from collie.store import ANOMALIES, CONFIG, JOURNAL
+from collie.storage.campaign import ANOMALIES, CONFIG, JOURNAL
+from collie.storage.case import CaseRecord, read_case_folder
+from collie.storage.records import CampaignConfig, Phase, TrialRecord
 from collie.tomlio import read_toml
 
 
@@ -72,7 +72,7 @@ def load_campaign(root: Path) -> CampaignData:
 
 def _corpus_names(corpus: str, warnings: list[str]) -> dict[str, str]:
     """Workload key -> case name of the corpus the campaign replayed (its folder may have moved since)."""
-    from collie.cases import load_corpus
+    from collie.storage.corpus import load_corpus
 
     try:
         return {case.workload.key(): case.name for case in load_corpus(Path(corpus))} if corpus else {}

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from collie.records import Phase
 from collie.report.facts import AnomalyFacts, facts_of
 from collie.report.frames import anomalies_frame, trials_frame
 from collie.report.load import CampaignData, load_campaign
+from collie.storage.records import Phase
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ import shlex
 from dataclasses import dataclass, replace
 from typing import Final
 
-from collie.workload import Flow, Workload
+from collie.model.workload import Flow, Workload
 
 TOOLS: Final = {"WRITE": "ib_write_bw", "READ": "ib_read_bw", "SEND": "ib_send_bw"}
 #: The connection types each tool takes (perftest's ``-c`` of that verb).

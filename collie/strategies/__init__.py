@@ -27,7 +27,7 @@ def make_strategy(name: str, space: Space, seed: int, options: Mapping[str, Any]
         seed: the random stream's seed.
         options: the strategy's keyword options (a preset's ``[strategy_options]``).
         encoder: a point's regression columns, for a strategy that models its objectives (``anneal`` with
-            ``screen``); for workloads, :func:`collie.features.point_encoder`.
+            ``screen``); for workloads, :func:`collie.model.features.point_encoder`.
 
     Raises:
         InputError: unknown strategy or option (one sentence with what is allowed).

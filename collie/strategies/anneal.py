@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from collie.metrics import DIAG_PREFIX, THROUGHPUT
-from collie.points import point_key
+from collie.model.points import point_key
 from collie.strategies.base import Encoder, Exclusion, Outcome, Point, Region, Regions, Space
 from collie.strategies.surrogate import Surrogate
 

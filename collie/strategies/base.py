@@ -7,9 +7,9 @@ trouble).
 
 What a strategy is given, it is given through narrow interfaces, so it never imports what a point means:
     * a :class:`Space` (names and typed dimensions, sampling, one-dimension mutation, legality), which
-      :class:`collie.space.SearchSpace` is;
+      :class:`collie.model.space.SearchSpace` is;
     * an :data:`Encoder` (a point's regression columns) for a strategy that models its objectives, made by
-      whoever builds the strategy (for workloads: :func:`collie.features.point_encoder`).
+      whoever builds the strategy (for workloads: :func:`collie.model.features.point_encoder`).
 
 Invariants every strategy keeps:
     * it is deterministic for a seed and a sequence of tells (so a campaign can be resumed by replaying its
@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from collie.dimensions import Dimension
+from collie.model.dimensions import Dimension
 
 Point = dict[str, Any]
 #: how many known anomalies' regions hold a point (0: it is worth asking)
@@ -39,7 +39,7 @@ Encoder = Callable[[Mapping[str, Any]], Row]
 
 
 class Space(Protocol):
-    """What a strategy uses of a search space (:class:`collie.space.SearchSpace` is one).
+    """What a strategy uses of a search space (:class:`collie.model.space.SearchSpace` is one).
 
     Invariant (the space keeps it): :meth:`sample` and :meth:`mutate` only return points :meth:`is_valid`
     accepts.
@@ -52,7 +52,7 @@ class Space(Protocol):
 
     @property
     def dimensions(self) -> Sequence[Dimension]:
-        """The searched dimensions (typed: :mod:`collie.dimensions`), in the order of :attr:`names`."""
+        """The searched dimensions (typed: :mod:`collie.model.dimensions`), in the order of :attr:`names`."""
         ...
 
     def is_valid(self, point: Mapping[str, Any]) -> bool:

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from collie.dimensions import Choice, Flag, IntRange, SizeVector
 from collie.metrics import THROUGHPUT
-from collie.points import point_key
+from collie.model.dimensions import Choice, Flag, IntRange, SizeVector
+from collie.model.points import point_key
 from collie.strategies.base import Exclusion, Outcome, Point, Regions, Space
 
 _ATTEMPTS = 3

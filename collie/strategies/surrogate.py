@@ -1,7 +1,7 @@
 """A cheap surrogate of each search objective, to screen an annealer's proposals before they cost an experiment.
 
 The model is ridge regression of ``log(metric)`` on an encoding of the point, made by the :data:`Encoder` the
-surrogate is given (for workloads, :func:`collie.features.point_encoder`: numeric features as ``log2(1 + x)``,
+surrogate is given (for workloads, :func:`collie.model.features.point_encoder`: numeric features as ``log2(1 + x)``,
 flags as 0/1, categorical features one-hot). Metrics that move multiplicatively with the encoded quantities are
 log-linear in such columns, so the model captures the direction in which a metric grows even where it cannot
 predict its value; that direction is all screening needs.

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
-from collie.workload import Workload
+from collie.model.workload import Workload
 
 
 class Unsupported(Exception):

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from collie.space import load_space
-from collie.workload import Workload
+from collie.model.space import load_space
+from collie.model.workload import Workload
 from tests.conftest import EXAMPLES, ROOT, run_cli
 
 FIXTURES = ROOT / "tests" / "fixtures" / "cases"

@@ -12,11 +12,11 @@ import pytest
 
 from collie.campaign import Campaign
 from collie.events import AnomalyFound, Event, TrialFinished
-from collie.features import features
 from collie.mfs import MFS
+from collie.model.features import features
+from collie.model.space import load_space
 from collie.preset import load_preset
-from collie.space import load_space
-from collie.store import CampaignConfig, CampaignStore
+from collie.storage.campaign import CampaignConfig, CampaignStore
 from collie.targets.sim import SimTarget
 
 SPACE = load_space()

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from simhelpers import CORPUS, DURATION, KnownCase, corpus, expected_quirks, kinds, max_pause, near_misses, oracle_for
 
-from collie.cases import load_corpus
-from collie.constraints import validate_workload
-from collie.features import features
+from collie.model.constraints import validate_workload
+from collie.model.features import features
+from collie.model.space import load_space
 from collie.oracle import Oracle
-from collie.space import load_space
+from collie.storage.corpus import load_corpus
 from collie.targets.base import RunResult
 from collie.targets.sim import SimTarget, library, load_profile
 from collie.targets.sim.quirks import Quirk

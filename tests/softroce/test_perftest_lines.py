@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from collie.cases import load_corpus
+from collie.model.workload import Workload
 from collie.report.perftest import PerftestLines, mirrored, perftest_lines
-from collie.workload import Workload
+from collie.storage.corpus import load_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Simulated cases of the corpus (found on sim profiles) that perftest can express, small enough for rxe.

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from collie.calibrate import catalog_of
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.oracle import DIRECTION_KINDS, Ceilings, Oracle
 from collie.targets.base import Unsupported
-from collie.workload import Endpoint, Flow, Workload
 from tests.softroce.conftest import rdma_resources
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from collie.collectors.host import HostCollector, SourceUse
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.remote.session import HostPart, RunPlan
 from collie.targets.verbs import VerbsTarget
 from collie.targets.verbs.session import VerbsSession
-from collie.workload import Endpoint, Flow, Workload
 from tests.softroce.conftest import rdma_resources
 
 A, B = Endpoint("a"), Endpoint("b")

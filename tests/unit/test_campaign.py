@@ -12,18 +12,18 @@ from typing import Any
 import numpy as np
 
 from collie.campaign import AnomalyRecord, Campaign, CampaignSummary
-from collie.case_record import read_case_folder
-from collie.cases import load_corpus
 from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, Warning
-from collie.features import features
 from collie.mfs import MFS, Condition
+from collie.model.features import features
+from collie.model.space import load_space
+from collie.model.workload import Workload
 from collie.preset import Preset, load_preset
-from collie.records import CampaignConfig
-from collie.space import load_space
-from collie.store import CampaignStore
+from collie.storage.campaign import CampaignStore
+from collie.storage.case import read_case_folder
+from collie.storage.corpus import load_corpus
+from collie.storage.records import CampaignConfig
 from collie.targets.base import RunResult, TargetInfo
 from collie.targets.sim import SimTarget
-from collie.workload import Workload
 
 
 class Wrapped:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from collie.case_record import (
+from collie.errors import InputError
+from collie.oracle import Verdict
+from collie.storage.case import (
     FORMAT,
     CaseEvidence,
     CaseRecord,
@@ -20,8 +22,6 @@ from collie.case_record import (
     read_case_folder,
     write_case_folder,
 )
-from collie.errors import InputError
-from collie.oracle import Verdict
 from collie.targets.sim import SimTarget
 from tests.conftest import ROOT
 

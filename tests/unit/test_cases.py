@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from collie.cases import load_corpus
 from collie.errors import InputError
+from collie.storage.corpus import load_corpus
 from tests.conftest import EXAMPLES
 
 MFS_JSON = {"signature": "pause@receiver", "conditions": [{"feature": "opcode", "op": "==", "value": "READ"}]}

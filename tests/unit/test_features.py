@@ -3,9 +3,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from collie.features import FEATURE_NAMES, encode, features, point_encoder
-from collie.space import load_space
-from collie.workload import Endpoint, Flow, Workload
+from collie.model.features import FEATURE_NAMES, encode, features, point_encoder
+from collie.model.space import load_space
+from collie.model.workload import Endpoint, Flow, Workload
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "workloads" / "examples"
 

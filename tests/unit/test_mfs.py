@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from collie.features import features
 from collie.mfs import MFS, Condition
-from collie.space import load_space
+from collie.model.features import features
+from collie.model.space import load_space
 
 SPACE = load_space()
 MFS_QPS = MFS("low_throughput@receiver", (Condition("transport", "==", "RC"), Condition("qps_total", ">=", 724),

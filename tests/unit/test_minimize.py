@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from collie.features import features
 from collie.minimize import Minimizer, MinimizeSettings
+from collie.model.features import features
+from collie.model.space import load_space
 from collie.oracle import Verdict
-from collie.space import load_space
 
 SPACE = load_space()
 PAUSE = Verdict(True, (), 5.0, "pause@receiver")

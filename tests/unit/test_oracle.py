@@ -3,9 +3,9 @@ from __future__ import annotations
 import dataclasses
 
 from collie.collectors.catalog import load_catalog, load_catalogs
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.oracle import Ceilings, Oracle, Thresholds
 from collie.targets.base import FlowResult, HostResult, RunResult
-from collie.workload import Endpoint, Flow, Workload
 
 CEIL = Ceilings({"oneway": 100e9, "bidirectional": 100e9, "loopback": 80e9},
                 {"oneway": 50e6, "bidirectional": 50e6, "loopback": 40e6}, 100e9)

@@ -16,16 +16,16 @@ import pytest
 from collie.campaign import AnomalyRegistry, Campaign, CampaignInterrupted, CampaignSummary
 from collie.campaign.parallel import ParallelCampaign, chain_seed
 from collie.campaign.turns import Turns
-from collie.case_record import read_case_folder
 from collie.events import AnomalyFound, Event, KnownAnomaly, TrialFinished
-from collie.features import features
+from collie.model.features import features
+from collie.model.space import load_space
+from collie.model.workload import Workload
 from collie.oracle import leading_symptom
 from collie.preset import Preset, load_preset
-from collie.records import CampaignConfig
-from collie.space import load_space
-from collie.store import CampaignStore
+from collie.storage.campaign import CampaignStore
+from collie.storage.case import read_case_folder
+from collie.storage.records import CampaignConfig
 from collie.targets.base import RunResult
-from collie.workload import Workload
 from tests.unit.test_campaign import Wrapped
 
 PRESET = "quick"

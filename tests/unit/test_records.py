@@ -10,10 +10,10 @@ import pytest
 import tomli_w
 
 from collie.errors import InputError
+from collie.model.workload import Workload
 from collie.oracle import Ceilings
-from collie.records import CampaignConfig, Phase, TrialRecord, TrialState, check_sequence
+from collie.storage.records import CampaignConfig, Phase, TrialRecord, TrialState, check_sequence
 from collie.targets.sim import SimTarget
-from collie.workload import Workload
 from tests.conftest import EXAMPLES
 
 CONFIG = CampaignConfig(target="sim:cx6-200g-amd", seed=3, budget=300, preset="collie", strategy="anneal",

@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collie.constraints import violations
 from collie.errors import ConstraintError, InputError
-from collie.space import PARAMETERS, load_space
+from collie.model.constraints import violations
+from collie.model.space import PARAMETERS, load_space
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def test_directions_build_the_right_flows(space) -> None:  # type: ignore[no-unt
 
 def test_one_direction_table_serves_build_point_of_and_calibration(space) -> None:  # type: ignore[no-untyped-def]
     from collie.calibrate import calibration_workloads
-    from collie.space import DIRECTION_PAIRS, DIRECTIONS
+    from collie.model.space import DIRECTION_PAIRS, DIRECTIONS
 
     assert tuple(DIRECTION_PAIRS) == DIRECTIONS
     for direction, pairs in DIRECTION_PAIRS.items():
@@ -190,7 +190,7 @@ def test_point_of_inverts_build(space) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_point_of_rejects_workloads_outside_the_space(space) -> None:  # type: ignore[no-untyped-def]
-    from collie.workload import Endpoint, Flow, Workload
+    from collie.model.workload import Endpoint, Flow, Workload
 
     odd = Workload((Flow(Endpoint("a"), Endpoint("b"), qps=2), Flow(Endpoint("b"), Endpoint("a"), qps=3)))
     with pytest.raises(InputError, match="not a point of the search space"):

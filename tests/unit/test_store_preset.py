@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from collie.case_record import CaseRecord
 from collie.errors import InputError
 from collie.mfs import MFS, Condition
+from collie.model.workload import Workload
 from collie.oracle import Ceilings
 from collie.preset import load_preset
-from collie.records import CampaignConfig, Phase, TrialRecord, TrialState
-from collie.store import CampaignStore
+from collie.storage.campaign import CampaignStore
+from collie.storage.case import CaseRecord
+from collie.storage.records import CampaignConfig, Phase, TrialRecord, TrialState
 from collie.targets.sim import SimTarget
-from collie.workload import Workload
 from tests.conftest import EXAMPLES, ROOT
 
 CONFIG = CampaignConfig(target="sim", seed=1, budget=10, preset="collie", strategy="anneal")
@@ -108,11 +108,11 @@ _FAILING_WRITES = """
 import json, resource, signal, sys
 from dataclasses import replace
 from pathlib import Path
-from collie.case_record import CaseRecord
+from collie.storage.case import CaseRecord
 from collie.errors import StoreError
 from collie.mfs import MFS
-from collie.store import CampaignStore
-from collie.workload import Workload
+from collie.storage.campaign import CampaignStore
+from collie.model.workload import Workload
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing us
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))

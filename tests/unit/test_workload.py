@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from collie.errors import ConstraintError, InputError
-from collie.workload import Endpoint, Flow, Workload
+from collie.model.workload import Endpoint, Flow, Workload
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "workloads" / "examples"
 

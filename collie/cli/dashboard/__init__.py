@@ -36,7 +36,7 @@ from collie.cli.dashboard.plain import plain_line
 from collie.cli.dashboard.state import DashboardState
 from collie.cli.dashboard.view import layout
 from collie.events import AnomalyFound, Event, MfsFinished, TrialFinished, Warning
-from collie.records import TrialState
+from collie.storage.records import TrialState
 
 __all__ = ["Dashboard", "DashboardState", "Mode", "choose_mode", "dashboard", "live_options", "plain_line"]
 

@@ -14,7 +14,7 @@ from collie.events import (
     Warning,
     counted,
 )
-from collie.records import TrialState
+from collie.storage.records import TrialState
 
 
 def plain_line(event: Event, every: int, each: Collection[str] = ()) -> str | None:

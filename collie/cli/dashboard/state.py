@@ -22,7 +22,7 @@ from collie.events import (
     Warning,
 )
 from collie.metrics import THROUGHPUT
-from collie.records import TrialState
+from collie.storage.records import TrialState
 
 #: Values of each driven metric kept for its sparkline, and verdicts kept for the "last verdicts" table.
 HISTORY: Final = 60

@@ -26,7 +26,7 @@ from typing import Final
 
 from collie.collectors.catalog import Catalog, CounterSpec, catalog_path, load_catalogs
 from collie.errors import InputError
-from collie.rocev2 import XOFF_BITS
+from collie.model.rocev2 import XOFF_BITS
 from collie.targets.sim.model import HostAcc
 
 #: The lossless priority the simulator's traffic and pause use; ``{p}`` templates are reported at it only.

@@ -33,11 +33,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from collie.features import Features
+from collie.model.features import Features
+from collie.model.workload import Flow, Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
 from collie.targets.sim.profile import Profile
 from collie.targets.sim.quirks import Quirk, soft_fraction
-from collie.workload import Flow, Workload
 
 #: RoCEv2 bytes on the wire per packet around the payload (L1 + L2 + IPv4 + UDP + BTH + ICRC).
 PACKET_OVERHEAD: Final = 82

@@ -2,7 +2,7 @@
 
 A quirk is declared once (in the shared library ``quirks.toml`` or inline in a profile file) and referenced by
 id from every profile whose subsystem has it. Conditions speak the feature vocabulary of
-:mod:`collie.features`, so a condition means the same thing to the simulator, the minimizer and MFS reports.
+:mod:`collie.model.features`, so a condition means the same thing to the simulator, the minimizer and MFS reports.
 
 Condition syntax (one clause per string; every clause must hold):
     ``"batch >= 64"``, ``"mtu <= 1K"``, ``"transport == UD"``, ``"opcode in [SEND, SEND_IMM]"``,
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from collie.errors import InputError
-from collie.features import FEATURE_NAMES, Features
+from collie.model.features import FEATURE_NAMES, Features
+from collie.model.units import parse_size
 from collie.tomlio import check_fields, expect_type
-from collie.units import parse_size
 
 #: The simulator's NIC-internal diagnostic counters (also listed in ``counters/sim.toml``).
 DIAGNOSTIC_COUNTERS: Final = (
@@ -72,7 +72,7 @@ class Clause:
 
     Attributes:
         text: the clause as written (for messages and ``collie sim show``).
-        feature: a name of :data:`collie.features.FEATURE_NAMES`.
+        feature: a name of :data:`collie.model.features.FEATURE_NAMES`.
         op: ``>=``, ``<=``, ``>``, ``<``, ``==``, ``!=`` or ``in``.
         value: an int, a bool, a string or a frozenset of strings (for ``in``).
     """

@@ -17,13 +17,13 @@ from types import TracebackType
 from typing import Self
 
 from collie.errors import InputError
-from collie.features import features
+from collie.model.features import features
+from collie.model.workload import Workload
 from collie.targets.base import RunResult, TargetInfo
 from collie.targets.sim.counters import dialect_counters
 from collie.targets.sim.model import check_supported, simulate, workload_key
 from collie.targets.sim.noise import Draws
 from collie.targets.sim.profile import Profile, load_profile
-from collie.workload import Workload
 
 _DRIVERS = {"mlx5": "mlx5", "bnxt_re": "bnxt_re", "rxe": "rxe"}
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from collie.collectors.host import HostCollector
+from collie.model.workload import Flow
 from collie.targets.verbs.spec import VerbsSpec
-from collie.workload import Flow
 
 
 class Side(Enum):

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from collie.constraints import ATOMIC_OPCODES
-from collie.units import format_size
-from collie.workload import Flow, Workload
+from collie.model.constraints import ATOMIC_OPCODES
+from collie.model.units import format_size
+from collie.model.workload import Flow, Workload
 
 #: IBV MTU enum value -> bytes.
 MTU_BYTES: Final = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}

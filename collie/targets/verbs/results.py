@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from collie.model.workload import Flow, Workload
 from collie.targets.base import FlowResult
 from collie.targets.verbs.counters import counter_delta
 from collie.targets.verbs.engine import WorkerReport
 from collie.targets.verbs.measure import FlowSummary, combine
-from collie.workload import Flow, Workload
 
 
 def payload_sender_is_client(flow: Flow) -> bool:

@@ -19,6 +19,7 @@ from typing import Any, Self
 
 from collie.collectors.host import HostCollector
 from collie.errors import InputError, TargetError
+from collie.model.workload import Workload
 from collie.targets.base import HostResult, RunResult, TargetInfo, Unsupported
 from collie.targets.verbs.compat import Pyverbs, load
 from collie.targets.verbs.counters import port_collector
@@ -31,7 +32,6 @@ from collie.targets.verbs.results import flow_result, host_rates, port_counters,
 from collie.targets.verbs.results import payload_sender_is_client as payload_sender_is_client
 from collie.targets.verbs.spec import VerbsSpec, parse_spec
 from collie.targets.verbs.workers import Gathered, run_jobs
-from collie.workload import Workload
 
 DEFAULT_HOSTS = ("a", "b")
 

@@ -20,12 +20,12 @@ import pytest
 from collie.campaign import Campaign
 from collie.errors import TargetUnavailable
 from collie.events import Event, TrialFinished
+from collie.model.space import load_space
 from collie.preset import load_preset
-from collie.records import CampaignConfig, TrialState
 from collie.remote.launch import AGENT_COMMAND_LINE
 from collie.remote.orchestrator import RemoteTarget
-from collie.space import load_space
-from collie.store import CampaignStore
+from collie.storage.campaign import CampaignStore
+from collie.storage.records import CampaignConfig, TrialState
 from tests.conftest import ROOT, run_cli
 from tests.sshd_fixture import SshdFarm, alive, own_farm, ssh_home, sshd_farm, sshd_one, wait_gone
 

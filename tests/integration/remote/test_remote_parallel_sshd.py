@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from collie.case_record import read_case_folder
-from collie.features import features
+from collie.model.features import features
+from collie.model.space import load_space
 from collie.oracle import leading_symptom
-from collie.space import load_space
+from collie.storage.case import read_case_folder
 from tests.conftest import ROOT
 from tests.integration.remote.test_remote_campaign_sshd import (
     PRESET,

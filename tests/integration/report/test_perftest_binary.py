@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from collie.cases import load_corpus
 from collie.report import build_report
 from collie.report.perftest import perftest_lines
+from collie.storage.corpus import load_corpus
 from tests.conftest import ROOT
 
 ACCEPTED = re.compile(r"Did not detect devices|Unable to find the Infiniband/RoCE device|IB device .* not found")

@@ -13,10 +13,10 @@ from collie.cli.dashboard import Dashboard, Mode, choose_mode
 from collie.cli.dashboard.state import DashboardState
 from collie.cli.dashboard.view import BLOCKS, sparkline
 from collie.events import AnomalyFound, Event, MfsFinished, PhaseStarted, SearchStep, TrialFinished, Warning
+from collie.model.space import load_space
 from collie.preset import load_preset
-from collie.records import CampaignConfig
-from collie.space import load_space
-from collie.store import CampaignStore
+from collie.storage.campaign import CampaignStore
+from collie.storage.records import CampaignConfig
 from collie.targets.sim import SimTarget
 
 

@@ -15,13 +15,13 @@ from collie.collectors.rdma_stat import parse_rdma_stat
 from collie.collectors.snapshot import Snapshot
 from collie.collectors.sysfs import PortRef, port_netdev
 from collie.errors import InputError
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.oracle import Ceilings, Oracle, Verdict
 from collie.targets.verbs import VerbsTarget
 from collie.targets.verbs.engine import run_job
 from collie.targets.verbs.job import Share, Timing, WorkerJob
 from collie.targets.verbs.spec import VerbsSpec
 from collie.targets.verbs.workers import Gathered
-from collie.workload import Endpoint, Flow, Workload
 from tests.conftest import COUNTER_FIXTURES, ttar_tree
 from tests.unit.targets.verbs.fakeverbs import fake
 from tests.unit.targets.verbs.test_verbs_device import fake_pyverbs

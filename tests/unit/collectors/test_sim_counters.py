@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from collie.collectors.normalize import catalog_for, normalize
+from collie.model.workload import Workload
 from collie.targets import open_target
 from collie.targets.sim.profile import builtin_names
-from collie.workload import Workload
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "workloads" / "examples"
 

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
-from collie.cases import load_corpus
 from collie.gate import ExitCode, InfrastructureError, KnownStatus, Waiver, Waivers, run_gate
 from collie.gate.junit import write_junit
+from collie.model.space import load_space
+from collie.model.workload import Workload
 from collie.preset import load_preset
-from collie.records import CampaignConfig
-from collie.space import load_space
-from collie.store import CampaignStore
+from collie.storage.campaign import CampaignStore
+from collie.storage.corpus import load_corpus
+from collie.storage.records import CampaignConfig
 from collie.targets.sim import SimTarget
-from collie.workload import Workload
 
 ROOT = Path(__file__).resolve().parents[3]
 TODAY = dt.date(2026, 6, 1)

@@ -13,6 +13,7 @@ import pytest
 
 from collie import __version__
 from collie.collectors.snapshot import Snapshot
+from collie.model.workload import Workload
 from collie.remote.agent import Agent, serve
 from collie.remote.client import AgentClient
 from collie.remote.errors import Failure, HostError
@@ -34,7 +35,6 @@ from collie.remote.protocol import (
 )
 from collie.targets.base import Unsupported
 from collie.targets.sim import SimTarget
-from collie.workload import Workload
 from tests.conftest import EXAMPLES, ROOT
 
 WORKLOAD = Workload.load(EXAMPLES / "rc-write-64k.toml")

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
+from collie.model.workload import Workload
 from collie.remote.protocol import (
     PROTOCOL_VERSION,
     Bye,
@@ -35,7 +36,6 @@ from collie.remote.protocol import (
     peek_version,
 )
 from collie.targets.sim import SimTarget
-from collie.workload import Workload
 from tests.conftest import EXAMPLES
 
 WORKLOAD = Workload.load(EXAMPLES / "rc-write-64k.toml")

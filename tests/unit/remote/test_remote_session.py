@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from collie import __version__
+from collie.model.workload import Workload
 from collie.remote.agent import Agent, serve
 from collie.remote.client import AgentClient
 from collie.remote.inventory import Host, parse_host_target
@@ -38,7 +39,6 @@ from collie.remote.session import HostPart, RunPlan
 from collie.remote.sim_session import SimSession
 from collie.targets.base import Unsupported
 from collie.targets.sim import SimTarget
-from collie.workload import Workload
 from tests.conftest import EXAMPLES, ROOT
 
 WORKLOAD = Workload.load(EXAMPLES / "rc-write-64k.toml")

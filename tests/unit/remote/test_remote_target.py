@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from collie.errors import InputError, TargetUnavailable
+from collie.model.workload import Workload
 from collie.remote.errors import Failure, HostError
 from collie.remote.inventory import Host, load_inventory
 from collie.remote.launch import AgentChannel, LocalLauncher
@@ -19,7 +20,6 @@ from collie.remote.placement import NoStandIn, place, replace
 from collie.targets import open_target
 from collie.targets.base import Unsupported
 from collie.targets.sim import SimTarget
-from collie.workload import Workload
 from tests.conftest import EXAMPLES, ROOT
 from tests.sshd_fixture import wait_gone
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from collie.mfs import MFS, Condition
+from collie.model.workload import Endpoint, Flow
 from collie.oracle import Symptom
 from collie.report.facts import flow_words, mfs_words, moved_counters, replay_command, symptom_text
-from collie.workload import Endpoint, Flow
 
 
 def test_an_mfs_reads_as_a_sentence() -> None:

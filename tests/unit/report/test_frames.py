@@ -6,8 +6,8 @@ import io
 
 import pandas as pd
 
-from collie.records import Phase, TrialRecord, TrialState
 from collie.report.frames import TRIAL_COLUMNS, read_trials_csv, trials_frame
+from collie.storage.records import Phase, TrialRecord, TrialState
 from collie.targets.base import FlowResult, HostResult, RunResult
 
 RESULT = RunResult("k1", "sim", 5.0, 0.1,

@@ -6,8 +6,8 @@ import shlex
 
 import pytest
 
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.report.perftest import Device, device_of, lacks, perftest_lines
-from collie.workload import Endpoint, Flow, Workload
 
 #: perftest's own option names for the bandwidth tests (its usage text, src/perftest_parameters.c), with
 #: whether each takes a value.

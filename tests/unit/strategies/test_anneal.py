@@ -5,8 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from collie.features import point_encoder
-from collie.space import load_space
+from collie.model.features import point_encoder
+from collie.model.space import load_space
 from collie.strategies import Anneal, BayesSearch, Outcome, RandomSearch, make_strategy
 from collie.strategies.base import Region
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from collie.dimensions import Choice, Dimension, Flag, IntRange
+from collie.model.dimensions import Choice, Dimension, Flag, IntRange
 from collie.strategies import STRATEGIES, Outcome, Strategy, make_strategy
 from collie.strategies.base import Row, Space
 

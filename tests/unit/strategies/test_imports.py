@@ -17,9 +17,9 @@ import collie.strategies
 ROOT = Path(collie.__file__).resolve().parents[1]
 STRATEGIES = Path(collie.strategies.__file__).resolve().parent
 #: what ``collie/strategies/*`` may import of collie (generic modules, none of which imports an RDMA module)
-ALLOWED = ("collie.strategies", "collie.metrics", "collie.errors", "collie.points", "collie.dimensions")
-RDMA = ("collie.features", "collie.space", "collie.workload", "collie.oracle", "collie.targets",
-        "collie.constraints", "collie.collectors", "collie.campaign")
+ALLOWED = ("collie.strategies", "collie.metrics", "collie.errors", "collie.model.points", "collie.model.dimensions")
+RDMA = ("collie.model.features", "collie.model.space", "collie.model.workload", "collie.oracle", "collie.targets",
+        "collie.model.constraints", "collie.collectors", "collie.campaign")
 
 
 def _within(name: str, prefixes: tuple[str, ...]) -> bool:
@@ -40,7 +40,7 @@ def test_importing_the_strategies_loads_no_rdma_module() -> None:
     loaded = _loaded("collie.strategies")
     assert "collie.strategies.anneal" in loaded  # the probe sees what it should
     assert not {m for m in loaded if _within(m, RDMA)}
-    assert {m for m in loaded if m != "collie" and not _within(m, ALLOWED)} == set()
+    assert {m for m in loaded if m not in ("collie", "collie.model") and not _within(m, ALLOWED)} == set()
 
 
 def test_the_strategies_import_only_themselves_and_generic_modules() -> None:
@@ -54,7 +54,8 @@ def test_the_strategies_import_only_themselves_and_generic_modules() -> None:
                     assert _within(name, ALLOWED), f"{source.name} imports {name}"
 
 
-@pytest.mark.parametrize("module", ["collie.metrics", "collie.oracle", "collie.points", "collie.dimensions"])
+@pytest.mark.parametrize("module", ["collie.metrics", "collie.oracle", "collie.model.points",
+                                    "collie.model.dimensions"])
 def test_the_modules_strategies_share_with_the_rest_load_no_strategy(module: str) -> None:
     loaded = _loaded(module)
     assert module in loaded
@@ -62,5 +63,5 @@ def test_the_modules_strategies_share_with_the_rest_load_no_strategy(module: str
 
 
 def test_the_generic_modules_load_no_rdma_module() -> None:
-    for module in ("collie.metrics", "collie.points", "collie.dimensions"):
+    for module in ("collie.metrics", "collie.model.points", "collie.model.dimensions"):
         assert not {m for m in _loaded(module) if _within(m, RDMA)}, module

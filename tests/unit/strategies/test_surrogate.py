@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 
-from collie.features import features, point_encoder
-from collie.space import load_space
+from collie.model.features import features, point_encoder
+from collie.model.space import load_space
 from collie.strategies.surrogate import Surrogate
 
 SPACE = load_space()

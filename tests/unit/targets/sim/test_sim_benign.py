@@ -85,7 +85,7 @@ def test_points_of_the_default_search_space_outside_quirks_are_clean(profile: st
     """The campaign's own distribution (workloads/default.toml), incast and fan-out shapes included."""
     import numpy as np
 
-    from collie.space import load_space
+    from collie.model.space import load_space
 
     space = load_space()
     rng = np.random.default_rng(len(profile))

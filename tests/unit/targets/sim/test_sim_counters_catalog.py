@@ -9,7 +9,7 @@ from simhelpers import one
 from collie.collectors.catalog import Catalog, available_dialects, catalog_path, load_catalog, parse_catalog
 from collie.collectors.normalize import catalog_for
 from collie.errors import InputError
-from collie.rocev2 import XOFF_BITS
+from collie.model.rocev2 import XOFF_BITS
 from collie.targets.sim import SimTarget, builtin_names, load_profile
 from collie.targets.sim import counters as sim_counters
 from collie.targets.sim.counters import PRIO, QUANTITIES, counter_function, dialect_counters, reported

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from simhelpers import corpus, one, random_workload
 
+from collie.model.workload import Workload
 from collie.targets.sim import SimTarget
-from collie.workload import Workload
 
 D = 10.0
 W = one(qps=4, batch=16, sizes=(65536, 1024))

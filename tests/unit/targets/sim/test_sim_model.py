@@ -10,11 +10,11 @@ import pytest
 from simhelpers import bi, one, random_workload
 
 from collie.collectors.catalog import load_catalogs
+from collie.model.workload import Endpoint, Workload
 from collie.targets.base import Unsupported
 from collie.targets.sim import SimTarget, load_profile
 from collie.targets.sim.model import workload_key
 from collie.targets.sim.profile import PROFILE_DIR, parse_profile
-from collie.workload import Endpoint, Workload
 
 D = 10.0
 

@@ -174,7 +174,7 @@ def test_the_example_in_the_docs_loads() -> None:
     assert [q.id for q in p.active_quirks] == ["f01-ud-rx-wqe", "f11-bi-remote-numa", "my-write-deep-loss"]
     assert [q.id for q, _ in p.inactive_quirks] == ["f09-bi-sge-mix-noro"]
     # its own quirk is reachable in the default search space: a point of it fires the quirk
-    from collie.space import load_space
+    from collie.model.space import load_space
 
     space = load_space()
     workload = space.build({**space.simplest(), "wq_depth": 4096})

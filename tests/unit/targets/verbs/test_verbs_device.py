@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from collie.errors import InputError, TargetError
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.targets.base import Unsupported
 from collie.targets.verbs import VerbsTarget, compat
 from collie.targets.verbs.device import NO_DEVICE
-from collie.workload import Endpoint, Flow, Workload
 
 
 class FakeError(Exception):

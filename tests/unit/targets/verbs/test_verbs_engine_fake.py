@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from collie.model.workload import Endpoint, Flow
 from collie.targets.verbs import engine
 from collie.targets.verbs.engine import run_job
 from collie.targets.verbs.job import Share, Timing, WorkerJob
 from collie.targets.verbs.spec import VerbsSpec
-from collie.workload import Endpoint, Flow
 from tests.unit.targets.verbs.fakeverbs import fake
 
 A, B = Endpoint("a"), Endpoint("b")

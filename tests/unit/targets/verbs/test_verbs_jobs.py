@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.targets.verbs.job import Timing
 from collie.targets.verbs.spec import VerbsSpec
 from collie.targets.verbs.target import default_warmup, payload_sender_is_client, plan_jobs
-from collie.workload import Endpoint, Flow, Workload
 
 SPEC = VerbsSpec("rxe0")
 T = Timing(warmup=0.1, duration=1.0)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.targets.verbs.device import available_memory_bytes
 from collie.targets.verbs.limits import DeviceLimits, check_workload, registered_bytes, send_cqes_per_qp
-from collie.workload import Endpoint, Flow, Workload
 
 #: rxe's limits as `ibv_devinfo -v` printed them in the guest (SOFTROCE.md), active_mtu with a 9000 B netdev.
 RXE = DeviceLimits(max_qp=1048560, max_qp_wr=1048576, max_sge=32, max_sge_rd=32, max_cq=1048576,

@@ -18,10 +18,10 @@ import pytest
 
 from collie.collectors.host import HostCollector, SourceUse
 from collie.errors import TargetError
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.remote.session import RunPlan
 from collie.targets.base import Unsupported
 from collie.targets.verbs.session import VerbsSession
-from collie.workload import Endpoint, Flow, Workload
 from tests.conftest import ttar_tree
 from tests.unit.targets.verbs.fakeverbs import fake
 

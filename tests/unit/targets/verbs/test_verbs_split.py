@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from collie.errors import TargetError
+from collie.model.workload import Endpoint, Flow, Workload
 from collie.targets.verbs.endpoints import EndpointData, index, peer_of
 from collie.targets.verbs.engine import WorkerReport, run_job
 from collie.targets.verbs.job import Side, Timing, WorkerJob
 from collie.targets.verbs.spec import VerbsSpec
 from collie.targets.verbs.target import plan_jobs
 from collie.targets.verbs.workers import WorkerPool
-from collie.workload import Endpoint, Flow, Workload
 from tests.unit.targets.verbs import fakeverbs
 from tests.unit.targets.verbs.fakeverbs import fake
 

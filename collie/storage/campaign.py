@@ -17,7 +17,7 @@ Invariants:
       have had K, and the RUNNING row of one journaled before another trial ended stays where it is);
       anything else wrong in it (a damaged row, a row of the wrong type, a gap in the trial numbers) is an
       :class:`~collie.errors.InputError` naming the file, the line and the field, and the file is left as is;
-    * every row and ``campaign.toml`` are checked on read (see :mod:`collie.records`);
+    * every row and ``campaign.toml`` are checked on read (see :mod:`collie.storage.records`);
     * anomaly folders are written to a temporary name and renamed into place, so a folder that exists is
       complete;
     * a write that fails during a campaign (a full disk) raises :class:`~collie.errors.StoreError`, whose
@@ -38,13 +38,13 @@ from typing import IO, Final
 
 import tomli_w
 
-from collie.case_record import CaseRecord, read_case_folder, write_case_folder
 from collie.errors import InputError, StoreError
 from collie.mfs import MFS
-from collie.records import CampaignConfig, TrialRecord, TrialState, check_sequence
+from collie.model.workload import Workload
+from collie.storage.case import CaseRecord, read_case_folder, write_case_folder
+from collie.storage.records import CampaignConfig, TrialRecord, TrialState, check_sequence
 from collie.targets.base import TargetInfo
 from collie.tomlio import read_toml
-from collie.workload import Workload
 
 __all__ = ["ANOMALIES", "CONFIG", "JOURNAL", "CampaignConfig", "CampaignStore", "JournalRead", "TrialRecord",
            "TrialState", "check_writable", "write_case_folder"]
@@ -206,7 +206,7 @@ class CampaignStore:
         or a Ctrl-C (a resumed campaign runs that trial again and journals it anew, so its journal is the
         uninterrupted one's). A campaign of ``parallel`` chains may have had several trials in flight: the
         RUNNING row of one that was journaled before another trial ended stays where it is (the rows' order
-        is checked with :func:`~collie.records.check_sequence` for ``parallel`` trials in flight), and the trial
+        is checked with :func:`~collie.storage.records.check_sequence` for ``parallel`` trials in flight), and the trial
         is journaled RUNNING again when it runs again.
         A journal without trials beside a ``campaign.toml`` that holds calibrated ceilings has lost them (the
         ceilings come from the first trials): an error, not a fresh start.
@@ -267,7 +267,7 @@ class CampaignStore:
         return JournalRead(tuple(records), tuple(numbers), tuple(warnings))
 
     def save_anomaly(self, record: CaseRecord) -> Path:
-        """Write ``anomalies/<id>/`` (see :func:`~collie.case_record.write_case_folder`)."""
+        """Write ``anomalies/<id>/`` (see :func:`~collie.storage.case.write_case_folder`)."""
         base = self.root / ANOMALIES
         with self._writing():
             base.mkdir(exist_ok=True)

@@ -25,8 +25,8 @@ from typing import Any, Final
 import tomli_w
 
 from collie.errors import InputError
+from collie.model.units import parse_size
 from collie.tomlio import check_fields, expect_type, parse_toml, read_text, read_toml
-from collie.units import parse_size
 
 TRANSPORTS: Final = ("RC", "UC", "UD")
 OPCODES: Final = ("WRITE", "WRITE_IMM", "READ", "SEND", "SEND_IMM", "ATOMIC_FA", "ATOMIC_CS")
@@ -163,7 +163,7 @@ class Workload:
             InputError: unknown or missing field, wrong type, value out of range (the message names the field).
             ConstraintError: an illegal combination (e.g. UD with READ).
         """
-        from collie.constraints import validate_workload
+        from collie.model.constraints import validate_workload
 
         expect_type(data, dict, source, "a table")
         check_fields(data, source, ("name", "description", "flows"), required=("flows",))

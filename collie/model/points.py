@@ -1,6 +1,6 @@
 """Points of a search space, generically: a point is a mapping from dimension name to a plain JSON value.
 
-Nothing here knows what the dimensions mean (the RDMA workload parameters live in :mod:`collie.space`), so
+Nothing here knows what the dimensions mean (the RDMA workload parameters live in :mod:`collie.model.space`), so
 search strategies and the minimizer can share it.
 """
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from collie.errors import ConstraintError
-from collie.units import format_size
-from collie.workload import Flow, Workload
+from collie.model.units import format_size
+
+if TYPE_CHECKING:  # the workload validates itself through this module: no import back at run time
+    from collie.model.workload import Flow, Workload
 
 ATOMIC_OPCODES: Final = ("ATOMIC_FA", "ATOMIC_CS")
 LEGAL_OPCODES: Final = {

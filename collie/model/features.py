@@ -1,6 +1,6 @@
 """Derived features of a workload: one vocabulary for the simulator's quirk conditions, the minimizer and MFS.
 
-A feature is a named scalar (int, bool or str) computed from a :class:`~collie.workload.Workload` alone. Quirk
+A feature is a named scalar (int, bool or str) computed from a :class:`~collie.model.workload.Workload` alone. Quirk
 conditions, minimal feature sets and reports all speak in these names, so a condition written once (e.g.
 ``qps_total >= 160``) means the same thing everywhere.
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from collie.workload import Workload
+from collie.model.workload import Workload
 
 SMALL_MSG: Final = 1024
 LARGE_MSG: Final = 65536

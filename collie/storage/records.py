@@ -321,7 +321,7 @@ class TrialRecord:
     Attributes:
         trial: the trial's number, from 1, in the order the campaign ran them.
         phase: the phase it belongs to.
-        key: the workload's :meth:`~collie.workload.Workload.key`.
+        key: the workload's :meth:`~collie.model.workload.Workload.key`.
         point: the search point (empty for calibration and corpus replays).
         state: RUNNING before the run, then how it ended.
         time: when the row was written (seconds since the epoch).

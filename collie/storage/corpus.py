@@ -1,7 +1,7 @@
 """Saved anomaly cases: find one on disk, know where it was found, and judge re-runs of it on a target.
 
 A case is either a case folder (``case.toml``, ``mfs.json``, ``evidence.json``: a campaign's
-``DIR/anomalies/<id>/`` or a ``collie minimize --out`` folder, read as a :class:`~collie.case_record.CaseRecord`)
+``DIR/anomalies/<id>/`` or a ``collie minimize --out`` folder, read as a :class:`~collie.storage.case.CaseRecord`)
 or a bare workload file; a corpus is a folder of cases a campaign replays first. A case knows the target it was
 found on (its record's, or for a folder written before records had one, its campaign's). Judging needs the
 target's ceilings: they come from the campaign when the case is in a campaign folder made on the same target,
@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from collie import calibrate
-from collie.case_record import CaseRecord, TargetRecord, fingerprint_from_dict, read_case_folder, read_mfs
 from collie.errors import InputError
 from collie.mfs import MFS
+from collie.model.workload import Workload
 from collie.oracle import Ceilings, Oracle, Thresholds
+from collie.storage.case import CaseRecord, TargetRecord, fingerprint_from_dict, read_case_folder, read_mfs
 from collie.targets.base import Target
 from collie.tomlio import read_toml
-from collie.workload import Workload
 
 CAMPAIGN_CONFIG = "campaign.toml"
 

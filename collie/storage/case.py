@@ -43,13 +43,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from collie.errors import InputError
-from collie.features import Features
 from collie.mfs import MFS, OPS, Condition
+from collie.model.features import Features
+from collie.model.points import point_key
+from collie.model.workload import Workload
 from collie.oracle import Symptom, Verdict
-from collie.points import point_key
 from collie.targets.base import TargetInfo
 from collie.tomlio import read_text
-from collie.workload import Workload
 
 #: The ``evidence.json`` format this collie writes; it reads 1 (no ``format`` key) to this.
 FORMAT: Final = 2
