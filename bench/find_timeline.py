@@ -43,7 +43,7 @@ def _attribute(askers: dict[int, str]) -> Callable[[Campaign], None]:
     """A ``watch`` that records, per explore experiment count, which objective's chain asked it ("random": an
     independent sample between chain steps, "warmup": one of the random points that rank the counters)."""
     def watch(c: Campaign) -> None:
-        strategy, listener = c.strategy, c.listener
+        strategy, listener = c.strategies[0], c.listener
         asked: list[str] = ["?"]
         ask = strategy.ask
 

@@ -2,12 +2,14 @@
 and compare the two sets of campaign folders.
 
     python bench/journal_equivalence.py record OUT [--profiles sim:cx6-200g-amd,sim:p2100g-100g]
-                                                 [--seeds 1-3] [--budget 600]
+                                                 [--seeds 1-3] [--budget 600] [--extra-args "--parallel 2"]
     python bench/journal_equivalence.py compare OLD NEW
 
 ``record`` runs ``python -m collie campaign`` with this interpreter, so it runs the checkout that interpreter
 imports (the installed one, or the one ``PYTHONPATH`` names: ``PYTHONPATH=/path/to/checkout python
-bench/journal_equivalence.py record OUT``), once per profile and seed into ``OUT/<profile>-s<seed>``.
+bench/journal_equivalence.py record OUT``), once per profile (any ``--target``, e.g. ``remote:hosts.toml``) and
+seed into ``OUT/<profile>-s<seed>`` (the profile with every run of other characters than letters, digits, ``.``,
+``_`` and ``-`` made one ``-``), with ``--extra-args`` (split as a shell would) added to every command line.
 ``compare`` checks, per campaign: every ``trials.jsonl`` row equal after removing timestamps (``time``) and
 durations (``setup_s``); the calibrated ceilings and baseline of ``campaign.toml``; and each anomaly folder's
 signature, MFS and case. It prints one line per campaign and exits 1 on any difference.
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -40,13 +44,13 @@ def _strip(value: Any) -> Any:
     return value
 
 
-def record(out: Path, profiles: list[str], seeds: list[int], budget: int) -> None:
+def record(out: Path, profiles: list[str], seeds: list[int], budget: int, extra: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for profile in profiles:
         for seed in seeds:
-            folder = out / f"{profile.replace(':', '-')}-s{seed}"
+            folder = out / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', profile).strip('-')}-s{seed}"
             cmd = [sys.executable, "-m", "collie", "campaign", "--target", profile, "--seed", str(seed),
-                   "--budget", str(budget), "--out", str(folder), "--no-live", "--format", "json"]
+                   "--budget", str(budget), "--out", str(folder), "--no-live", "--format", "json", *extra]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
@@ -122,12 +126,13 @@ def main() -> None:
     rec.add_argument("--profiles", default="sim:cx6-200g-amd,sim:p2100g-100g")
     rec.add_argument("--seeds", default="1-3")
     rec.add_argument("--budget", type=int, default=600)
+    rec.add_argument("--extra-args", default="", help="more options for every campaign, e.g. '--parallel 2'")
     cmp = sub.add_parser("compare")
     cmp.add_argument("old", type=Path)
     cmp.add_argument("new", type=Path)
     args = parser.parse_args()
     if args.command == "record":
-        record(args.out, args.profiles.split(","), _seeds(args.seeds), args.budget)
+        record(args.out, args.profiles.split(","), _seeds(args.seeds), args.budget, shlex.split(args.extra_args))
     else:
         sys.exit(compare(args.old, args.new))
 

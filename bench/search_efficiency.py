@@ -68,7 +68,7 @@ def run_one(profile: str, preset: Preset, seed: int, budget: int,
     with tempfile.TemporaryDirectory() as d:
         store = CampaignStore.create(Path(d) / "c", CampaignConfig(target=profile, seed=seed, budget=budget,
                                                                    preset=preset.name, strategy=preset.strategy))
-        c = Campaign(target=open_target(profile, seed=seed), space=load_space(), preset=preset, store=store,
+        c = Campaign(targets=[open_target(profile, seed=seed)], space=load_space(), preset=preset, store=store,
                      seed=seed, budget=budget, listener=listen)
         if watch is not None:
             watch(c)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from collie.campaign.budget import Budget
 from collie.campaign.summary import CampaignSummary
 from collie.campaign.turns import Turns
 from collie.errors import InputError, TargetUnavailable
@@ -51,7 +52,7 @@ class TrialOutcome:
 
 class SharedJournal:
     """What the runners of a campaign's chains share: the trial numbers, the journal read back for a resume,
-    the repetitions of each workload, the oracle and the budget spent.
+    the repetitions of each workload and the oracle.
 
     Invariants: read and changed only by the chain whose turn it is (see :class:`Turns`), or by the one runner
     of a campaign of one chain.
@@ -71,38 +72,36 @@ class SharedJournal:
         #: COMPLETE trials of each workload key so far
         self.repetitions: Counter[str] = Counter()
         self.oracle: Oracle | None = None
-        #: budgeted trials that finished unpruned, over every chain
-        self.experiments = 0
-        #: budgeted trials started and not finished yet (other chains' runs in flight)
-        self.in_flight = 0
 
-    @property
-    def spent(self) -> int:
-        """The budget spent, counting every budgeted trial in flight as spent (one that is pruned is given
-        back when it finishes): chains that check it in turn never run more than the budget between them."""
-        return self.experiments + self.in_flight
+    def unwalked(self) -> tuple[int, int] | None:
+        """The first finished trial of the journal the campaign did not reach, as ``(trial, line)``; None when it
+        re-walked them all (its budget in ``campaign.toml`` was lowered, or the journal is another campaign's)."""
+        if not self.recorded:
+            return None
+        first = min(self.recorded)
+        return first, self.recorded[first][1]
 
 
 class TrialRunner:
     """Runs a campaign's trials one after another (see the module's invariants); with ``turns``, one chain's
-    trials among those of other chains (see :mod:`collie.campaign.parallel`).
+    trials among those of other chains (see :mod:`collie.campaign.campaign`).
 
     Args:
         target: the entered target.
         store: the campaign folder the journal is appended to.
         duration: seconds of measured traffic per run.
-        summary: the campaign's tally (experiments, pruned, failed), counted here.
+        summary: the tally (experiments, pruned, failed) of what this runner runs, counted here.
         emit: where the ``TrialStarted`` and ``TrialFinished`` events go.
-        journal: the journal read back for a resume (None for a new campaign); ignored with ``shared``.
-        shared: the state shared with the runners of the other chains (default: a new one of its own).
+        shared: the journal state shared with the runners of the other chains (one per campaign).
+        budget: the campaign's budget, which every budgeted trial spends.
         chain: the chain it runs, journaled with each trial (None: a campaign of one chain).
         turns: the chains' turns: each trial passes the turn on once it is journaled RUNNING, runs, and waits
             for the turn to come back before it is judged and journaled as finished.
     """
 
     def __init__(self, target: Target, store: CampaignStore, duration: float, summary: CampaignSummary,
-                 emit: Callable[[Event], None], journal: JournalRead | None = None, *,
-                 shared: SharedJournal | None = None, chain: int | None = None, turns: Turns | None = None) -> None:
+                 emit: Callable[[Event], None], *, shared: SharedJournal, budget: Budget, chain: int | None = None,
+                 turns: Turns | None = None) -> None:
         self.target = target
         self.store = store
         self.duration = duration
@@ -111,7 +110,9 @@ class TrialRunner:
         #: the number of the last trial this runner ran (0: none yet)
         self.trial = 0
         #: what the runners of every chain share (one per campaign)
-        self.shared = shared if shared is not None else SharedJournal(journal)
+        self.shared = shared
+        #: the campaign's budget (one per campaign)
+        self.budget = budget
         #: the chain this runner runs (journaled with each trial); None: a campaign of one chain
         self.chain = chain
         #: the turns its chain takes with the others (None: one chain, nothing to wait for)
@@ -119,22 +120,16 @@ class TrialRunner:
         #: turns it let go round without a trial (:meth:`idle`)
         self.idles = 0
 
-    @property
-    def oracle(self) -> Oracle | None:
-        """Judges every result but calibration's, once calibration has made it (shared by the chains)."""
-        return self.shared.oracle
-
-    @oracle.setter
-    def oracle(self, oracle: Oracle | None) -> None:
-        self.shared.oracle = oracle
-
     def run(self, phase: Phase, workload: Workload, point: Mapping[str, Any] | None) -> TrialOutcome:
         """Run (or take from the journal) the next trial; journal it; return its outcome.
 
         Raises:
+            BudgetSpent: a budgeted trial asked with the budget's total spent (nothing is numbered or journaled).
             InputError: the journal holds another phase or workload at this trial.
             CampaignInterrupted: Ctrl-C while the target ran it.
         """
+        if phase.budgeted:
+            self.budget.start()
         shared = self.shared
         shared.trials += 1
         n = self.trial = shared.trials
@@ -153,7 +148,6 @@ class TrialRunner:
                 raise InputError(f"{self.store.root / JOURNAL}: line {recorded[1]}: result: {problem} of its "
                                  f"workload {key}; the journal is damaged")
         self.emit(TrialStarted(n, phase, pt))
-        shared.in_flight += phase.budgeted
         repetition = shared.repetitions[key]
         if recorded is None:
             self.store.append(TrialRecord(n, phase, key, pt, TrialState.RUNNING, time.time(), chain=self.chain))
@@ -163,7 +157,6 @@ class TrialRunner:
             outcome = self._run_live(workload, repetition)
         if self.turns is not None:  # decisions are taken in turn: what the chains before it did is known
             self.turns.wait(self.chain or 0)
-        shared.in_flight -= phase.budgeted
         if recorded is not None:
             record = recorded[0]
             verdict = self._judge(phase, record.result, workload)
@@ -180,10 +173,11 @@ class TrialRunner:
             shared.repetitions[key] += 1
         counts = phase.budgeted and outcome.state is not TrialState.PRUNED
         self.summary.experiments += counts
-        shared.experiments += counts
+        if phase.budgeted:
+            self.budget.finish(counts)
         self.summary.pruned += outcome.state is TrialState.PRUNED
         self.summary.failed += outcome.state is TrialState.FAILED
-        self.emit(TrialFinished(n, phase, outcome.state, shared.experiments, pt, outcome.verdict,
+        self.emit(TrialFinished(n, phase, outcome.state, self.budget.experiments, pt, outcome.verdict,
                                 outcome.result, outcome.reason))
         return outcome
 
@@ -194,19 +188,11 @@ class TrialRunner:
             self.turns.pass_on(self.chain or 0)
             self.turns.wait(self.chain or 0)
 
-    def unwalked(self) -> tuple[int, int] | None:
-        """The first finished trial of the journal the campaign did not reach, as ``(trial, line)``; None when it
-        re-walked them all (its budget in ``campaign.toml`` was lowered, or the journal is another campaign's)."""
-        recorded = self.shared.recorded
-        if not recorded:
-            return None
-        first = min(recorded)
-        return first, recorded[first][1]
-
     def _judge(self, phase: Phase, result: RunResult | None, workload: Workload) -> Verdict | None:
-        if result is None or phase is Phase.CALIBRATE or self.oracle is None:
+        oracle = self.shared.oracle  # made by calibration; judges every result but calibration's
+        if result is None or phase is Phase.CALIBRATE or oracle is None:
             return None
-        return self.oracle.judge(result, workload)
+        return oracle.judge(result, workload)
 
     def _run_live(self, workload: Workload, repetition: int) -> TrialOutcome:
         try:

@@ -35,10 +35,19 @@ class Turns:
     """
 
     def __init__(self, chains: Iterable[int]) -> None:
-        self._order = list(chains)
+        self._chains = list(chains)
+        self._order = list(self._chains)
         self._at = 0
         self._aborted = False
         self._cond = threading.Condition()
+
+    def restart(self) -> None:
+        """Every chain takes turns again, the first holding the turn (the chains search to the next total of an
+        extended campaign); a stopped campaign stays stopped."""
+        with self._cond:
+            self._order = list(self._chains)
+            self._at = 0
+            self._cond.notify_all()
 
     def wait(self, chain: int) -> None:
         """Block until ``chain`` holds the turn.

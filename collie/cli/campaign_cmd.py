@@ -11,8 +11,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from collie.campaign import Campaign, CampaignInterrupted, CampaignSummary
-from collie.campaign.parallel import ParallelCampaign, chain_seed
+from collie.campaign import Campaign, CampaignInterrupted, CampaignSummary, chain_seed
 from collie.cli.dashboard import dashboard, live_options
 from collie.cli.render import emit, format_option, render
 from collie.cli.run_cmd import accept_keys_option, pace_option, seed_option, target_option
@@ -79,7 +78,7 @@ def _store(ctx: click.Context, resume: bool, out: Path | None, target_spec: str,
 
 def _chain_targets(spec: str, k: int, seed: int, accept_new_host_keys: bool) -> list[Target]:
     """One remote target per chain, over the inventory's ``k`` disjoint host groups (see
-    :mod:`collie.remote.groups`); chain ``i`` seeded with :func:`~collie.campaign.parallel.chain_seed`."""
+    :mod:`collie.remote.groups`); chain ``i`` seeded with :func:`~collie.campaign.chain.chain_seed`."""
     kind, _, rest = spec.partition(":")
     if kind != "remote" or not rest:
         raise InputError(f"--parallel {k} needs a remote target (--target remote:hosts.toml), whose inventory "
@@ -146,17 +145,16 @@ def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, pres
     chains = f", {k} chains" if k > 1 else ""
     view = dashboard(title=f"collie campaign on {config.target} ({chosen.name}{chains}) -> {store.root}",
                      total=config.budget, every=max(10, config.budget // 10), no_live=no_live, quiet=quiet)
-    run: Campaign | ParallelCampaign
+    run: Campaign
     if k == 1:
         target = open_target(config.target, seed=config.seed, pace=pace, accept_new_host_keys=accept_new_host_keys)
-        run = Campaign(target=target, space=space, preset=chosen, store=store, seed=config.seed,
+        run = Campaign(targets=[target], space=space, preset=chosen, store=store, seed=config.seed,
                        budget=config.budget, listener=view, corpus=known_cases, resume=resume,
                        earlier_budgets=config.earlier_budgets)
     else:
-        run = ParallelCampaign(targets=_chain_targets(config.target, k, config.seed, accept_new_host_keys),
-                               space=space, preset=chosen, store=store, seed=config.seed, budget=config.budget,
-                               listener=view, corpus=known_cases, resume=resume,
-                               earlier_budgets=config.earlier_budgets)
+        run = Campaign(targets=_chain_targets(config.target, k, config.seed, accept_new_host_keys),
+                       space=space, preset=chosen, store=store, seed=config.seed, budget=config.budget,
+                       listener=view, corpus=known_cases, resume=resume, earlier_budgets=config.earlier_budgets)
     try:
         with view:
             summary = run.run()

@@ -204,7 +204,7 @@ def run_gate(*, target: Target, target_spec: str, space: SearchSpace, preset: Pr
             warnings.append(event.message)
         watch(event)
 
-    campaign = Campaign(target=target, space=space, preset=preset, store=store, seed=seed, budget=budget,
+    campaign = Campaign(targets=[target], space=space, preset=preset, store=store, seed=seed, budget=budget,
                         listener=forward, corpus=corpus)
     try:
         summary = campaign.run()

@@ -38,7 +38,7 @@ def _campaign(tmp: Path, seed: int, budget: int) -> list[tuple[str, MFS]]:
             found.append(last[0])
 
     store = CampaignStore.create(tmp, CampaignConfig(f"sim:{PROFILE}", seed, budget, "collie", "anneal"))
-    c = Campaign(target=SimTarget(PROFILE, seed=seed), space=SPACE, preset=load_preset("collie"),
+    c = Campaign(targets=[SimTarget(PROFILE, seed=seed)], space=SPACE, preset=load_preset("collie"),
                  store=store, seed=seed, budget=budget, listener=listen)
     summary = c.run()
     confirmed = [a for a in summary.anomalies if a.confirmed and a.mfs is not None]
@@ -92,7 +92,7 @@ def _first_rare_find(tmp: Path, seed: int, budget: int) -> _Reached | None:
         if isinstance(e, AnomalyFound) and e.confirmed and e.mfs and len(last[0]) == 1 and last[0][0] in RARE:
             raise _Reached(last[0][0], e.experiments)
 
-    c = Campaign(target=SimTarget(PROFILE, seed=seed), space=SPACE, preset=load_preset("collie"),
+    c = Campaign(targets=[SimTarget(PROFILE, seed=seed)], space=SPACE, preset=load_preset("collie"),
                  store=CampaignStore.create(tmp, CampaignConfig(f"sim:{PROFILE}", seed, budget, "collie", "anneal")),
                  seed=seed, budget=budget, listener=listen)
     try:

@@ -120,7 +120,7 @@ def in_process(target: RemoteTarget, out: Path, on_trial: Callable[[TrialFinishe
         if isinstance(event, TrialFinished):
             on_trial(event)
 
-    return Campaign(target=target, space=load_space(None), preset=preset, store=store, seed=SEED, budget=budget,
+    return Campaign(targets=[target], space=load_space(None), preset=preset, store=store, seed=SEED, budget=budget,
                     listener=listen, corpus=(), resume=resume).run()
 
 

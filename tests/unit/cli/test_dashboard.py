@@ -27,7 +27,7 @@ def events(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
     preset = load_preset("quick")
     config = CampaignConfig.new(target="sim:cx6-200g", seed=0, budget=60, preset="quick", strategy=preset.strategy)
     store = CampaignStore.prepare(tmp_path_factory.mktemp("dash") / "c", config)
-    Campaign(target=SimTarget("cx6-200g"), space=load_space(None), preset=preset, store=store, seed=0, budget=60,
+    Campaign(targets=[SimTarget("cx6-200g")], space=load_space(None), preset=preset, store=store, seed=0, budget=60,
              listener=out.append).run()
     assert any(isinstance(e, AnomalyFound) for e in out)
     return out

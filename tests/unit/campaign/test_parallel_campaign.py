@@ -1,6 +1,6 @@
-"""K search chains at once (``--parallel K``) through the library: one chain journals what a campaign does, the
-chains share the anomaly set, the journal numbers trials uniquely and names each one's chain, and a campaign
-stopped with trials in flight resumes to the uninterrupted campaign's result."""
+"""K search chains at once (``--parallel K``) through the library: one class runs one chain inline and K in
+threads, the chains share the anomaly set, the journal numbers trials uniquely and names each one's chain, and a
+campaign stopped with trials in flight resumes to the uninterrupted campaign's result."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from collie.campaign import AnomalyRegistry, Campaign, CampaignInterrupted, CampaignSummary
-from collie.campaign.parallel import ParallelCampaign, chain_seed
+from collie.campaign import AnomalyRegistry, Campaign, CampaignInterrupted, CampaignSummary, chain_seed
 from collie.campaign.turns import Turns
 from collie.events import AnomalyFound, Event, KnownAnomaly, TrialFinished
 from collie.model.features import features
@@ -26,7 +25,7 @@ from collie.storage.campaign import CampaignStore
 from collie.storage.case import read_case_folder
 from collie.storage.records import CampaignConfig
 from collie.targets.base import RunResult
-from tests.unit.test_campaign import Wrapped
+from tests.unit.campaign.test_campaign import Wrapped
 
 PRESET = "quick"
 SEED = 3
@@ -53,9 +52,9 @@ def _config(budget: int, parallel: int) -> CampaignConfig:
 
 
 def _parallel(folder: Path, targets: list[Chained], budget: int, events: list[Event] | None = None,
-              resume: bool = False, preset: Preset | None = None) -> ParallelCampaign:
+              resume: bool = False, preset: Preset | None = None) -> Campaign:
     store = CampaignStore.open(folder) if resume else CampaignStore.create(folder, _config(budget, len(targets)))
-    return ParallelCampaign(targets=targets, space=load_space(), preset=preset or load_preset(PRESET), store=store,
+    return Campaign(targets=targets, space=load_space(), preset=preset or load_preset(PRESET), store=store,
                             seed=SEED, budget=budget, listener=None if events is None else events.append,
                             resume=resume)
 
@@ -82,19 +81,23 @@ def _folders(folder: Path) -> dict[str, str]:
             for p in sorted((folder / "anomalies").iterdir())} if (folder / "anomalies").is_dir() else {}
 
 
-def test_one_chain_journals_exactly_what_a_campaign_without_parallel_journals(tmp_path: Path) -> None:
+def test_one_class_runs_one_chain_inline_and_two_chains_in_threads(tmp_path: Path) -> None:
     budget = 80
-    store = CampaignStore.create(tmp_path / "plain", _config(budget, 1))
-    plain = Campaign(target=Wrapped(seed=SEED), space=load_space(), preset=load_preset(PRESET), store=store,
-                     seed=SEED, budget=budget).run()
-    target = Chained(SEED)
-    one = _parallel(tmp_path / "one", [target], budget).run()
-    assert target.threads == {"MainThread", "collie-chain-0"}  # calibration, then the chain's own thread
-    assert _rows(tmp_path / "one") == _rows(tmp_path / "plain")
+    alone = Chained(SEED)
+    one = _parallel(tmp_path / "one", [alone], budget).run()
+    assert alone.threads == {"MainThread"}  # calibration and the search, inline
     assert all("chain" not in r for r in _rows(tmp_path / "one"))
-    assert _folders(tmp_path / "one") == _folders(tmp_path / "plain")
-    assert one.anomalies == plain.anomalies and one.experiments == plain.experiments == budget
+    assert one.experiments == budget and one.calibration > 0 and one.anomalies
     assert (tmp_path / "one" / "campaign.toml").read_text().count("parallel") == 0
+    pair = _targets(2)
+    two = _parallel(tmp_path / "two", pair, budget).run()
+    assert pair[0].threads == {"MainThread", "collie-chain-0"}  # calibration, then the chain's own thread
+    assert pair[1].threads == {"collie-chain-1"}
+    assert {r["chain"] for r in _rows(tmp_path / "two")} == {0, 1}
+    assert two.experiments == budget and two.calibration == one.calibration
+    # chain 0 of both searched with the campaign's seed on the same target: their first trials are the same
+    first = [(r["trial"], r["phase"], r["key"]) for r in _finished(tmp_path / "one")][:one.calibration + 1]
+    assert first == [(r["trial"], r["phase"], r["key"]) for r in _finished(tmp_path / "two")][:one.calibration + 1]
 
 
 def _two_chains(folder: Path, budget: int, preset: Preset | None = None
@@ -218,7 +221,7 @@ def test_a_parallel_campaign_extended_by_resume_re_walks_each_budget_and_resumes
         store = CampaignStore.open(folder)
         config = store.config().resumed(str(folder / "campaign.toml"), budget=budget)
         store.stage(config)
-        return ParallelCampaign(targets=_targets(2), space=load_space(), preset=load_preset(PRESET), store=store,
+        return Campaign(targets=_targets(2), space=load_space(), preset=load_preset(PRESET), store=store,
                                 seed=SEED, budget=config.budget, resume=True,
                                 earlier_budgets=config.earlier_budgets).run()
 

@@ -1,37 +1,34 @@
-"""The campaign's phase loop: calibrate -> replay the corpus -> explore -> confirm -> minimize -> record.
+"""One search chain of a campaign: explore -> confirm -> minimize -> record, until its budget is spent.
 
-Every experiment is a numbered trial of the :class:`~collie.campaign.runner.TrialRunner`, which journals it;
-the :class:`~collie.campaign.registry.AnomalyRegistry` knows the anomalies met so far. The loop is
-deterministic for a seed: strategies are seeded, the simulator's noise is a function of the seed, the workload
-and the trial's place in the journal, and decisions depend only on measured data. That is what makes
-``--resume`` exact: a resumed campaign re-walks the same path, taking each finished trial's result from the
+A :class:`Chain` asks its strategy for points, runs them through its
+:class:`~collie.campaign.runner.TrialRunner` (which journals them), and confirms, minimizes and saves the
+anomalies it finds into the campaign's :class:`~collie.campaign.registry.AnomalyRegistry`, spending the
+campaign's :class:`~collie.campaign.budget.Budget`. It is given everything it works with; the
+:class:`~collie.campaign.campaign.Campaign` builds its chains, calibrates, replays the corpus and runs them.
+
+The chain is deterministic for a seed: its strategy is seeded, the simulator's noise is a function of the seed,
+the workload and the trial's place in the journal, and decisions depend only on measured data. That is what
+makes ``--resume`` exact: a resumed campaign re-walks the same path, taking each finished trial's result from the
 journal instead of running it again, and goes on live from the first trial the journal lacks (the one in flight
 at a crash, if any); its journal is the uninterrupted campaign's but for timestamps and durations.
-
-The budget counts exploring, confirming and minimizing experiments; calibration and corpus replay are reported
-apart. A campaign extended by ``--resume --budget N`` runs its search once per budget (the earlier ones, then
-``N``): the search with the old budget ends where it ended before, and a new one goes on to ``N``, so the
-journal of the first budget is re-walked as it was run.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from collie import calibrate
+from collie.campaign.budget import Budget, BudgetSpent
 from collie.campaign.registry import AnomalyRecord, AnomalyRegistry
-from collie.campaign.runner import CampaignInterrupted, SharedJournal, TrialOutcome, TrialRunner
+from collie.campaign.runner import TrialOutcome, TrialRunner
 from collie.campaign.summary import CampaignSummary
-from collie.collectors.catalog import Catalog
-from collie.errors import InputError
 from collie.events import (
     AnomalyFound,
     Event,
     KnownAnomaly,
-    Listener,
     MfsFinished,
     PhaseStarted,
     SearchStep,
@@ -40,24 +37,28 @@ from collie.events import (
 )
 from collie.mfs import MFS
 from collie.minimize import Minimizer, MinimizeResult, MinimizeSettings, moved_to
-from collie.model.features import features, point_encoder
+from collie.model.features import features
 from collie.model.space import SearchSpace
 from collie.model.workload import Workload
 from collie.oracle import Verdict
 from collie.preset import Preset
-from collie.storage.campaign import JOURNAL, CampaignStore
+from collie.storage.campaign import CampaignStore
 from collie.storage.case import CaseRecord, OriginalFind, RunLog, TargetRecord
-from collie.storage.corpus import CorpusCase
 from collie.storage.records import Phase
-from collie.strategies import Outcome, make_strategy
-from collie.targets.base import RunResult, Target, TargetInfo
+from collie.strategies import Outcome, Strategy
+from collie.targets.base import TargetInfo
 
 #: Anomalies of another symptom met while minimizing one, followed up afterwards (per minimized anomaly).
 MAX_SIDE_FINDINGS: Final = 2
 
 
-class _BudgetSpent(Exception):
-    """The budget ran out in the middle of confirming or minimizing."""
+def chain_seed(seed: int, chain: int) -> int:
+    """The seed of search chain ``chain`` of a campaign seeded ``seed``: the seed itself for chain 0 (so one
+    chain is the campaign without ``--parallel``), else 31 bits of SHA-256 of both."""
+    if chain == 0:
+        return seed
+    digest = hashlib.sha256(f"collie-chain:{seed}:{chain}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 @dataclass(frozen=True)
@@ -69,67 +70,49 @@ class _OpenEdges:
     result: MinimizeResult
 
 
-class Campaign:
-    """One campaign over one target, space and preset, writing to one store.
+class Chain:
+    """One search chain of a campaign (see the module).
+
+    Invariants: it changes the registry, the budget, the store and the journal state it shares with other
+    chains only while its runner holds the turn (see :mod:`collie.campaign.turns`); what finishing the open edges
+    of its MFSs may take is reserved in the budget under ``index`` from the moment it minimized them until they
+    are finished.
 
     Args:
-        target: the target (entered by :meth:`run`).
+        index: its place among the campaign's chains (0 for a campaign of one chain): its key in the budget.
         space: the search space.
-        preset: strategy, oracle thresholds, minimization settings, run duration.
-        store: the campaign folder (new or opened); nothing is written to it before the target is open.
-        seed: the search stream's seed.
-        budget: explore + confirm + minimize experiments in all.
-        listener: where events go.
-        corpus: known cases replayed before the search.
-        resume: take the finished trials of the store's journal instead of running them again.
-        earlier_budgets: the budgets the campaign ran to before it was extended to ``budget`` (see the module).
-        registry: the anomalies known, shared with other chains (default: this campaign's own).
-        shared: the journal state shared with other chains (default: its own; given, ``resume`` reads nothing:
-            the shared state holds what was read).
-        chain: the chain this campaign is in a :class:`~collie.campaign.parallel.ParallelCampaign`.
+        preset: oracle thresholds, minimization settings (None: finds are saved as found), strategy name.
+        store: the campaign folder its finds are saved in.
+        info: the fingerprint of the target it runs on (saved with each find).
+        registry: the anomalies the campaign knows, shared by its chains.
+        budget: the campaign's budget, shared by its chains.
+        runner: runs and journals its trials on its own target (with the others' turns in a campaign of several).
+        strategy: asks the points it explores (seeded; kept out of or steered around the registry's regions).
+        summary: its own tally (experiments, confirming and minimizing, known hits).
+        emit: where its events go.
     """
 
-    def __init__(self, *, target: Target, space: SearchSpace, preset: Preset, store: CampaignStore, seed: int,
-                 budget: int, listener: Listener | None = None, corpus: Sequence[CorpusCase] = (),
-                 resume: bool = False, earlier_budgets: Sequence[int] = (), registry: AnomalyRegistry | None = None,
-                 shared: SharedJournal | None = None, chain: int | None = None) -> None:
-        self.target = target
+    def __init__(self, *, index: int, space: SearchSpace, preset: Preset, store: CampaignStore, info: TargetInfo,
+                 registry: AnomalyRegistry, budget: Budget, runner: TrialRunner, strategy: Strategy,
+                 summary: CampaignSummary, emit: Callable[[Event], None]) -> None:
+        self.index = index
         self.space = space
         self.preset = preset
         self.store = store
-        self.seed = seed
-        self.budgets = (*earlier_budgets, budget)
-        self.budget = self.budgets[0]
-        self.listener = listener
-        self.corpus = corpus
-        self.summary = CampaignSummary(confirms=preset.minimize is not None)
-        self.registry = registry if registry is not None else AnomalyRegistry(space, self.summary.anomalies)
-        self.known = self.registry.known
+        self.info = info
+        self.registry = registry
+        self.known = registry.known
+        self.budget = budget
+        self.runner = runner
+        self.strategy = strategy
+        self.summary = summary
+        self._emit = emit
         # minimized anomalies whose MFS still has open edges, finished when the search ends
         self._open: list[_OpenEdges] = []
-        # confirming and minimizing a new find stop here: what finishing the open edges may take stays free
-        self._limit = self.budget
-        self.resume = resume
-        journal = store.read_journal() if resume and shared is None else None
-        for w in journal.warnings if journal is not None else ():
-            self._emit(Warning(w))
-        self.runner = TrialRunner(target, store, preset.duration, self.summary, self._emit, journal, shared=shared,
-                                  chain=chain)
-        self.strategy = make_strategy(preset.strategy, space, seed, preset.strategy_options,
-                                      encoder=point_encoder(space.build))
-        if preset.exclude_known:
-            self.strategy.set_exclusion(self.registry.inside)
-        self.strategy.set_regions(self.registry.regions)
-        self.info: TargetInfo | None = None
-        self.catalog: Catalog | None = None
 
     def _spent(self) -> int:
         """The budget spent: by every chain of the campaign, their trials in flight included."""
-        return self.runner.shared.spent
-
-    def _emit(self, event: Event) -> None:
-        if self.listener is not None:
-            self.listener(event)
+        return self.budget.spent
 
     # -- running one trial -------------------------------------------------------------------------------
 
@@ -140,71 +123,39 @@ class Campaign:
     def _probe(self, phase: Phase, point: Mapping[str, Any]) -> Verdict | None:
         if not self.space.is_valid(point):
             return None
-        if self._spent() >= self._limit:
-            raise _BudgetSpent()
+        self.budget.charge(self.index)
         trial = self._experiment(phase, self.space.build(point), point)
         return trial.verdict
 
     # -- phases ------------------------------------------------------------------------------------------
 
-    def _calibrate(self) -> None:
-        self._emit(PhaseStarted("calibrate", "ceilings per direction kind"))
-        assert self.catalog is not None and self.info is not None
+    def search(self) -> None:
+        """Search to the budget's current total: explore, keeping what finishing the open edges of the MFSs
+        found may cost; finish them; go on exploring with what finishing left of the budget, until the budget is
+        spent or the search gives up.
 
-        def run(workload: Workload) -> RunResult:
-            trial = self._experiment(Phase.CALIBRATE, workload, None)
-            self.summary.calibration += 1
-            if trial.result is None:
-                raise InputError(f"calibration run {workload.name} failed on this target ({trial.reason}); "
-                                 "collie cannot judge throughput without ceilings")
-            return trial.result
-
-        oracle = calibrate.calibrated_oracle(run, self.catalog, self.info, self.preset.thresholds)
-        self.runner.oracle = oracle
-        config = self.store.config()
-        self.store.update_config(dataclasses.replace(config, ceilings=oracle.ceilings, baseline=oracle.baseline))
-
-    def _replay_corpus(self) -> None:
-        if not self.corpus:
-            return
-        self._emit(PhaseStarted("replay", counted(len(self.corpus), "known case")))
-        for case in self.corpus:
-            trial = self._experiment(Phase.REPLAY, case.workload, None)
-            self.summary.replayed += 1
-            mfs = case.mfs
-            if mfs is not None and not mfs.conditions:
-                # an MFS that holds everywhere would keep the search out of the whole space (older campaigns
-                # saved one for a find the budget left unminimized)
-                self._emit(Warning(f"the MFS of {case.path} has no conditions; the case is replayed, but does not "
-                                   "keep the search out of any region"))
-                mfs = None
-            if trial.verdict is not None and trial.verdict.anomalous:
-                self.summary.corpus_reproduced.append(str(case.path))
-                if mfs is not None:
-                    self.registry.add(AnomalyRecord(f"corpus:{case.name}", mfs.signature, mfs, {}, 0, True),
-                                      found=False)
-
-    def _search(self) -> None:
-        """Explore, keeping what finishing the open edges of the MFSs found may cost; finish them; go on
-        exploring with what finishing left of the budget, until the budget is spent or the search gives up."""
+        Raises:
+            InputError: a resumed journal that does not belong to this campaign's path.
+            CampaignInterrupted: Ctrl-C while its target ran a trial.
+        """
+        total = self.budget.total
         if self.summary.experiments:  # a campaign extended past an earlier budget
-            detail = f"extended to {self.budget}, {counted(self.budget - self._spent(), 'experiment')} left"
+            detail = f"extended to {total}, {counted(self.budget.left, 'experiment')} left"
         else:
-            detail = f"{self.preset.strategy}, budget {self.budget}"
+            detail = f"{self.preset.strategy}, budget {total}"
         if not self.summary.confirms:
             detail += f"; preset {self.preset.name} neither confirms nor minimizes: finds are saved as found"
         self._emit(PhaseStarted("explore", detail))
         while self._explore() and self._open:
             self._finish_edges()
-            if self._open or self._spent() >= self.budget:
+            if self._open or self.budget.left <= 0:
                 return
-            self._emit(PhaseStarted("explore", f"{counted(self.budget - self._spent(), 'experiment')} "
-                                               "left"))
+            self._emit(PhaseStarted("explore", f"{counted(self.budget.left, 'experiment')} left"))
         self._finish_edges()
 
     def _free(self) -> int:
-        """The budget less what finishing the open edges may take."""
-        return self.budget - sum(o.minimizer.open_cost() for o in self._open)
+        """The budget less what finishing this chain's open edges may take."""
+        return self.budget.free(self.index)
 
     def _explore(self) -> bool:
         """Ask, run and tell until only the experiments finishing the open edges may take are left (True) or
@@ -212,7 +163,7 @@ class Campaign:
         guard = 0
         while self._spent() < self._free():
             guard += 1
-            if guard > self.budget * 20:
+            if guard > self.budget.total * 20:
                 self._emit(Warning("too many pruned trials in a row; stopping the search early"))
                 return False
             point = self.strategy.ask()
@@ -294,7 +245,7 @@ class Campaign:
             return
         before = self.summary.experiments
         near = self.registry.near(feats, verdict.signature)
-        self._limit = self._free()
+        self.budget.keep_reserve(self.index)
         try:
             hits, tries = self._confirm(point, verdict, settings, runs)
             if hits < settings.required:
@@ -307,8 +258,8 @@ class Campaign:
                 return
             minimizer = Minimizer(self.space, probe, settings)
             result = minimizer.run(point, verdict, defer=True)
-        except _BudgetSpent:
-            kept = self.budget - self._limit
+        except BudgetSpent as spent:
+            kept = spent.kept
             why = f" (the last {kept} are kept to finish the edges of earlier MFSs)" if kept else ""
             self._emit(Warning(f"the budget ran out{why} while confirming or minimizing {anomaly_id}; it is "
                                "saved as found, not minimized"))
@@ -324,6 +275,7 @@ class Campaign:
                    original=point, steps=len(result.steps), runs=runs)
         if minimizer.open_edges:
             self._open.append(_OpenEdges(anomaly_id, minimizer, result))
+            self.budget.reserve(self.index, minimizer)
 
     def _confirm(self, point: dict[str, Any], verdict: Verdict, settings: MinimizeSettings,
                  log: RunLog) -> tuple[int, int]:
@@ -343,7 +295,6 @@ class Campaign:
         of its own runs in ``runs``, the original find (``original``, default the case's point) and
         ``verdict``, and the target the campaign runs on."""
         self.registry.add(record)
-        assert self.info is not None
         self.store.save_anomaly(CaseRecord(
             anomaly_id=record.anomaly_id, signature=verdict.signature, confirmed=record.confirmed,
             workload=_described(case, record, mfs), mfs=mfs,
@@ -366,14 +317,14 @@ class Campaign:
         if not self._open:
             return
         self._emit(PhaseStarted("minimize", f"finish the edges of {counted(len(self._open), 'minimal feature set')}"))
-        self._limit = self.budget
+        self.budget.open_reserve(self.index)
         while self._open:
             edges = self._open[0]
             record = self.registry.get(edges.anomaly_id)
             before = self.summary.experiments
             try:
                 finished = edges.minimizer.finish(dataclasses.replace(edges.result, mfs=record.mfs or edges.result.mfs))
-            except _BudgetSpent:
+            except BudgetSpent:
                 left = ", ".join(o.anomaly_id for o in self._open)
                 self._emit(Warning(f"the budget ran out while finishing the edges of {left}; their MFSs keep "
                                    "wider edges"))
@@ -381,6 +332,7 @@ class Campaign:
             finally:
                 self.summary.minimize_experiments += self.summary.experiments - before
             self._open.pop(0)
+            self.budget.release(self.index, edges.minimizer)
             self._replace_mfs(record, finished.mfs, self.summary.experiments - before)
             self._emit(MfsFinished(record.anomaly_id, finished.mfs.describe(), self.summary.experiments - before))
 
@@ -414,65 +366,6 @@ class Campaign:
         if not record.anomaly_id.startswith("corpus:"):
             case = _described(self.space.build(record.point), record, mfs)
             self.store.update_mfs(record.anomaly_id, mfs, case, cost)
-
-    # -- the whole campaign ------------------------------------------------------------------------------
-
-    def run(self) -> CampaignSummary:
-        """Run the whole campaign (entering the target); returns its summary.
-
-        The store is begun (a new folder made) only once the target is open: a target that cannot be opened
-        leaves nothing behind. When a resumed campaign ends, the anomaly folders on disk are exactly those of its
-        summary: it removes any an earlier run left that its path does not find again, and any half-written one
-        (a new campaign removes nothing: what is in its folder before it started is not its own).
-
-        Raises:
-            CampaignInterrupted: on Ctrl-C (the journal is consistent; ``--resume`` continues).
-            InputError: a resumed journal that does not belong to this campaign's path.
-        """
-        with self.target:
-            self.info = self.target.describe()
-            self.catalog = calibrate.catalog_of(self.info)
-            begin_on(self.store, self.info, self._emit)
-            try:
-                self._calibrate()
-                self._replay_corpus()
-                for budget in self.budgets:
-                    self.budget = self._limit = budget
-                    self._search()
-                if self.resume:
-                    self._check_walked()
-                    remove_unfound(self.store, self.summary, self._emit)
-            except KeyboardInterrupt:
-                raise CampaignInterrupted() from None
-            finally:
-                self.store.close()
-        return self.summary
-
-    def _check_walked(self) -> None:
-        unwalked = self.runner.unwalked()
-        if unwalked is not None:
-            trial, line = unwalked
-            raise InputError(f"{self.store.root / JOURNAL}: line {line}: the campaign ended before trial {trial}, "
-                             f"which its journal holds (was its budget in campaign.toml lowered?); it cannot be "
-                             "resumed")
-
-
-def begin_on(store: CampaignStore, info: TargetInfo, emit: Callable[[Event], None]) -> None:
-    """Record ``info`` as the target the campaign in ``store`` runs on; a fingerprint other than the one it
-    started on is a warning (the campaign goes on with it)."""
-    started_on = store.config().target_info
-    store.begin(info)
-    if started_on is not None and started_on != info:
-        emit(Warning(f"the target {info.name} does not match the fingerprint this campaign started on "
-                     f"({started_on.nic_model} {started_on.firmware}, now {info.nic_model} {info.firmware}); "
-                     f"going on with it"))
-
-
-def remove_unfound(store: CampaignStore, summary: CampaignSummary, emit: Callable[[Event], None]) -> None:
-    """After a resumed campaign: remove the anomaly folders an earlier run left that this one did not find."""
-    for name in store.keep_anomalies({a.anomaly_id for a in summary.anomalies}):
-        emit(Warning(f"removed the anomaly folder {name}: an earlier run of this campaign left it, and the "
-                     "resumed campaign did not find it again"))
 
 
 def _search_step(trial: int, strategy: Any) -> SearchStep:

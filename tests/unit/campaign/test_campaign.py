@@ -59,7 +59,7 @@ def config(seed: int = 0, budget: int = 250) -> CampaignConfig:
 
 def _campaign(tmp: Path, target: Any, budget: int = 250, seed: int = 3, resume: bool = False) -> Campaign:
     store = CampaignStore.open(tmp) if resume else CampaignStore.create(tmp, config(seed, budget))
-    return Campaign(target=target, space=load_space(), preset=load_preset("collie"), store=store, seed=seed,
+    return Campaign(targets=[target], space=load_space(), preset=load_preset("collie"), store=store, seed=seed,
                     budget=budget, resume=resume)
 
 
@@ -114,7 +114,7 @@ def test_a_find_near_the_end_leaves_the_budget_kept_for_finishing_edges(tmp_path
 def test_the_strategy_sees_each_minimized_anomaly_as_a_region_around_its_case(tmp_path: Path) -> None:
     campaign = _campaign(tmp_path, Wrapped(), budget=250)
     summary = campaign.run()
-    regions = campaign.strategy._regions()  # type: ignore[attr-defined]
+    regions = campaign.strategies[0]._regions()  # type: ignore[attr-defined]
     minimized = [a for a in summary.anomalies if a.mfs is not None and a.mfs.conditions and a.point]
     assert len(minimized) >= 2 and [r.point for r in regions] == [a.point for a in minimized]
     rng = np.random.default_rng(0)
@@ -132,10 +132,10 @@ def test_the_exclusion_counts_the_known_regions_a_point_is_in(tmp_path: Path) ->
     campaign = _campaign(tmp_path, Wrapped())
     reads = MFS("pause@receiver", (Condition("opcode", "==", "READ"),))
     small_mtu = MFS("pause@receiver", (Condition("mtu", "<=", 1024),))
-    campaign.known += [AnomalyRecord("A001-pause", "pause@receiver", reads, {}, 1, True),
+    campaign.registry.known += [AnomalyRecord("A001-pause", "pause@receiver", reads, {}, 1, True),
                        AnomalyRecord("A002-pause", "pause@receiver", small_mtu, {}, 2, True),
                        AnomalyRecord("A003-pause", "pause@receiver", None, {}, 3, False)]  # unminimized
-    exclude = campaign.strategy._exclude  # type: ignore[attr-defined]
+    exclude = campaign.strategies[0]._exclude  # type: ignore[attr-defined]
     space = load_space()
     simplest = {**space.simplest(), "op": "RC_WRITE", "mtu": 4096}
     assert exclude(simplest) == 0
@@ -230,10 +230,10 @@ def _scripted(tmp: Path, profile_text: str, first: list[dict[str, Any]], budget:
     profile = tmp / "profile.toml"
     profile.write_text(profile_text)
     store = CampaignStore.create(tmp / "c", config(0, budget))
-    campaign = Campaign(target=SimTarget(str(profile)), space=load_space(), preset=preset or load_preset("collie"),
+    campaign = Campaign(targets=[SimTarget(str(profile))], space=load_space(), preset=preset or load_preset("collie"),
                         store=store, seed=0, budget=budget,
                         listener=None if events is None else events.append)
-    campaign.strategy = _FirstThen(first, campaign.strategy)
+    campaign.strategies[0] = _FirstThen(first, campaign.strategies[0])
     return campaign.run()
 
 
@@ -393,7 +393,7 @@ def test_a_budget_spent_before_the_edges_are_finished_keeps_the_wide_mfs(tmp_pat
 
 def _with_corpus(tmp: Path, corpus: Path, budget: int, events: list[Any]) -> Campaign:
     store = CampaignStore.create(tmp, config(5, budget))
-    campaign = Campaign(target=Wrapped(), space=load_space(), preset=load_preset("collie"), store=store, seed=5,
+    campaign = Campaign(targets=[Wrapped()], space=load_space(), preset=load_preset("collie"), store=store, seed=5,
                         budget=budget, corpus=load_corpus(corpus), listener=events.append)
     campaign.run()
     return campaign
@@ -409,7 +409,7 @@ def test_a_corpus_is_replayed_first_and_keeps_the_search_out_of_its_regions(tmp_
     reproduced = [Path(p).parent.name for p in again.summary.corpus_reproduced]
     assert len(reproduced) >= len(minimized) - 1  # a replay is one noisy run
     # each minimized case that reproduced is known before the search starts, with its MFS
-    corpus_known = {a.anomaly_id: a.mfs for a in again.known if a.anomaly_id.startswith("corpus:")}
+    corpus_known = {a.anomaly_id: a.mfs for a in again.registry.known if a.anomaly_id.startswith("corpus:")}
     assert corpus_known == {f"corpus:{name}": minimized[name] for name in reproduced if name in minimized}
     # and nothing it explains is found again as new
     assert all(a.mfs is None or a.mfs not in corpus_known.values() for a in again.summary.anomalies)
