@@ -59,6 +59,8 @@ def config(seed: int = 0, budget: int = 250) -> CampaignConfig:
 
 def _campaign(tmp: Path, target: Any, budget: int = 250, seed: int = 3, resume: bool = False) -> Campaign:
     store = CampaignStore.open(tmp) if resume else CampaignStore.create(tmp, config(seed, budget))
+    if resume:
+        store.repair_journal()
     return Campaign(target=target, space=load_space(), preset=load_preset("collie"), store=store, seed=seed,
                     budget=budget, resume=resume)
 

@@ -55,6 +55,8 @@ def _config(budget: int, parallel: int) -> CampaignConfig:
 def _parallel(folder: Path, targets: list[Chained], budget: int, events: list[Event] | None = None,
               resume: bool = False, preset: Preset | None = None) -> ParallelCampaign:
     store = CampaignStore.open(folder) if resume else CampaignStore.create(folder, _config(budget, len(targets)))
+    if resume:
+        store.repair_journal()
     return ParallelCampaign(targets=targets, space=load_space(), preset=preset or load_preset(PRESET), store=store,
                             seed=SEED, budget=budget, listener=None if events is None else events.append,
                             resume=resume)
@@ -216,6 +218,7 @@ def test_turns_go_round_in_chain_order_and_skip_chains_that_left() -> None:
 def test_a_parallel_campaign_extended_by_resume_re_walks_each_budget_and_resumes_from_a_cut(tmp_path: Path) -> None:
     def extend(folder: Path, budget: int) -> CampaignSummary:
         store = CampaignStore.open(folder)
+        store.repair_journal()
         config = store.config().resumed(str(folder / "campaign.toml"), budget=budget)
         store.stage(config)
         return ParallelCampaign(targets=_targets(2), space=load_space(), preset=load_preset(PRESET), store=store,
