@@ -94,12 +94,12 @@ def run(target_spec: str, workload_file: Path, duration: float, seed: int, pace:
     """
     ran = run_workload(target_spec, workload_file, duration=duration, seed=seed, pace=pace, judge=judge,
                        accept_new_host_keys=accept_new_host_keys)
-    workload, result, oracle, verdict, calibration = ran.workload, ran.result, ran.oracle, ran.verdict, ran.calibration
+    workload, result, oracle, verdict = ran.workload, ran.result, ran.oracle, ran.verdict
     if fmt == "json":
         out: dict[str, Any] = {"workload": workload.to_dict(), "key": workload.key(), **result.to_dict()}
         if verdict is not None and oracle is not None:
             out["verdict"] = verdict_dict(verdict, oracle, result.duration_s)
-            out["calibration"] = {"runs": calibration, "ceilings": oracle.ceilings.to_dict(),
+            out["calibration"] = {"runs": ran.calibration, "ceilings": oracle.ceilings.to_dict(),
                                   "baseline": dict(oracle.baseline)}
         emit(render(out, "json"))
         return
@@ -110,7 +110,7 @@ def run(target_spec: str, workload_file: Path, duration: float, seed: int, pace:
         for err in result.errors:
             emit(f"error: {err}")
         if verdict is not None:
-            emit_verdict(verdict, oracle, result.duration_s, calibration)
+            emit_verdict(verdict, oracle, result.duration_s, ran.calibration)
 
 
 def emit_verdict(verdict: Verdict, oracle: Oracle | None, duration_s: float, calibration: int) -> None:

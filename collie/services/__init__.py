@@ -37,10 +37,10 @@ from collie.services.cases import (
     replay_case,
     save_minimized,
 )
-from collie.services.events import Note, ServiceEvent, ServiceListener, ignore
+from collie.services.events import Note, ServiceEvent, ServiceListener
 from collie.services.run import WorkloadRun, run_workload
 
 __all__ = ["CampaignPlan", "LocatedCase", "MinimizePlan", "Minimized", "Note", "OpenedGate", "Replay",
            "ResumeOptions", "ServiceEvent", "ServiceListener", "WorkloadRun", "case_oracle", "check_new_folder",
-           "ignore", "locate_case", "minimize_case", "open_campaign", "open_gate", "plan_campaign", "plan_gate",
+           "locate_case", "minimize_case", "open_campaign", "open_gate", "plan_campaign", "plan_gate",
            "plan_minimize", "plan_resumed_campaign", "replay_case", "run_workload", "save_minimized"]

@@ -22,6 +22,3 @@ class Note:
 ServiceEvent = Event | Note
 ServiceListener = Callable[[ServiceEvent], None]
 
-
-def ignore(event: ServiceEvent) -> None:
-    """The listener of a caller that wants no events."""

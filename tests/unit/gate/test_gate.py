@@ -13,7 +13,7 @@ from junitparser import Failure, JUnitXml, Skipped
 from collie.gate import ExitCode, InfrastructureError, KnownStatus, Waiver, Waivers
 from collie.gate.junit import write_junit
 from collie.model.workload import Workload
-from collie.services import ignore, open_gate, plan_gate
+from collie.services import open_gate, plan_gate
 from collie.targets.sim import SimTarget
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,7 +38,7 @@ class FailsAfterCalibration(SimTarget):
 
 def _gate(tmp_path: Path, target: SimTarget, spec: str, waivers: Waivers | None = None) -> Any:
     plan = plan_gate(spec, ROOT / "workloads" / "corpus", budget=10, seed=0, preset="quick", space=None,
-                     out=tmp_path / "c", listener=ignore)
+                     out=tmp_path / "c", listener=lambda event: None)
     picked = tuple(c for c in plan.corpus if c.name in ("f03-read-mtu1k", "h15-ud-many-qp"))
     gate = open_gate(dataclasses.replace(plan, corpus=picked), waivers or Waivers(), TODAY, targets=[target])
     return gate.run()
