@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from collie.campaign.parallel import ParallelCampaign, chain_seed
+from collie.campaign import ParallelCampaign, chain_seed
 from collie.errors import InputError
 from collie.events import Listener, Warning
 from collie.gate import GateResult, GateWatch, Waivers, run_gate
