@@ -7,7 +7,8 @@ packets/s. The clean runs' loss and retransmission counters are the baseline the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 from collie.collectors.catalog import Catalog
@@ -25,7 +26,7 @@ from collie.oracle import (
     normalized_hosts,
     receivers,
 )
-from collie.targets.base import RunResult, TargetInfo
+from collie.targets.base import RunResult, Target, TargetInfo
 
 BANDWIDTH_SIZE: Final = 1 << 20
 RATE_SIZE: Final = 64
@@ -85,6 +86,46 @@ def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, in
         for name, rate in event_rates(normalized_hosts(result, catalog, info.line_rate_bps)).items():
             baseline[name] = max(baseline.get(name, 0.0), rate)
     return Oracle(catalog, Ceilings(wire, pps, info.line_rate_bps), thresholds, baseline)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """An oracle and what making it cost.
+
+    Attributes:
+        oracle: judges results of the target it was made for.
+        runs: the calibration runs it took (0: its ceilings were taken from a campaign that measured them).
+    """
+
+    oracle: Oracle
+    runs: int
+
+
+def calibrate_target(target: Target, thresholds: Thresholds, kinds: Iterable[str] = DIRECTION_KINDS,
+                     seconds: float = CALIBRATION_SECONDS) -> Calibration:
+    """Calibrate an oracle on the entered ``target`` for the direction kinds ``kinds`` (two runs of ``seconds``
+    each per kind; see :func:`calibrated_oracle`), counting the runs. The campaign calibrates through its
+    journaled trials instead; everything else (``run``, ``replay``, ``minimize``) calibrates here.
+
+    Raises:
+        Unsupported: the target cannot run a calibration workload.
+    """
+    info = target.describe()
+    runs = 0
+
+    def one(workload: Workload) -> RunResult:
+        nonlocal runs
+        runs += 1
+        return target.run(workload, seconds)
+
+    oracle = calibrated_oracle(one, catalog_of(info), info, thresholds, kinds)
+    return Calibration(oracle, runs)
+
+
+def recorded_oracle(info: TargetInfo, ceilings: Ceilings, baseline: Mapping[str, float],
+                    thresholds: Thresholds) -> Calibration:
+    """An oracle from ceilings and a baseline a campaign calibrated on the target ``info`` describes (no run)."""
+    return Calibration(Oracle(catalog_of(info), ceilings, thresholds, dict(baseline)), 0)
 
 
 def kinds_of(workload: Workload) -> tuple[str, ...]:

@@ -89,7 +89,7 @@ class Campaign:
             chain, and each search phase and warning of a chain says ``chain i:``.
         corpus: known cases replayed before the search.
         resume: take the finished trials of the store's journal instead of running them again (the journal is
-            read here, its warnings emitted).
+            repaired, the trace of a crash cut off its end, and read here; the repair's warnings are emitted).
         earlier_budgets: the budgets the campaign ran to before it was extended to ``budget`` (see the module).
 
     Raises:
@@ -109,7 +109,7 @@ class Campaign:
         self.corpus = corpus
         self.resume = resume
         self.budget = Budget((*earlier_budgets, budget), chains=len(self.targets))
-        journal = store.read_journal() if resume else None
+        journal = store.repair_journal() if resume else None
         for w in journal.warnings if journal is not None else ():
             self._emit(Warning(w))
         #: the journal state the chains' runners share

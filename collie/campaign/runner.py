@@ -26,13 +26,14 @@ from typing import Any
 from collie.campaign.budget import Budget
 from collie.campaign.summary import CampaignSummary
 from collie.campaign.turns import Turns
-from collie.errors import InputError, TargetUnavailable
+from collie.errors import InputError
 from collie.events import Event, TrialFinished, TrialStarted
+from collie.experiment import run_and_judge
 from collie.model.workload import Workload
 from collie.oracle import Oracle, Verdict
 from collie.storage.campaign import JOURNAL, CampaignStore, JournalRead
 from collie.storage.records import Phase, TrialRecord, TrialState
-from collie.targets.base import RunResult, Target, Unsupported
+from collie.targets.base import RunResult, Target
 
 
 class CampaignInterrupted(Exception):
@@ -195,17 +196,12 @@ class TrialRunner:
         return oracle.judge(result, workload)
 
     def _run_live(self, workload: Workload, repetition: int) -> TrialOutcome:
+        """Run one trial on the target (judged later, in turn, like a trial taken from the journal)."""
         try:
-            result = self.target.run(workload, self.duration, repetition=repetition)
-        except Unsupported as exc:
-            return TrialOutcome(TrialState.PRUNED, reason=f"unsupported: {exc}")
+            e = run_and_judge(self.target, workload, self.duration, None, repetition)
         except KeyboardInterrupt:
             raise CampaignInterrupted() from None
-        except TargetUnavailable:  # nothing can run any more: the campaign stops (resumable), not every trial fails
-            raise
-        except Exception as exc:  # a target failure must not end the campaign
-            return TrialOutcome(TrialState.FAILED, reason=f"{type(exc).__name__}: {exc}")
-        return TrialOutcome(TrialState.COMPLETE, result)
+        return TrialOutcome(e.state, e.result, reason=e.reason)
 
 
 def _foreign(result: RunResult, workload: Workload) -> str:

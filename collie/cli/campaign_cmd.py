@@ -3,40 +3,21 @@
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 from click.core import ParameterSource
 
-from collie.campaign import Campaign, CampaignInterrupted, CampaignSummary, chain_seed
+from collie.campaign import CampaignInterrupted, CampaignSummary
 from collie.cli.dashboard import dashboard, live_options
+from collie.cli.listen import echo
 from collie.cli.render import emit, format_option, render
 from collie.cli.run_cmd import accept_keys_option, pace_option, seed_option, target_option
-from collie.errors import InputError
 from collie.events import counted
-from collie.model.space import load_space
-from collie.preset import DEFAULT_PRESET, load_preset
-from collie.storage.campaign import CONFIG, CampaignStore
-from collie.storage.corpus import CorpusCase, load_corpus
-from collie.storage.records import CampaignConfig
+from collie.preset import DEFAULT_PRESET
+from collie.services import ResumeOptions, open_campaign, plan_campaign, plan_resumed_campaign
 from collie.strategies import STRATEGIES
-from collie.targets import open_target
-from collie.targets.base import Target
-
-
-def _corpus(folder: Path | None) -> tuple[CorpusCase, ...]:
-    """The corpus cases, read and checked before the campaign folder is made (a bad case costs nothing)."""
-    if folder is None:
-        return ()
-    if not folder.is_dir():
-        raise InputError(f"the corpus folder {folder} does not exist (a resumed campaign needs the same corpus)")
-    cases = load_corpus(folder)
-    if not cases:
-        click.echo(f"warning: the corpus folder {folder} holds no cases (*/case.toml or *.toml)", err=True)
-    return cases
 
 
 def _summary_rows(summary: CampaignSummary) -> list[dict[str, Any]]:
@@ -50,44 +31,6 @@ def _given(ctx: click.Context, name: str, value: Any) -> Any:
     """``value`` if the user gave option ``name`` (on the command line or in the environment), else None."""
     source = ctx.get_parameter_source(name)
     return value if source not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP) else None
-
-
-def _store(ctx: click.Context, resume: bool, out: Path | None, target_spec: str, seed: int, preset: str,
-           strategy: str | None, budget: int | None, space_file: Path | None, corpus: Path | None,
-           parallel: int | None) -> CampaignStore:
-    """The campaign folder: a resumed one (its configuration amended by the options given, or refused), or a
-    new one planned (written once the target is open)."""
-    if resume:
-        if out is None:
-            raise InputError("--resume needs --out DIR, the folder of the campaign to continue")
-        store = CampaignStore.open(out)
-        config = store.config()
-        store.stage(config.resumed(
-            str(out / CONFIG), target=_given(ctx, "target_spec", target_spec), seed=_given(ctx, "seed", seed),
-            budget=budget, preset=_given(ctx, "preset", preset), strategy=strategy, space=space_file,
-            corpus=corpus, parallel=parallel))
-        return store
-    chosen = load_preset(preset)
-    config = CampaignConfig.new(target=target_spec, seed=seed, budget=budget or chosen.budget, preset=preset,
-                                strategy=strategy or chosen.strategy, space=space_file, corpus=corpus,
-                                parallel=parallel or 1)
-    if out is not None:
-        return CampaignStore.prepare(out, config)
-    return CampaignStore.prepare(Path("reports") / time.strftime("campaign-%Y%m%d-%H%M%S"), config, unique=True)
-
-
-def _chain_targets(spec: str, k: int, seed: int, accept_new_host_keys: bool) -> list[Target]:
-    """One remote target per chain, over the inventory's ``k`` disjoint host groups (see
-    :mod:`collie.remote.groups`); chain ``i`` seeded with :func:`~collie.campaign.chain.chain_seed`."""
-    kind, _, rest = spec.partition(":")
-    if kind != "remote" or not rest:
-        raise InputError(f"--parallel {k} needs a remote target (--target remote:hosts.toml), whose inventory "
-                         f"gives each chain a host group of its own; {spec} is one target, so run it without "
-                         "--parallel")
-    from collie.remote.groups import open_groups
-
-    return list(open_groups(rest, [chain_seed(seed, i) for i in range(k)],
-                            accept_new_host_keys=accept_new_host_keys))
 
 
 _PRESET_HELP = ("Search preset: collie or quick (confirm and minimize every find), random or bayes (baselines: "
@@ -134,27 +77,20 @@ def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, pres
            host can stand in (the journal is safe: continue with --resume)
       130  interrupted (continue with --resume)
     """
-    store = _store(ctx, resume, out, target_spec, seed, preset, strategy, budget, space_file, corpus, parallel)
-    config = store.config()
-    chosen = load_preset(config.preset)
-    if config.strategy != chosen.strategy:
-        chosen = replace(chosen, strategy=config.strategy, strategy_options={})
-    space = load_space(Path(config.space) if config.space else None)
-    known_cases = _corpus(Path(config.corpus) if config.corpus else None)
+    if resume:
+        given = ResumeOptions(target=_given(ctx, "target_spec", target_spec), seed=_given(ctx, "seed", seed),
+                              budget=budget, preset=_given(ctx, "preset", preset), strategy=strategy,
+                              space=space_file, corpus=corpus, parallel=parallel)
+        plan = plan_resumed_campaign(out, given, echo)
+    else:
+        plan = plan_campaign(target=target_spec, seed=seed, preset=preset, budget=budget, strategy=strategy,
+                             space=space_file, corpus=corpus, parallel=parallel, out=out, listener=echo)
+    store, config, chosen = plan.store, plan.config, plan.preset
     k = config.parallel
     chains = f", {k} chains" if k > 1 else ""
     view = dashboard(title=f"collie campaign on {config.target} ({chosen.name}{chains}) -> {store.root}",
                      total=config.budget, every=max(10, config.budget // 10), no_live=no_live, quiet=quiet)
-    run: Campaign
-    if k == 1:
-        target = open_target(config.target, seed=config.seed, pace=pace, accept_new_host_keys=accept_new_host_keys)
-        run = Campaign(targets=[target], space=space, preset=chosen, store=store, seed=config.seed,
-                       budget=config.budget, listener=view, corpus=known_cases, resume=resume,
-                       earlier_budgets=config.earlier_budgets)
-    else:
-        run = Campaign(targets=_chain_targets(config.target, k, config.seed, accept_new_host_keys),
-                       space=space, preset=chosen, store=store, seed=config.seed, budget=config.budget,
-                       listener=view, corpus=known_cases, resume=resume, earlier_budgets=config.earlier_budgets)
+    run = open_campaign(plan, pace=pace, accept_new_host_keys=accept_new_host_keys, listener=view)
     try:
         with view:
             summary = run.run()

@@ -4,30 +4,23 @@ A case folder records the target it was found on (a folder from before that: its
 does); both commands run there unless ``--target`` says otherwise, and then say what differs. A recorded target
 that cannot be opened is an error, never a pass. A bare workload file records no target: it runs on the default
 target (``sim``) with a warning, as ``collie run`` would; a case folder that records none needs ``--target``.
+The work is :mod:`collie.services.cases`'s; this module parses the options and renders.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
 from collie.cli.dashboard import dashboard, live_options
+from collie.cli.listen import Deferred, echo
 from collie.cli.render import emit, format_option, render
 from collie.cli.run_cmd import accept_keys_option, canonical_target, seed_option
-from collie.errors import CollieError, InputError, TargetError, TargetUnavailable
-from collie.events import PhaseStarted, TrialFinished, TrialStarted, counted
-from collie.model.space import load_space
-from collie.preset import DEFAULT_PRESET, load_preset
-from collie.storage.case import EVIDENCE_FILE, CaseRecord, OriginalFind, RunLog, TargetRecord
-from collie.storage.corpus import Case, RecordedTarget, load_case, oracle_for, recorded_target
-from collie.storage.records import TrialState
-from collie.targets import DEFAULT_TARGET, open_target
-from collie.targets.base import Target, TargetInfo
+from collie.preset import DEFAULT_PRESET
+from collie.services import check_new_folder, locate_case, minimize_case, plan_minimize, replay_case, save_minimized
 
 case_argument = click.argument("case", type=click.Path(path_type=Path, exists=True))
 case_target_option = click.option(
@@ -35,68 +28,6 @@ case_target_option = click.option(
     help="Target to run the case on: sim, sim:PROFILE, sim:PATH.toml, verbs:DEVICE[:PORT[:GID]], remote:HOSTS.toml "
          "(default: the "
          "target the case was found on; a bare workload file: sim, with a warning).")
-
-
-def choose_target(case: Case, given: str | None) -> tuple[str, RecordedTarget | None]:
-    """The target spec to run ``case`` on, and where the case was found (None: unknown).
-
-    Raises:
-        InputError: a case folder that records no target, and no ``--target``.
-    """
-    recorded = recorded_target(case)
-    if given is not None:
-        return given, recorded
-    if recorded is not None:
-        return recorded.target.spec, recorded
-    if case.path.is_dir():
-        raise InputError(f"{case.path} does not record the target it was found on (a case folder from an older "
-                         f"collie, outside its campaign); give --target, e.g. --target {DEFAULT_TARGET}")
-    click.echo(f"warning: {case.path} is a workload file, which records no target; running it on the default "
-               f"target {DEFAULT_TARGET} (give --target to choose)", err=True)
-    return DEFAULT_TARGET, None
-
-
-@contextmanager
-def opened(case: Case, spec: str, recorded: RecordedTarget | None, given: bool, seed: int,
-           accept_new_host_keys: bool = False) -> Iterator[tuple[Target, TargetInfo]]:
-    """Open and enter the target ``spec`` for ``case``; say on stderr how it differs from where the case was
-    found. A target taken from the record that cannot be opened is one sentence saying so (exit 2).
-
-    Raises:
-        TargetError: the target cannot be opened.
-    """
-    try:
-        target = open_target(spec, seed=seed, accept_new_host_keys=accept_new_host_keys)
-        target.__enter__()
-    except TargetUnavailable:  # remote hosts that cannot be reached: their own sentence, exit 3
-        raise
-    except Exception as exc:  # any failure to open is one sentence, never a traceback
-        why = str(exc) if isinstance(exc, CollieError) else f"{type(exc).__name__}: {exc}"
-        if recorded is not None and not given:
-            raise TargetError(f"{case.path} was found on {spec} (as {recorded.source} records), which cannot be "
-                              f"opened here: {why}; give --target to run it on another target") from None
-        if isinstance(exc, CollieError):
-            raise
-        raise TargetError(f"the target {spec} cannot be opened: {why}") from None
-    try:
-        info = target.describe()
-        if recorded is not None:
-            _say_differences(case, spec, recorded, info, given)
-        yield target, info
-    finally:
-        target.__exit__(None, None, None)
-
-
-def _say_differences(case: Case, spec: str, recorded: RecordedTarget, info: TargetInfo, given: bool) -> None:
-    diffs = recorded.target.differences(spec, info)
-    found = f"{case.path} was found on {recorded.target.spec}"
-    if not diffs:
-        click.echo(f"{found}; running it there", err=True)
-    elif given and spec != recorded.target.spec:
-        click.echo(f"note: {found}; running it on {spec} instead, which differs: {', '.join(diffs)}", err=True)
-    else:
-        click.echo(f"warning: {found}, and the target differs from the one it was found on: {', '.join(diffs)}",
-                   err=True)
 
 
 @click.command()
@@ -122,53 +53,23 @@ def replay(case: Path, target_spec: str | None, runs: int, duration: float, seed
          cannot be opened or cannot run the case; never a pass
       3  a remote target whose hosts cannot be reached; never a pass
     """
-    from collie.targets.base import Unsupported
-
-    c = load_case(case)
-    spec, recorded = choose_target(c, target_spec)
-    rows: list[dict[str, Any]] = []
-    hits = 0
-    view = dashboard(title=f"collie replay of {case} on {spec}", total=runs, every=1, no_live=no_live, quiet=quiet,
-                     each=("replay",))
-    with opened(c, spec, recorded, target_spec is not None, seed, accept_new_host_keys) as (target, _), view:
-        view(PhaseStarted("calibrate", "the target's ceilings (its campaign's, when the case ran there)"))
-        oracle, _ = oracle_for(c, target, spec, load_preset(DEFAULT_PRESET).thresholds)
-        view(PhaseStarted("replay", f"{counted(runs, 'run')} of {duration:g} s"))
-        for i in range(runs):
-            view(TrialStarted(i + 1, "replay", {}))
-            try:
-                result = target.run(c.workload, duration)
-            except Unsupported as exc:
-                raise TargetError(f"{spec} cannot run this case: {exc}") from None
-            v = oracle.judge(result, c.workload)
-            view(TrialFinished(i + 1, "replay", TrialState.COMPLETE, i + 1, {}, v, result))
-            hits += v.anomalous
-            rows.append({"run": i + 1, "anomalous": v.anomalous, "signature": v.signature,
-                         "throughput": round(v.metrics.get("throughput", 0.0), 3), "score": round(v.score, 2)})
-    emit(render(rows, fmt, title=f"replay of {case} on {spec}: {hits} of {runs} anomalous"))
-    reproduced = hits * 2 > runs
-    own = c.record.evidence
+    located = locate_case(case, target_spec, echo)
+    view = dashboard(title=f"collie replay of {case} on {located.spec}", total=runs, every=1, no_live=no_live,
+                     quiet=quiet, each=("replay",))
+    with Deferred(view) as listen:
+        replayed = replay_case(located, runs=runs, duration=duration, seed=seed,
+                               accept_new_host_keys=accept_new_host_keys, listener=listen)
+    rows: list[dict[str, Any]] = [
+        {"run": i + 1, "anomalous": v.anomalous, "signature": v.signature,
+         "throughput": round(v.metrics.get("throughput", 0.0), 3), "score": round(v.score, 2)}
+        for i, v in enumerate(replayed.verdicts)]
+    hits = replayed.hits
+    emit(render(rows, fmt, title=f"replay of {case} on {located.spec}: {hits} of {runs} anomalous"))
+    own = located.case.record.evidence
     recorded_sig = f"; the case recorded {own.signature}" if own is not None else ""
-    click.echo(f"{'reproduces' if reproduced else 'does not reproduce'} ({hits} of {runs} runs anomalous"
+    click.echo(f"{'reproduces' if replayed.reproduced else 'does not reproduce'} ({hits} of {runs} runs anomalous"
                f"{recorded_sig})", err=True)
-    raise SystemExit(1 if reproduced else 0)
-
-
-def _start_point(c: Case, space: Any) -> dict[str, Any]:
-    """Where minimizing starts: the original find's point if the case records one, else the case's own.
-
-    Raises:
-        InputError: a recorded point that is not a legal point of ``space`` (naming the file and the field).
-    """
-    original = c.record.original
-    if original is None:
-        return dict(space.point_of(c.workload))
-    point = dict(original.point)
-    problems = space.problems(point)
-    if problems:
-        field = "original.point" if c.record.format >= 2 else "original_point"
-        raise InputError(f"{c.path / EVIDENCE_FILE}: {field}: {problems[0][1]}")
-    return point
+    raise SystemExit(1 if replayed.reproduced else 0)
 
 
 @click.command()
@@ -193,55 +94,17 @@ def minimize(case: Path, target_spec: str | None, space_file: Path | None, prese
       2  an error: a damaged case file, a case folder that records no target and no --target, a target that
          cannot be opened, a case that is not anomalous there
     """
-    from collie.minimize import Minimizer, MinimizeSettings
-    from collie.model.workload import Workload
-    from collie.storage.campaign import check_writable
-    from collie.targets.base import Unsupported
-
     if out_dir is not None:  # before any experiment: a result must have somewhere to go
-        if out_dir.exists():
-            raise InputError(f"{out_dir} already exists; give --out a new folder for the minimized case")
-        try:
-            out_dir.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"cannot create the folder {out_dir.parent}: {exc.strerror}") from None
-        check_writable(out_dir.parent)
-    c = load_case(case)
-    chosen = load_preset(preset)
-    space = load_space(space_file)
-    point = _start_point(c, space)
-    spec, recorded = choose_target(c, target_spec)
-    log = RunLog()
+        check_new_folder(out_dir)
+    plan = plan_minimize(case, target_spec, space_file, preset, echo)
+    spec = plan.located.spec
     view = dashboard(title=f"collie minimize {case} on {spec}", total=None, every=1, no_live=no_live, quiet=quiet,
                      each=("minimize",))
-    with opened(c, spec, recorded, target_spec is not None, seed, accept_new_host_keys) as (target, info), view:
-        view(PhaseStarted("calibrate", "the target's ceilings (its campaign's, when the case ran there)"))
-        oracle, calibration = oracle_for(c, target, spec, chosen.thresholds)
-        view(PhaseStarted("minimize", f"preset {chosen.name}, {chosen.duration:g} s per experiment"))
-        spent = 0
-
-        def run(p: Mapping[str, Any]) -> Any:
-            nonlocal spent
-            w = space.build(p)
-            spent += 1
-            view(TrialStarted(spent, "minimize", dict(p)))
-            try:
-                result = target.run(w, chosen.duration)
-            except Unsupported as exc:
-                view(TrialFinished(spent, "minimize", TrialState.PRUNED, spent, dict(p), reason=str(exc)))
-                return None
-            verdict = oracle.judge(result, w)
-            view(TrialFinished(spent, "minimize", TrialState.COMPLETE, spent, dict(p), verdict, result))
-            return verdict
-
-        probe = log.watch(run)
-        verdict = probe(point)
-        if verdict is None or not verdict.anomalous:
-            raise InputError(f"{case} is not anomalous on {spec}: nothing to minimize")
-        result = Minimizer(space, probe, chosen.minimize or MinimizeSettings()).run(point, verdict)
-    simplest = space.build(result.point)
-    out = {"signature": verdict.signature, "mfs": result.mfs.describe(), "confirmed": result.confirmed,
-           "experiments": result.experiments, "calibration": calibration, "target": spec,
+    with Deferred(view) as listen:
+        minimized = minimize_case(plan, seed=seed, accept_new_host_keys=accept_new_host_keys, listener=listen)
+    result, simplest = minimized.result, minimized.simplest
+    out = {"signature": minimized.signature, "mfs": result.mfs.describe(), "confirmed": result.confirmed,
+           "experiments": result.experiments, "calibration": minimized.calibration, "target": spec,
            "case": simplest.to_dict()}
     if fmt == "json":
         emit(json.dumps(out, indent=2))
@@ -250,16 +113,4 @@ def minimize(case: Path, target_spec: str | None, space_file: Path | None, prese
         if fmt == "table":
             emit(simplest.to_toml())
     if out_dir is not None:  # after the output: a failed save loses nothing the experiments found
-        from collie.storage.case import write_case_folder
-
-        named = Workload(simplest.flows, name=out_dir.name,
-                         description=f"{verdict.signature}; MFS: {result.mfs.describe()}")
-        record = CaseRecord(
-            anomaly_id=out_dir.name, signature=verdict.signature, confirmed=result.confirmed, workload=named,
-            mfs=result.mfs, target=TargetRecord(spec, info), evidence=log.evidence(result.point, verdict.leading),
-            original=OriginalFind(dict(point), verdict), minimize_experiments=result.experiments,
-            minimize_steps=len(result.steps), minimized_from=str(case))
-        try:
-            write_case_folder(out_dir, record)
-        except OSError as exc:
-            raise InputError(f"the result above could not be saved to {out_dir}: {exc.strerror or exc}") from None
+        save_minimized(minimized, out_dir)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +17,13 @@ import click
 
 from collie.campaign import CampaignInterrupted
 from collie.cli.dashboard import dashboard, live_options
+from collie.cli.listen import echo
 from collie.cli.render import emit, render
 from collie.cli.run_cmd import accept_keys_option, seed_option, target_option
 from collie.errors import InputError
-from collie.gate import ExitCode, GateResult, InfrastructureError, Waivers, load_waivers, run_gate
-from collie.model.space import load_space
-from collie.preset import load_preset
-from collie.storage.campaign import CampaignStore, check_writable
-from collie.storage.records import CampaignConfig
-from collie.targets import open_target
+from collie.gate import ExitCode, GateResult, InfrastructureError, Waivers, load_waivers
+from collie.services import open_gate, plan_gate
+from collie.storage.campaign import check_writable
 
 DEFAULT_BUDGET = 60
 DEFAULT_PRESET = "quick"
@@ -104,29 +101,17 @@ def ci(target_spec: str, corpus: Path, budget: int, junit_file: Path | None, wai
       2  a usage error: a bad option, corpus or waiver file (one sentence says which)
       3  the target or the infrastructure failed: the target cannot be opened, or every run failed
     """
-    from collie.storage.corpus import load_corpus
-
     waivers = load_waivers(waive_file) if waive_file is not None else Waivers()
     _junit_target(junit_file)
-    known_cases = load_corpus(corpus)
-    if not known_cases:
-        click.echo(f"warning: the corpus folder {corpus} holds no cases (*/case.toml or *.toml)", err=True)
-    chosen = load_preset(preset)
-    space = load_space(space_file)
-    config = CampaignConfig.new(target=target_spec, seed=seed, budget=budget, preset=preset,
-                                strategy=chosen.strategy, corpus=corpus, space=space_file)
-    if out is not None:
-        store = CampaignStore.prepare(out, config)
-    else:
-        store = CampaignStore.prepare(Path("reports") / time.strftime("ci-%Y%m%d-%H%M%S"), config, unique=True)
-    target = open_target(target_spec, seed=seed, accept_new_host_keys=accept_new_host_keys)
-    view = dashboard(title=f"collie ci on {target_spec}: {len(known_cases)} known cases, then {budget} experiments",
+    plan = plan_gate(target_spec, corpus, budget=budget, seed=seed, preset=preset, space=space_file, out=out,
+                     listener=echo)
+    store = plan.store
+    view = dashboard(title=f"collie ci on {target_spec}: {len(plan.corpus)} known cases, then {budget} experiments",
                      total=budget, every=max(10, budget // 10), no_live=no_live, quiet=quiet)
+    gate = open_gate(plan, waivers, dt.date.today(), accept_new_host_keys=accept_new_host_keys, listener=view)
     try:
         with view:
-            result = run_gate(target=target, target_spec=target_spec, space=space, preset=chosen,
-                              store=store, seed=seed, budget=budget, corpus=known_cases, waivers=waivers,
-                              today=dt.date.today(), listener=view)
+            result = gate.run()
     except InfrastructureError as exc:
         click.echo(f"collie: error: {exc}", err=True)
         sys.exit(int(ExitCode.INFRASTRUCTURE))

@@ -7,17 +7,15 @@ from typing import Any
 
 import click
 
-from collie import calibrate
 from collie.cli.render import emit, format_option, render
 from collie.cli.verdict_view import moved_counters, sentence, symptom_rows, throughput_rows, verdict_dict
-from collie.errors import TargetError
 from collie.events import counted
 from collie.model.units import format_size
 from collie.model.workload import Workload
 from collie.oracle import Oracle, Verdict
-from collie.preset import DEFAULT_PRESET, load_preset
-from collie.targets import DEFAULT_TARGET, canonical_spec, open_target
-from collie.targets.base import RunResult, Target, Unsupported
+from collie.services import run_workload
+from collie.targets import DEFAULT_TARGET, canonical_spec
+from collie.targets.base import RunResult
 
 
 def canonical_target(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -94,23 +92,14 @@ def run(target_spec: str, workload_file: Path, duration: float, seed: int, pace:
     Exit codes: 0 done; 2 a usage mistake (a bad workload or inventory file, a workload the target cannot run);
     3 a remote target whose hosts cannot be reached.
     """
-    workload = Workload.load(workload_file)
-    target = open_target(target_spec, seed=seed, pace=pace, accept_new_host_keys=accept_new_host_keys)
-    oracle: Oracle | None = None
-    calibration = 0
-    with target:
-        try:
-            if judge:
-                oracle, calibration = quick_oracle(target, workload, min(duration, calibrate.CALIBRATION_SECONDS))
-            result = target.run(workload, duration)
-        except Unsupported as exc:
-            raise TargetError(f"{target_spec} cannot run this workload: {exc}") from None
-    verdict = oracle.judge(result, workload) if oracle is not None else None
+    ran = run_workload(target_spec, workload_file, duration=duration, seed=seed, pace=pace, judge=judge,
+                       accept_new_host_keys=accept_new_host_keys)
+    workload, result, oracle, verdict = ran.workload, ran.result, ran.oracle, ran.verdict
     if fmt == "json":
         out: dict[str, Any] = {"workload": workload.to_dict(), "key": workload.key(), **result.to_dict()}
         if verdict is not None and oracle is not None:
             out["verdict"] = verdict_dict(verdict, oracle, result.duration_s)
-            out["calibration"] = {"runs": calibration, "ceilings": oracle.ceilings.to_dict(),
+            out["calibration"] = {"runs": ran.calibration, "ceilings": oracle.ceilings.to_dict(),
                                   "baseline": dict(oracle.baseline)}
         emit(render(out, "json"))
         return
@@ -121,27 +110,7 @@ def run(target_spec: str, workload_file: Path, duration: float, seed: int, pace:
         for err in result.errors:
             emit(f"error: {err}")
         if verdict is not None:
-            emit_verdict(verdict, oracle, result.duration_s, calibration)
-
-
-def quick_oracle(target: Target, workload: Workload, seconds: float) -> tuple[Oracle, int]:
-    """An oracle for ``workload`` on the entered ``target``, calibrated on the direction kinds it needs only
-    (two runs of ``seconds`` each per kind); returns it and the calibration runs it cost.
-
-    Raises:
-        Unsupported: the target cannot run a calibration workload.
-    """
-    info = target.describe()
-    runs = 0
-
-    def one(w: Workload) -> RunResult:
-        nonlocal runs
-        runs += 1
-        return target.run(w, seconds)
-
-    oracle = calibrate.calibrated_oracle(one, calibrate.catalog_of(info), info,
-                                         load_preset(DEFAULT_PRESET).thresholds, calibrate.kinds_of(workload))
-    return oracle, runs
+            emit_verdict(verdict, oracle, result.duration_s, ran.calibration)
 
 
 def emit_verdict(verdict: Verdict, oracle: Oracle | None, duration_s: float, calibration: int) -> None:

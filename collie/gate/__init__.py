@@ -6,8 +6,10 @@
 """
 
 from collie.gate.gate import (
+    CampaignRun,
     ExitCode,
     GateResult,
+    GateWatch,
     InfrastructureError,
     KnownResult,
     KnownStatus,
@@ -16,5 +18,5 @@ from collie.gate.gate import (
 )
 from collie.gate.waivers import Waiver, Waivers, load_waivers
 
-__all__ = ["ExitCode", "GateResult", "InfrastructureError", "KnownResult", "KnownStatus", "NewAnomaly", "Waiver",
-           "Waivers", "load_waivers", "run_gate"]
+__all__ = ["CampaignRun", "ExitCode", "GateResult", "GateWatch", "InfrastructureError", "KnownResult", "KnownStatus",
+           "NewAnomaly", "Waiver", "Waivers", "load_waivers", "run_gate"]

@@ -20,19 +20,17 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import Any, Protocol
 
-from collie.campaign import Campaign
+from collie.campaign import CampaignSummary
 from collie.errors import CollieError, StoreError
 from collie.events import Event, TrialFinished, TrialStarted
+from collie.events import Warning as CampaignWarning
 from collie.gate.waivers import Waiver, Waivers
-from collie.model.space import SearchSpace
 from collie.oracle import Verdict
-from collie.preset import Preset
 from collie.storage.campaign import CampaignStore
 from collie.storage.corpus import CorpusCase
 from collie.storage.records import Phase, TrialState
-from collie.targets.base import Target
 
 
 class ExitCode(IntEnum):
@@ -160,14 +158,22 @@ class GateResult:
         }
 
 
-class _Watch:
-    """Listens to the campaign for what the gate needs: each replay's outcome, and whether anything ran."""
+class CampaignRun(Protocol):
+    """A campaign ready to run (see :func:`collie.services.open_gate`)."""
+
+    def run(self) -> CampaignSummary: ...
+
+
+class GateWatch:
+    """Listens to the gate's campaign for what the gate needs (each replay's outcome, whether anything ran, the
+    warnings), forwarding every event to ``forward``; the campaign's listener."""
 
     def __init__(self, forward: Callable[[Event], None] | None) -> None:
         self.forward = forward
         self.started = 0
         self.finished: list[TrialFinished] = []
         self.replays: list[TrialFinished] = []
+        self.warnings: list[str] = []
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, TrialStarted):
@@ -176,6 +182,8 @@ class _Watch:
             self.finished.append(event)
             if event.phase == Phase.REPLAY:
                 self.replays.append(event)
+        elif isinstance(event, CampaignWarning):
+            self.warnings.append(event.message)
         if self.forward is not None:
             self.forward(event)
 
@@ -183,10 +191,10 @@ class _Watch:
         return next((e.reason for e in self.finished if e.status is TrialState.FAILED), "")
 
 
-def run_gate(*, target: Target, target_spec: str, space: SearchSpace, preset: Preset, store: CampaignStore,
-             seed: int, budget: int, corpus: Sequence[CorpusCase], waivers: Waivers, today: dt.date,
-             listener: Callable[[Event], None] | None = None) -> GateResult:
-    """Run the gate (see the module docstring); ``target`` is not yet entered.
+def run_gate(*, campaign: CampaignRun, watch: GateWatch, target_spec: str, store: CampaignStore, budget: int,
+             corpus: Sequence[CorpusCase], waivers: Waivers, today: dt.date) -> GateResult:
+    """Run the gate's ``campaign`` (its target not yet entered, its listener ``watch``; it replays ``corpus``
+    then searches ``budget`` experiments in ``store``) and decide (see the module docstring).
 
     Raises:
         InfrastructureError: the target cannot be opened, its calibration fails, the campaign folder cannot be
@@ -194,18 +202,6 @@ def run_gate(*, target: Target, target_spec: str, space: SearchSpace, preset: Pr
         CampaignInterrupted: Ctrl-C.
         InputError: a user mistake the campaign found (passed through).
     """
-    watch = _Watch(listener)
-    warnings: list[str] = []
-
-    def forward(event: Event) -> None:
-        from collie.events import Warning as CampaignWarning
-
-        if isinstance(event, CampaignWarning):
-            warnings.append(event.message)
-        watch(event)
-
-    campaign = Campaign(targets=[target], space=space, preset=preset, store=store, seed=seed, budget=budget,
-                        listener=forward, corpus=corpus)
     try:
         summary = campaign.run()
     except StoreError as exc:
@@ -232,7 +228,7 @@ def run_gate(*, target: Target, target_spec: str, space: SearchSpace, preset: Pr
         new.append(NewAnomaly(a.anomaly_id, a.signature, a.mfs.describe() if a.mfs else "", a.confirmed,
                               a.found_at, m.active, m.expired))
     return GateResult(target_spec, str(store.root), known, tuple(new), budget, summary.experiments,
-                      summary.calibration, summary.failed, summary.pruned, tuple(warnings))
+                      summary.calibration, summary.failed, summary.pruned, tuple(watch.warnings))
 
 
 def _known(case: CorpusCase, event: TrialFinished, waivers: Waivers, today: dt.date) -> KnownResult:

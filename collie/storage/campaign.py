@@ -11,12 +11,14 @@ Layout::
 Invariants:
     * nothing is written before :meth:`CampaignStore.begin` (which a campaign calls once its target is open),
       except through :meth:`CampaignStore.create`, which makes the folder at once;
-    * the journal is only appended to; a crash loses at most the record being written, and when the journal is
-      read back for a resume the trace of a crash is cut off its end: a truncated last line (no newline at its
-      end) with a warning, and the RUNNING rows that end it (the trials in flight; a campaign of K chains may
-      have had K, and the RUNNING row of one journaled before another trial ended stays where it is);
-      anything else wrong in it (a damaged row, a row of the wrong type, a gap in the trial numbers) is an
-      :class:`~collie.errors.InputError` naming the file, the line and the field, and the file is left as is;
+    * the journal is only appended to; a crash loses at most the record being written. Reading it
+      (:meth:`CampaignStore.read_journal`) never writes; a resume first calls
+      :meth:`CampaignStore.repair_journal`, which cuts the trace of a crash off its end: a truncated last line
+      (no newline at its end) with a warning, and the RUNNING rows that end it (the trials in flight; a
+      campaign of K chains may have had K, and the RUNNING row of one journaled before another trial ended
+      stays where it is); anything else wrong in it (a damaged row, a row of the wrong type, a gap in the trial
+      numbers) is an :class:`~collie.errors.InputError` naming the file, the line and the field, and the file
+      is left as is;
     * every row and ``campaign.toml`` are checked on read (see :mod:`collie.storage.records`);
     * anomaly folders are written to a temporary name and renamed into place, so a folder that exists is
       complete;
@@ -46,8 +48,8 @@ from collie.storage.records import CampaignConfig, TrialRecord, TrialState, chec
 from collie.targets.base import TargetInfo
 from collie.tomlio import read_toml
 
-__all__ = ["ANOMALIES", "CONFIG", "JOURNAL", "CampaignConfig", "CampaignStore", "JournalRead", "TrialRecord",
-           "TrialState", "check_writable", "write_case_folder"]
+__all__ = ["ANOMALIES", "CONFIG", "JOURNAL", "CampaignConfig", "CampaignStore", "JournalRead", "JournalRepair",
+           "TrialRecord", "TrialState", "check_writable", "holds_campaign", "read_config", "write_case_folder"]
 
 CONFIG: Final = "campaign.toml"
 JOURNAL: Final = "trials.jsonl"
@@ -58,12 +60,27 @@ _MAX_SUFFIX: Final = 1000
 
 
 @dataclass(frozen=True)
+class JournalRepair:
+    """What :meth:`CampaignStore.repair_journal` changes in a journal a crash left behind.
+
+    Attributes:
+        cut: the byte offset the file is truncated to (None: nothing is cut).
+        newline: the last record lacks its newline, which is added (only when nothing is cut).
+    """
+
+    cut: int | None
+    newline: bool
+
+
+@dataclass(frozen=True)
 class JournalRead:
-    """Records read back from a journal (with the line each came from), and what had to be repaired."""
+    """Records read back from a journal (with the line each came from), what was wrong with its end, and how
+    to repair that (None: nothing to repair)."""
 
     records: tuple[TrialRecord, ...]
     lines: tuple[int, ...]
     warnings: tuple[str, ...]
+    repair: JournalRepair | None = None
 
 
 class CampaignStore:
@@ -80,6 +97,8 @@ class CampaignStore:
         self._unique = unique
         self._dirty = not exists
         self._journal: IO[str] | None = None
+        #: what the last :meth:`read_journal` found to repair and :meth:`repair_journal` has not repaired yet
+        self._unrepaired: JournalRepair | None = None
 
     @classmethod
     def create(cls, root: Path, config: CampaignConfig) -> CampaignStore:
@@ -116,9 +135,9 @@ class CampaignStore:
         Raises:
             InputError: the folder has no campaign, its ``campaign.toml`` is damaged, or it is not writable.
         """
-        if not (root / CONFIG).is_file():
+        if not holds_campaign(root):
             raise InputError(f"{root} holds no campaign (no {CONFIG}); start one without --resume")
-        config = CampaignConfig.from_toml(read_toml(root / CONFIG), str(root / CONFIG))
+        config = read_config(root)
         check_writable(root)
         return cls(root, config, exists=True)
 
@@ -189,7 +208,16 @@ class CampaignStore:
         self._dirty = False
 
     def append(self, record: TrialRecord) -> None:
-        """Append one record to the journal, flushed and fsynced before returning."""
+        """Append one record to the journal, flushed and fsynced before returning.
+
+        Raises:
+            StoreError: the disk refused the write.
+            RuntimeError: :meth:`read_journal` found the trace of a crash that :meth:`repair_journal` has not cut
+                off yet (appending would glue the record to a torn line, or leave trials in flight twice).
+        """
+        if self._unrepaired is not None:
+            raise RuntimeError(f"{self.root / JOURNAL} ends in the trace of a crash: call repair_journal() before "
+                               "appending to it")
         with self._writing():
             if self._journal is None:
                 self._journal = open(self.root / JOURNAL, "a", encoding="utf-8")  # noqa: SIM115 - kept open
@@ -198,16 +226,19 @@ class CampaignStore:
             os.fsync(self._journal.fileno())
 
     def read_journal(self) -> JournalRead:
-        """Every record in order, each checked (see the module's invariants), less the trace of a crash.
+        """Every record in order, each checked (see the module's invariants), less the trace of a crash; the file
+        is only read, never written (:meth:`repair_journal` cuts that trace off it; until it does, this store
+        refuses to :meth:`append`).
 
-        A last line without its newline that is not a whole record (a crash while writing it) is cut off the
-        file with a warning (a whole one gets its newline back, with a warning, so that the next record starts a
-        line of its own); so are, silently, the RUNNING rows that end the journal: the trial in flight at a crash
-        or a Ctrl-C (a resumed campaign runs that trial again and journals it anew, so its journal is the
-        uninterrupted one's). A campaign of ``parallel`` chains may have had several trials in flight: the
-        RUNNING row of one that was journaled before another trial ended stays where it is (the rows' order
-        is checked with :func:`~collie.storage.records.check_sequence` for ``parallel`` trials in flight), and the trial
-        is journaled RUNNING again when it runs again.
+        The trace of a crash is a last line without its newline that is not a whole record (a crash while
+        writing it: left out, with a warning; a whole one is read, with a warning that its newline is missing),
+        and the RUNNING rows that end the journal (the trials in flight at a crash or a Ctrl-C, left out
+        silently: a resumed campaign runs them again and journals them anew, so its journal is the uninterrupted
+        one's). A campaign of ``parallel`` chains may have had several trials in flight: the RUNNING row of one
+        that was journaled before another trial ended stays where it is (the rows' order is checked with
+        :func:`~collie.storage.records.check_sequence` for ``parallel`` trials in flight), and the trial is
+        journaled RUNNING again when it runs again. :attr:`JournalRead.repair` says what
+        :meth:`repair_journal` would change.
         A journal without trials beside a ``campaign.toml`` that holds calibrated ceilings has lost them (the
         ceilings come from the first trials): an error, not a fresh start.
 
@@ -255,16 +286,37 @@ class CampaignStore:
         missing_newline = cut is None and bool(tail)  # a whole last record without its newline
         if missing_newline:
             warnings.append(f"{path}: line {numbers[-1]} lacks its newline (a crash while writing it); added it")
-        if cut is not None or missing_newline:
-            with self._writing(), open(path, "r+b") as fh:
-                if cut is not None:
-                    fh.truncate(cut)
+        repair = JournalRepair(cut, missing_newline) if cut is not None or missing_newline else None
+        self._unrepaired = repair
+        return JournalRead(tuple(records), tuple(numbers), tuple(warnings), repair)
+
+    def repair_journal(self) -> JournalRead:
+        """Read the journal (:meth:`read_journal`) and cut the trace of a crash off the file, so that the next
+        record appended starts a line of its own after the last finished one: what a resume does before its
+        campaign reads the journal. The file is truncated (or gets its last newline) and fsynced in place;
+        a journal with nothing to repair is not written.
+
+        Returns:
+            the journal as read before the repair (its warnings say what was repaired; a campaign that reads the
+            journal after the repair gets the same records and no warnings).
+
+        Raises:
+            InputError: the journal is damaged beyond a crash's trace (it is left as is).
+            StoreError: the repair could not be written.
+        """
+        read = self.read_journal()
+        repair = read.repair
+        if repair is not None:
+            with self._writing(), open(self.root / JOURNAL, "r+b") as fh:
+                if repair.cut is not None:
+                    fh.truncate(repair.cut)
                 else:
                     fh.seek(0, os.SEEK_END)
                     fh.write(b"\n")
                 fh.flush()
                 os.fsync(fh.fileno())
-        return JournalRead(tuple(records), tuple(numbers), tuple(warnings))
+            self._unrepaired = None
+        return read
 
     def save_anomaly(self, record: CaseRecord) -> Path:
         """Write ``anomalies/<id>/`` (see :func:`~collie.storage.case.write_case_folder`)."""
@@ -308,6 +360,21 @@ class CampaignStore:
         if journal is not None:
             with self._writing():
                 journal.close()
+
+
+def holds_campaign(root: Path) -> bool:
+    """Whether the folder ``root`` holds a campaign (its ``campaign.toml``)."""
+    return (root / CONFIG).is_file()
+
+
+def read_config(root: Path) -> CampaignConfig:
+    """The checked configuration of the campaign in ``root`` (read only; see
+    :meth:`~collie.storage.records.CampaignConfig.from_toml`).
+
+    Raises:
+        InputError: no readable ``campaign.toml``, or a damaged one (naming the file and the field).
+    """
+    return CampaignConfig.from_toml(read_toml(root / CONFIG), str(root / CONFIG))
 
 
 def _refuse_existing(root: Path) -> None:

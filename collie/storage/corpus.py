@@ -1,29 +1,23 @@
-"""Saved anomaly cases: find one on disk, know where it was found, and judge re-runs of it on a target.
+"""Saved anomaly cases: find one on disk and know where it was found; a corpus of them.
 
 A case is either a case folder (``case.toml``, ``mfs.json``, ``evidence.json``: a campaign's
 ``DIR/anomalies/<id>/`` or a ``collie minimize --out`` folder, read as a :class:`~collie.storage.case.CaseRecord`)
 or a bare workload file; a corpus is a folder of cases a campaign replays first. A case knows the target it was
-found on (its record's, or for a folder written before records had one, its campaign's). Judging needs the
-target's ceilings: they come from the campaign when the case is in a campaign folder made on the same target,
-otherwise from a fresh calibration.
+found on (its record's, or for a folder written before records had one, its campaign's). This module only
+reads: judging a re-run (its calibration, or the campaign's ceilings from :func:`campaign_config`) is
+:mod:`collie.services`'s.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from collie import calibrate
-from collie.errors import InputError
 from collie.mfs import MFS
 from collie.model.workload import Workload
-from collie.oracle import Ceilings, Oracle, Thresholds
-from collie.storage.case import CaseRecord, TargetRecord, fingerprint_from_dict, read_case_folder, read_mfs
-from collie.targets.base import Target
-from collie.tomlio import read_toml
-
-CAMPAIGN_CONFIG = "campaign.toml"
+from collie.storage.campaign import holds_campaign, read_config
+from collie.storage.case import CaseRecord, TargetRecord, read_case_folder, read_mfs
+from collie.storage.records import CampaignConfig
 
 
 @dataclass(frozen=True)
@@ -58,7 +52,7 @@ def load_case(path: Path) -> Case:
     if path.is_dir():
         record = read_case_folder(path)
         parent = path.resolve().parent.parent
-        campaign = parent if (parent / CAMPAIGN_CONFIG).is_file() else None
+        campaign = parent if holds_campaign(parent) else None
         return Case(path, record, campaign)
     return Case(path, CaseRecord(path.stem, "", False, Workload.load(path), format=0), None)
 
@@ -85,15 +79,19 @@ def recorded_target(case: Case) -> RecordedTarget | None:
     """
     if case.record.target is not None:
         return RecordedTarget(case.record.target, "the case")
-    if case.campaign is None:
+    config = campaign_config(case)
+    if config is None:
         return None
-    file = case.campaign / CAMPAIGN_CONFIG
-    cfg = read_toml(file)
-    spec = cfg.get("target")
-    if not isinstance(spec, str) or not spec.strip():
-        raise InputError(f"{file}: target: expected the campaign's target spec, got {spec!r}")
-    info = fingerprint_from_dict(cfg["target_info"], str(file), "target_info") if "target_info" in cfg else None
-    return RecordedTarget(TargetRecord(spec, info), "its campaign")
+    return RecordedTarget(TargetRecord(config.target, config.target_info), "its campaign")
+
+
+def campaign_config(case: Case) -> CampaignConfig | None:
+    """The configuration of the campaign folder ``case`` sits in (None: it is not in one).
+
+    Raises:
+        InputError: its campaign.toml is damaged (naming the file and the field).
+    """
+    return read_config(case.campaign) if case.campaign is not None else None
 
 
 @dataclass(frozen=True)
@@ -126,34 +124,3 @@ def load_corpus(folder: Path) -> tuple[CorpusCase, ...]:
         mfs = read_mfs(mfs_file) if mfs_file.exists() else None
         out.append(CorpusCase(path.stem, path, Workload.load(path), mfs))
     return tuple(out)
-
-
-def oracle_for(case: Case, target: Target, target_spec: str, thresholds: Thresholds) -> tuple[Oracle, int]:
-    """An oracle for re-running ``case`` on ``target``; returns it and the calibration runs it cost.
-
-    Raises:
-        InputError: the campaign.toml whose ceilings it takes is damaged.
-    """
-    info = target.describe()
-    catalog = calibrate.catalog_of(info)
-    if case.campaign is not None:
-        file = case.campaign / CAMPAIGN_CONFIG
-        cfg = read_toml(file)
-        if cfg.get("target") == target_spec and "ceilings" in cfg:
-            baseline = cfg.get("baseline", {})
-            if not isinstance(baseline, dict):
-                raise InputError(f"{file}: baseline: expected a table, got {baseline!r}")
-            try:
-                ceilings = Ceilings.from_dict(cfg["ceilings"])
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise InputError(f"{file}: ceilings: not the calibrated ceilings ({type(exc).__name__}: "
-                                 f"{exc})") from None
-            return Oracle(catalog, ceilings, thresholds, baseline), 0
-    runs = 0
-
-    def run(workload: Workload) -> Any:
-        nonlocal runs
-        runs += 1
-        return target.run(workload, calibrate.CALIBRATION_SECONDS)
-
-    return calibrate.calibrated_oracle(run, catalog, info, thresholds), runs

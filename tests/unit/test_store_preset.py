@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -43,12 +42,18 @@ def test_journal_append_and_truncated_last_line(tmp_path: Path) -> None:
     s.close()
     with open(tmp_path / "c" / "trials.jsonl", "a") as fh:
         fh.write('{"trial": 4, "sta')
+    journal = tmp_path / "c" / "trials.jsonl"
+    torn = journal.read_bytes()
     read = CampaignStore.open(tmp_path / "c").read_journal()
     assert [r.trial for r in read.records if r.state.finished] == [1, 2, 3]
     assert read.records == tuple(r for i in (1, 2, 3) for r in (_record(i, TrialState.RUNNING), _record(i)))
     assert read.warnings and "truncated" in read.warnings[0]
-    # the damaged tail is cut off, so appending goes on cleanly
+    assert journal.read_bytes() == torn  # reading writes nothing
+    # repairing cuts the damaged tail off (reporting what reading reports), so appending goes on cleanly
     again = CampaignStore.open(tmp_path / "c")
+    assert again.repair_journal() == read
+    assert journal.read_bytes() == torn[:torn.rindex(b"\n") + 1]
+    assert again.read_journal() == replace(read, warnings=(), repair=None)
     _append(again, 4)
     again.close()
     assert [r.trial for r in again.read_journal().records if r.state.finished] == [1, 2, 3, 4]
@@ -65,9 +70,28 @@ def test_a_whole_last_record_without_its_newline_gets_it_back(tmp_path: Path) ->
     assert [r.trial for r in read.records] == [1, 1, 2, 2]
     assert read.warnings and "line 4 lacks its newline" in read.warnings[0]
     again = CampaignStore.open(tmp_path / "c")
+    again.repair_journal()
     _append(again, 3)
     again.close()
     assert [r.trial for r in again.read_journal().records] == [1, 1, 2, 2, 3, 3]
+
+
+def test_running_rows_that_end_the_journal_are_left_out_and_repaired_off(tmp_path: Path) -> None:
+    s = CampaignStore.create(tmp_path / "c", CONFIG)
+    _append(s, 1, 2)
+    s.append(_record(3, TrialState.RUNNING))
+    s.close()
+    journal = tmp_path / "c" / "trials.jsonl"
+    whole = journal.read_bytes()
+    read = s.read_journal()
+    assert [r.trial for r in read.records] == [1, 1, 2, 2] and read.warnings == ()
+    assert read.repair is not None and journal.read_bytes() == whole
+    with pytest.raises(RuntimeError, match="call repair_journal"):  # never appended after an unrepaired trace
+        s.append(_record(3, TrialState.RUNNING))
+    assert s.repair_journal() == read
+    assert journal.read_bytes().count(b"\n") == 4 and s.read_journal().repair is None
+    s.append(_record(3, TrialState.RUNNING))
+    s.close()
 
 
 def test_damage_in_the_middle_is_an_error_and_leaves_the_file_alone(tmp_path: Path) -> None:
@@ -95,7 +119,7 @@ def test_damage_in_the_middle_is_an_error_and_leaves_the_file_alone(tmp_path: Pa
 
 
 def test_an_emptied_journal_beside_calibrated_ceilings_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
-    calibrated = dataclasses.replace(CONFIG, ceilings=Ceilings({"oneway": 1e9}, {"oneway": 1e6}), baseline={})
+    calibrated = replace(CONFIG, ceilings=Ceilings({"oneway": 1e9}, {"oneway": 1e6}), baseline={})
     CampaignStore.create(tmp_path / "c", calibrated)
     (tmp_path / "c" / "trials.jsonl").write_text("")
     with pytest.raises(InputError, match=r"holds no finished trial.*lost or emptied"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -9,14 +10,10 @@ from typing import Any
 import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
-from collie.gate import ExitCode, InfrastructureError, KnownStatus, Waiver, Waivers, run_gate
+from collie.gate import ExitCode, InfrastructureError, KnownStatus, Waiver, Waivers
 from collie.gate.junit import write_junit
-from collie.model.space import load_space
 from collie.model.workload import Workload
-from collie.preset import load_preset
-from collie.storage.campaign import CampaignStore
-from collie.storage.corpus import load_corpus
-from collie.storage.records import CampaignConfig
+from collie.services import open_gate, plan_gate
 from collie.targets.sim import SimTarget
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -40,13 +37,11 @@ class FailsAfterCalibration(SimTarget):
 
 
 def _gate(tmp_path: Path, target: SimTarget, spec: str, waivers: Waivers | None = None) -> Any:
-    corpus = load_corpus(ROOT / "workloads" / "corpus")
-    picked = tuple(c for c in corpus if c.name in ("f03-read-mtu1k", "h15-ud-many-qp"))
-    preset = load_preset("quick")
-    config = CampaignConfig.new(target=spec, seed=0, budget=10, preset="quick", strategy=preset.strategy)
-    store = CampaignStore.prepare(tmp_path / "c", config)
-    return run_gate(target=target, target_spec=spec, space=load_space(None), preset=preset, store=store, seed=0,
-                    budget=10, corpus=picked, waivers=waivers or Waivers(), today=TODAY)
+    plan = plan_gate(spec, ROOT / "workloads" / "corpus", budget=10, seed=0, preset="quick", space=None,
+                     out=tmp_path / "c", listener=lambda event: None)
+    picked = tuple(c for c in plan.corpus if c.name in ("f03-read-mtu1k", "h15-ud-many-qp"))
+    gate = open_gate(dataclasses.replace(plan, corpus=picked), waivers or Waivers(), TODAY, targets=[target])
+    return gate.run()
 
 
 def test_reproduced_fixed_and_waived(tmp_path: Path) -> None:

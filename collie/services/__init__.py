@@ -1,0 +1,46 @@
+"""The library's services: what the CLI calls, one service per command, each returning typed results.
+
+A command parses its options, calls its service and renders what comes back; a service never prints, it emits
+events (:mod:`collie.events`, and :class:`~collie.services.events.Note`) through the listener its caller gives.
+
+    * :mod:`collie.services.cases` - a saved case replayed (:func:`replay_case`) or minimized
+      (:func:`minimize_case`) on the target it was found on;
+    * :mod:`collie.services.run` - one experiment and its verdict (:func:`run_workload`);
+    * :mod:`collie.services.campaigns` - a campaign planned (:func:`plan_campaign`,
+      :func:`plan_resumed_campaign`) and opened (:func:`open_campaign`), and the CI gate's (:func:`plan_gate`,
+      :func:`open_gate`).
+
+Every experiment they run is :func:`collie.experiment.run_and_judge`'s; every oracle they calibrate,
+:func:`collie.calibrate.calibrate_target`'s.
+"""
+
+from collie.services.campaigns import (
+    CampaignPlan,
+    OpenedGate,
+    ResumeOptions,
+    open_campaign,
+    open_gate,
+    plan_campaign,
+    plan_gate,
+    plan_resumed_campaign,
+)
+from collie.services.cases import (
+    LocatedCase,
+    Minimized,
+    MinimizePlan,
+    Replay,
+    case_oracle,
+    check_new_folder,
+    locate_case,
+    minimize_case,
+    plan_minimize,
+    replay_case,
+    save_minimized,
+)
+from collie.services.events import Note, ServiceEvent, ServiceListener
+from collie.services.run import WorkloadRun, run_workload
+
+__all__ = ["CampaignPlan", "LocatedCase", "MinimizePlan", "Minimized", "Note", "OpenedGate", "Replay",
+           "ResumeOptions", "ServiceEvent", "ServiceListener", "WorkloadRun", "case_oracle", "check_new_folder",
+           "locate_case", "minimize_case", "open_campaign", "open_gate", "plan_campaign", "plan_gate",
+           "plan_minimize", "plan_resumed_campaign", "replay_case", "run_workload", "save_minimized"]
