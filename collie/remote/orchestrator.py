@@ -363,12 +363,10 @@ def _rates_from_flows(workload: Workload, flows: Sequence[FlowResult], hosts: Ma
     target does on one host."""
     from dataclasses import replace as copy
 
-    from collie.targets.verbs.target import payload_sender_is_client
-
     tx = {h: [0.0, 0.0] for h in hosts}
     rx = {h: [0.0, 0.0] for h in hosts}
     for f, r in zip(workload.flows, flows, strict=True):
-        sender, receiver = (r.client, r.server) if payload_sender_is_client(f) else (r.server, r.client)
+        sender, receiver = (r.server, r.client) if f.receiver_is_client else (r.client, r.server)
         for acc, who in ((tx, sender), (rx, receiver)):
             if who in acc:
                 acc[who][0] += r.bps

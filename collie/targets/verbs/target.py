@@ -29,7 +29,6 @@ from collie.targets.verbs.limits import check_workload
 from collie.targets.verbs.measure import FlowSummary, engine_bound
 from collie.targets.verbs.plan import split_qps
 from collie.targets.verbs.results import flow_result, host_rates, port_counters, run_errors, summaries
-from collie.targets.verbs.results import payload_sender_is_client as payload_sender_is_client
 from collie.targets.verbs.spec import VerbsSpec, parse_spec
 from collie.targets.verbs.workers import Gathered, run_jobs
 
