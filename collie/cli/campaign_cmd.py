@@ -20,12 +20,14 @@ from collie.errors import InputError
 from collie.events import counted
 from collie.model.space import load_space
 from collie.preset import DEFAULT_PRESET, load_preset
+from collie.remote.kind import RemoteSpec
 from collie.storage.campaign import CONFIG, CampaignStore
 from collie.storage.corpus import CorpusCase, load_corpus
 from collie.storage.records import CampaignConfig
 from collie.strategies import STRATEGIES
-from collie.targets import open_target
 from collie.targets.base import Target
+from collie.targets.kind import TargetSpec
+from collie.targets.registry import open_target, parse_target
 
 
 def _corpus(folder: Path | None) -> tuple[CorpusCase, ...]:
@@ -53,7 +55,7 @@ def _given(ctx: click.Context, name: str, value: Any) -> Any:
     return value if source not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP) else None
 
 
-def _store(ctx: click.Context, resume: bool, out: Path | None, target_spec: str, seed: int, preset: str,
+def _store(ctx: click.Context, resume: bool, out: Path | None, target_spec: TargetSpec, seed: int, preset: str,
            strategy: str | None, budget: int | None, space_file: Path | None, corpus: Path | None,
            parallel: int | None) -> CampaignStore:
     """The campaign folder: a resumed one (its configuration amended by the options given, or refused), or a
@@ -64,12 +66,12 @@ def _store(ctx: click.Context, resume: bool, out: Path | None, target_spec: str,
         store = CampaignStore.open(out)
         config = store.config()
         store.stage(config.resumed(
-            str(out / CONFIG), target=_given(ctx, "target_spec", target_spec), seed=_given(ctx, "seed", seed),
+            str(out / CONFIG), target=_given(ctx, "target_spec", str(target_spec)), seed=_given(ctx, "seed", seed),
             budget=budget, preset=_given(ctx, "preset", preset), strategy=strategy, space=space_file,
             corpus=corpus, parallel=parallel))
         return store
     chosen = load_preset(preset)
-    config = CampaignConfig.new(target=target_spec, seed=seed, budget=budget or chosen.budget, preset=preset,
+    config = CampaignConfig.new(target=str(target_spec), seed=seed, budget=budget or chosen.budget, preset=preset,
                                 strategy=strategy or chosen.strategy, space=space_file, corpus=corpus,
                                 parallel=parallel or 1)
     if out is not None:
@@ -77,17 +79,16 @@ def _store(ctx: click.Context, resume: bool, out: Path | None, target_spec: str,
     return CampaignStore.prepare(Path("reports") / time.strftime("campaign-%Y%m%d-%H%M%S"), config, unique=True)
 
 
-def _chain_targets(spec: str, k: int, seed: int, accept_new_host_keys: bool) -> list[Target]:
+def _chain_targets(spec: TargetSpec, k: int, seed: int, accept_new_host_keys: bool) -> list[Target]:
     """One remote target per chain, over the inventory's ``k`` disjoint host groups (see
     :mod:`collie.remote.groups`); chain ``i`` seeded with :func:`~collie.campaign.parallel.chain_seed`."""
-    kind, _, rest = spec.partition(":")
-    if kind != "remote" or not rest:
+    if not isinstance(spec, RemoteSpec):
         raise InputError(f"--parallel {k} needs a remote target (--target remote:hosts.toml), whose inventory "
                          f"gives each chain a host group of its own; {spec} is one target, so run it without "
                          "--parallel")
     from collie.remote.groups import open_groups
 
-    return list(open_groups(rest, [chain_seed(seed, i) for i in range(k)],
+    return list(open_groups(spec.inventory, [chain_seed(seed, i) for i in range(k)],
                             accept_new_host_keys=accept_new_host_keys))
 
 
@@ -121,7 +122,7 @@ _PRESET_HELP = ("Search preset: collie or quick (confirm and minimize every find
 @accept_keys_option
 @format_option
 @click.pass_context
-def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, preset: str, strategy: str | None,
+def campaign(ctx: click.Context, target_spec: TargetSpec, space_file: Path | None, preset: str, strategy: str | None,
              budget: int | None, seed: int, out: Path | None, corpus: Path | None, resume: bool,
              parallel: int | None, no_live: bool, quiet: bool, pace: float, accept_new_host_keys: bool, fmt: str
              ) -> None:
@@ -146,14 +147,15 @@ def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, pres
     chains = f", {k} chains" if k > 1 else ""
     view = dashboard(title=f"collie campaign on {config.target} ({chosen.name}{chains}) -> {store.root}",
                      total=config.budget, every=max(10, config.budget // 10), no_live=no_live, quiet=quiet)
+    recorded = parse_target(config.target)
     run: Campaign | ParallelCampaign
     if k == 1:
-        target = open_target(config.target, seed=config.seed, pace=pace, accept_new_host_keys=accept_new_host_keys)
+        target = open_target(recorded, seed=config.seed, pace=pace, accept_new_host_keys=accept_new_host_keys)
         run = Campaign(target=target, space=space, preset=chosen, store=store, seed=config.seed,
                        budget=config.budget, listener=view, corpus=known_cases, resume=resume,
                        earlier_budgets=config.earlier_budgets)
     else:
-        run = ParallelCampaign(targets=_chain_targets(config.target, k, config.seed, accept_new_host_keys),
+        run = ParallelCampaign(targets=_chain_targets(recorded, k, config.seed, accept_new_host_keys),
                                space=space, preset=chosen, store=store, seed=config.seed, budget=config.budget,
                                listener=view, corpus=known_cases, resume=resume,
                                earlier_budgets=config.earlier_budgets)

@@ -18,7 +18,7 @@ import click
 
 from collie.cli.dashboard import dashboard, live_options
 from collie.cli.render import emit, format_option, render
-from collie.cli.run_cmd import accept_keys_option, canonical_target, seed_option
+from collie.cli.run_cmd import accept_keys_option, parsed_target, seed_option
 from collie.errors import CollieError, InputError, TargetError, TargetUnavailable
 from collie.events import PhaseStarted, TrialFinished, TrialStarted, counted
 from collie.model.space import load_space
@@ -26,18 +26,19 @@ from collie.preset import DEFAULT_PRESET, load_preset
 from collie.storage.case import EVIDENCE_FILE, CaseRecord, OriginalFind, RunLog, TargetRecord
 from collie.storage.corpus import Case, RecordedTarget, load_case, oracle_for, recorded_target
 from collie.storage.records import TrialState
-from collie.targets import DEFAULT_TARGET, open_target
 from collie.targets.base import Target, TargetInfo
+from collie.targets.kind import TargetSpec
+from collie.targets.registry import DEFAULT_TARGET, open_target, parse_target
 
 case_argument = click.argument("case", type=click.Path(path_type=Path, exists=True))
 case_target_option = click.option(
-    "--target", "target_spec", default=None, callback=canonical_target,
+    "--target", "target_spec", default=None, callback=parsed_target,
     help="Target to run the case on: sim, sim:PROFILE, sim:PATH.toml, verbs:DEVICE[:PORT[:GID]], remote:HOSTS.toml "
          "(default: the "
          "target the case was found on; a bare workload file: sim, with a warning).")
 
 
-def choose_target(case: Case, given: str | None) -> tuple[str, RecordedTarget | None]:
+def choose_target(case: Case, given: TargetSpec | None) -> tuple[str, RecordedTarget | None]:
     """The target spec to run ``case`` on, and where the case was found (None: unknown).
 
     Raises:
@@ -45,7 +46,7 @@ def choose_target(case: Case, given: str | None) -> tuple[str, RecordedTarget | 
     """
     recorded = recorded_target(case)
     if given is not None:
-        return given, recorded
+        return str(given), recorded
     if recorded is not None:
         return recorded.target.spec, recorded
     if case.path.is_dir():
@@ -57,22 +58,24 @@ def choose_target(case: Case, given: str | None) -> tuple[str, RecordedTarget | 
 
 
 @contextmanager
-def opened(case: Case, spec: str, recorded: RecordedTarget | None, given: bool, seed: int,
+def opened(case: Case, spec: str, recorded: RecordedTarget | None, given: TargetSpec | None, seed: int,
            accept_new_host_keys: bool = False) -> Iterator[tuple[Target, TargetInfo]]:
-    """Open and enter the target ``spec`` for ``case``; say on stderr how it differs from where the case was
-    found. A target taken from the record that cannot be opened is one sentence saying so (exit 2).
+    """Open and enter the target ``spec`` for ``case`` (``given``: ``--target``, parsed; else ``spec`` is the
+    recorded string, parsed here); say on stderr how it differs from where the case was found. A target taken
+    from the record that cannot be parsed or opened is one sentence saying so (exit 2).
 
     Raises:
         TargetError: the target cannot be opened.
     """
     try:
-        target = open_target(spec, seed=seed, accept_new_host_keys=accept_new_host_keys)
+        target = open_target(given if given is not None else parse_target(spec), seed=seed,
+                             accept_new_host_keys=accept_new_host_keys)
         target.__enter__()
     except TargetUnavailable:  # remote hosts that cannot be reached: their own sentence, exit 3
         raise
     except Exception as exc:  # any failure to open is one sentence, never a traceback
         why = str(exc) if isinstance(exc, CollieError) else f"{type(exc).__name__}: {exc}"
-        if recorded is not None and not given:
+        if recorded is not None and given is None:
             raise TargetError(f"{case.path} was found on {spec} (as {recorded.source} records), which cannot be "
                               f"opened here: {why}; give --target to run it on another target") from None
         if isinstance(exc, CollieError):
@@ -81,7 +84,7 @@ def opened(case: Case, spec: str, recorded: RecordedTarget | None, given: bool, 
     try:
         info = target.describe()
         if recorded is not None:
-            _say_differences(case, spec, recorded, info, given)
+            _say_differences(case, spec, recorded, info, given is not None)
         yield target, info
     finally:
         target.__exit__(None, None, None)
@@ -109,9 +112,8 @@ def _say_differences(case: Case, spec: str, recorded: RecordedTarget, info: Targ
 @accept_keys_option
 @live_options
 @format_option
-def replay(case: Path, target_spec: str | None, runs: int, duration: float, seed: int, accept_new_host_keys: bool,
-           no_live: bool, quiet: bool,
-           fmt: str) -> None:
+def replay(case: Path, target_spec: TargetSpec | None, runs: int, duration: float, seed: int,
+           accept_new_host_keys: bool, no_live: bool, quiet: bool, fmt: str) -> None:
     """Re-run a saved case (a case folder or a workload file) on the target it was found on.
 
     \b
@@ -130,7 +132,7 @@ def replay(case: Path, target_spec: str | None, runs: int, duration: float, seed
     hits = 0
     view = dashboard(title=f"collie replay of {case} on {spec}", total=runs, every=1, no_live=no_live, quiet=quiet,
                      each=("replay",))
-    with opened(c, spec, recorded, target_spec is not None, seed, accept_new_host_keys) as (target, _), view:
+    with opened(c, spec, recorded, target_spec, seed, accept_new_host_keys) as (target, _), view:
         view(PhaseStarted("calibrate", "the target's ceilings (its campaign's, when the case ran there)"))
         oracle, _ = oracle_for(c, target, spec, load_preset(DEFAULT_PRESET).thresholds)
         view(PhaseStarted("replay", f"{counted(runs, 'run')} of {duration:g} s"))
@@ -183,7 +185,7 @@ def _start_point(c: Case, space: Any) -> dict[str, Any]:
 @accept_keys_option
 @live_options
 @format_option
-def minimize(case: Path, target_spec: str | None, space_file: Path | None, preset: str, out_dir: Path | None,
+def minimize(case: Path, target_spec: TargetSpec | None, space_file: Path | None, preset: str, out_dir: Path | None,
              seed: int, accept_new_host_keys: bool, no_live: bool, quiet: bool, fmt: str) -> None:
     """Find the minimal feature set and the simplest case of a saved anomaly, on the target it was found on.
 
@@ -214,7 +216,7 @@ def minimize(case: Path, target_spec: str | None, space_file: Path | None, prese
     log = RunLog()
     view = dashboard(title=f"collie minimize {case} on {spec}", total=None, every=1, no_live=no_live, quiet=quiet,
                      each=("minimize",))
-    with opened(c, spec, recorded, target_spec is not None, seed, accept_new_host_keys) as (target, info), view:
+    with opened(c, spec, recorded, target_spec, seed, accept_new_host_keys) as (target, info), view:
         view(PhaseStarted("calibrate", "the target's ceilings (its campaign's, when the case ran there)"))
         oracle, calibration = oracle_for(c, target, spec, chosen.thresholds)
         view(PhaseStarted("minimize", f"preset {chosen.name}, {chosen.duration:g} s per experiment"))

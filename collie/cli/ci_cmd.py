@@ -26,7 +26,8 @@ from collie.model.space import load_space
 from collie.preset import load_preset
 from collie.storage.campaign import CampaignStore, check_writable
 from collie.storage.records import CampaignConfig
-from collie.targets import open_target
+from collie.targets.kind import TargetSpec
+from collie.targets.registry import open_target
 
 DEFAULT_BUDGET = 60
 DEFAULT_PRESET = "quick"
@@ -88,7 +89,7 @@ def _junit_target(path: Path | None) -> None:
 @accept_keys_option
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True,
               help="Output format.")
-def ci(target_spec: str, corpus: Path, budget: int, junit_file: Path | None, waive_file: Path | None,
+def ci(target_spec: TargetSpec, corpus: Path, budget: int, junit_file: Path | None, waive_file: Path | None,
        space_file: Path | None, seed: int,
        preset: str, out: Path | None, no_live: bool, quiet: bool, accept_new_host_keys: bool, fmt: str) -> None:
     """Gate CI on a target: replay every known case of --corpus, then search --budget experiments for new ones.
@@ -113,7 +114,7 @@ def ci(target_spec: str, corpus: Path, budget: int, junit_file: Path | None, wai
         click.echo(f"warning: the corpus folder {corpus} holds no cases (*/case.toml or *.toml)", err=True)
     chosen = load_preset(preset)
     space = load_space(space_file)
-    config = CampaignConfig.new(target=target_spec, seed=seed, budget=budget, preset=preset,
+    config = CampaignConfig.new(target=str(target_spec), seed=seed, budget=budget, preset=preset,
                                 strategy=chosen.strategy, corpus=corpus, space=space_file)
     if out is not None:
         store = CampaignStore.prepare(out, config)
@@ -124,7 +125,7 @@ def ci(target_spec: str, corpus: Path, budget: int, junit_file: Path | None, wai
                      total=budget, every=max(10, budget // 10), no_live=no_live, quiet=quiet)
     try:
         with view:
-            result = run_gate(target=target, target_spec=target_spec, space=space, preset=chosen,
+            result = run_gate(target=target, target_spec=str(target_spec), space=space, preset=chosen,
                               store=store, seed=seed, budget=budget, corpus=known_cases, waivers=waivers,
                               today=dt.date.today(), listener=view)
     except InfrastructureError as exc:
