@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collie.model.workload import Endpoint, Flow, Workload
 from collie.targets.verbs import VerbsTarget
+from collie.targets.verbs.spec import parse_spec
 
 A, B = Endpoint("a"), Endpoint("b")
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s*$")
@@ -133,7 +134,7 @@ def main() -> int:
             return min(ps, key=lambda p: p.wall_s), min(cs, key=lambda c: c[2])
         return max(ps, key=lambda p: p.ops_s), max(cs, key=lambda c: c[1])
 
-    with VerbsTarget(f"{dev}:1:{gid}", warmup=0.5) as t:
+    with VerbsTarget(parse_spec(f"{dev}:1:{gid}"), warmup=0.5) as t:
         if args.only in (None, "bandwidth"):
             p, (mb, _, _, eb) = best(["-s", "65536", "-D", str(int(d))],
                                      Flow(A, B, sizes=(65536,), sq_depth=128, signal_every=100), d, 18515)

@@ -25,7 +25,7 @@ from collie.model.features import features
 from collie.model.space import load_space
 from collie.preset import Preset, load_preset
 from collie.storage.campaign import CampaignConfig, CampaignStore
-from collie.targets import open_target
+from collie.targets.registry import open_target, parse_target
 from collie.targets.sim import SimTarget
 
 
@@ -68,8 +68,8 @@ def run_one(profile: str, preset: Preset, seed: int, budget: int,
     with tempfile.TemporaryDirectory() as d:
         store = CampaignStore.create(Path(d) / "c", CampaignConfig(target=profile, seed=seed, budget=budget,
                                                                    preset=preset.name, strategy=preset.strategy))
-        c = Campaign(targets=[open_target(profile, seed=seed)], space=load_space(), preset=preset, store=store,
-                     seed=seed, budget=budget, listener=listen)
+        c = Campaign(targets=[open_target(parse_target(profile), seed=seed)], space=load_space(), preset=preset,
+                     store=store, seed=seed, budget=budget, listener=listen)
         if watch is not None:
             watch(c)
         summary = c.run()

@@ -147,7 +147,7 @@ def leading_symptom(signature: str) -> str:
 
 def direction_kind(workload: Workload, receiver: str) -> str:
     """Which calibrated ceiling applies to the data flowing into ``receiver``."""
-    into = [f for f in workload.flows if _receiver(f.client.host, f.server.host, f.opcode) == receiver]
+    into = [f for f in workload.flows if f.payload_receiver.host == receiver]
     if into and all(f.loopback for f in into):
         return "loopback"
     if features(workload).bidirectional:
@@ -157,11 +157,7 @@ def direction_kind(workload: Workload, receiver: str) -> str:
 
 def receivers(workload: Workload) -> set[str]:
     """The hosts ``workload``'s payload flows into (the server of a WRITE or SEND, the client of a READ)."""
-    return {_receiver(f.client.host, f.server.host, f.opcode) for f in workload.flows}
-
-
-def _receiver(client: str, server: str, opcode: str) -> str:
-    return client if opcode == "READ" else server
+    return {f.payload_receiver.host for f in workload.flows}
 
 
 def normalized_hosts(run: RunResult, catalog: Catalog, line_rate_bps: float = 0.0
@@ -195,7 +191,7 @@ class Oracle:
         t = self.thresholds
         symptoms: list[Symptom] = []
         evidence: dict[str, Any] = {"hosts": {}}
-        receivers = {_receiver(f.client.host, f.server.host, f.opcode) for f in workload.flows}
+        receivers = {f.payload_receiver.host for f in workload.flows}
         diag: dict[str, float] = defaultdict(float)
         levels: dict[str, float] = defaultdict(float)
         views = normalized_hosts(run, self.catalog, self.ceilings.line_rate_bps)
@@ -260,7 +256,7 @@ class Oracle:
         by_receiver: dict[str, list[int]] = defaultdict(list)
         for fr in run.flows:
             f = workload.flows[fr.flow]
-            by_receiver[_receiver(f.client.host, f.server.host, f.opcode)].append(fr.flow)
+            by_receiver[f.payload_receiver.host].append(fr.flow)
         lowest = math.inf
         for host, indices in sorted(by_receiver.items()):
             kind = direction_kind(workload, host)

@@ -18,6 +18,7 @@ from collie.events import counted
 from collie.preset import DEFAULT_PRESET
 from collie.services import ResumeOptions, open_campaign, plan_campaign, plan_resumed_campaign
 from collie.strategies import STRATEGIES
+from collie.targets.kind import TargetSpec
 
 
 def _summary_rows(summary: CampaignSummary) -> list[dict[str, Any]]:
@@ -63,7 +64,7 @@ _PRESET_HELP = ("Search preset: collie or quick (confirm and minimize every find
 @accept_keys_option
 @format_option
 @click.pass_context
-def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, preset: str, strategy: str | None,
+def campaign(ctx: click.Context, target_spec: TargetSpec, space_file: Path | None, preset: str, strategy: str | None,
              budget: int | None, seed: int, out: Path | None, corpus: Path | None, resume: bool,
              parallel: int | None, no_live: bool, quiet: bool, pace: float, accept_new_host_keys: bool, fmt: str
              ) -> None:

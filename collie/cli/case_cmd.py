@@ -18,13 +18,14 @@ import click
 from collie.cli.dashboard import dashboard, live_options
 from collie.cli.listen import Deferred, echo
 from collie.cli.render import emit, format_option, render
-from collie.cli.run_cmd import accept_keys_option, canonical_target, seed_option
+from collie.cli.run_cmd import accept_keys_option, parsed_target, seed_option
 from collie.preset import DEFAULT_PRESET
 from collie.services import check_new_folder, locate_case, minimize_case, plan_minimize, replay_case, save_minimized
+from collie.targets.kind import TargetSpec
 
 case_argument = click.argument("case", type=click.Path(path_type=Path, exists=True))
 case_target_option = click.option(
-    "--target", "target_spec", default=None, callback=canonical_target,
+    "--target", "target_spec", default=None, callback=parsed_target,
     help="Target to run the case on: sim, sim:PROFILE, sim:PATH.toml, verbs:DEVICE[:PORT[:GID]], remote:HOSTS.toml "
          "(default: the "
          "target the case was found on; a bare workload file: sim, with a warning).")
@@ -40,9 +41,8 @@ case_target_option = click.option(
 @accept_keys_option
 @live_options
 @format_option
-def replay(case: Path, target_spec: str | None, runs: int, duration: float, seed: int, accept_new_host_keys: bool,
-           no_live: bool, quiet: bool,
-           fmt: str) -> None:
+def replay(case: Path, target_spec: TargetSpec | None, runs: int, duration: float, seed: int,
+           accept_new_host_keys: bool, no_live: bool, quiet: bool, fmt: str) -> None:
     """Re-run a saved case (a case folder or a workload file) on the target it was found on.
 
     \b
@@ -84,7 +84,7 @@ def replay(case: Path, target_spec: str | None, runs: int, duration: float, seed
 @accept_keys_option
 @live_options
 @format_option
-def minimize(case: Path, target_spec: str | None, space_file: Path | None, preset: str, out_dir: Path | None,
+def minimize(case: Path, target_spec: TargetSpec | None, space_file: Path | None, preset: str, out_dir: Path | None,
              seed: int, accept_new_host_keys: bool, no_live: bool, quiet: bool, fmt: str) -> None:
     """Find the minimal feature set and the simplest case of a saved anomaly, on the target it was found on.
 

@@ -24,6 +24,7 @@ from collie.errors import InputError
 from collie.gate import ExitCode, GateResult, InfrastructureError, Waivers, load_waivers
 from collie.services import open_gate, plan_gate
 from collie.storage.campaign import check_writable
+from collie.targets.kind import TargetSpec
 
 DEFAULT_BUDGET = 60
 DEFAULT_PRESET = "quick"
@@ -85,7 +86,7 @@ def _junit_target(path: Path | None) -> None:
 @accept_keys_option
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True,
               help="Output format.")
-def ci(target_spec: str, corpus: Path, budget: int, junit_file: Path | None, waive_file: Path | None,
+def ci(target_spec: TargetSpec, corpus: Path, budget: int, junit_file: Path | None, waive_file: Path | None,
        space_file: Path | None, seed: int,
        preset: str, out: Path | None, no_live: bool, quiet: bool, accept_new_host_keys: bool, fmt: str) -> None:
     """Gate CI on a target: replay every known case of --corpus, then search --budget experiments for new ones.

@@ -14,17 +14,19 @@ from collie.model.units import format_size
 from collie.model.workload import Workload
 from collie.oracle import Oracle, Verdict
 from collie.services import run_workload
-from collie.targets import DEFAULT_TARGET, canonical_spec
 from collie.targets.base import RunResult
+from collie.targets.kind import TargetSpec
+from collie.targets.registry import DEFAULT_TARGET, parse_target
 
 
-def canonical_target(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """The --target spec with a file it names made absolute (what a campaign and its cases record)."""
-    return None if value is None else canonical_spec(value)
+def parsed_target(ctx: click.Context, param: click.Parameter, value: str | None) -> TargetSpec | None:
+    """The --target spec, parsed by the target registry (a file it names made absolute: what a campaign and its
+    cases record)."""
+    return None if value is None else parse_target(value)
 
 
 target_option = click.option("--target", "target_spec", default=DEFAULT_TARGET, show_default=True,
-                             callback=canonical_target,
+                             callback=parsed_target,
                              help="sim, sim:PROFILE, sim:PATH.toml, verbs:DEVICE[:PORT[:GID]], remote:HOSTS.toml.")
 accept_keys_option = click.option("--accept-new-host-keys", is_flag=True,
                                   help="remote: targets only: record the key of a host that has none recorded yet "
@@ -80,7 +82,7 @@ def host_rows(result: RunResult) -> list[dict[str, Any]]:
                    "workload needs, at most the run's own duration each).")
 @accept_keys_option
 @format_option
-def run(target_spec: str, workload_file: Path, duration: float, seed: int, pace: float, judge: bool,
+def run(target_spec: TargetSpec, workload_file: Path, duration: float, seed: int, pace: float, judge: bool,
         accept_new_host_keys: bool, fmt: str) -> None:
     """Run one experiment and print its result and the oracle's verdict on it.
 

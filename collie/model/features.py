@@ -93,8 +93,7 @@ def features(workload: Workload) -> Features:
         bytes_host[f.client.host] += f.mrs * f.mr_size
         bytes_host[f.server.host] += f.mrs * f.mr_size
         all_sizes.extend(f.sizes)
-        # the host whose NIC receives the data: READ moves data from server to client
-        receiver = f.client.host if f.opcode == "READ" else f.server.host
+        receiver = f.payload_receiver.host
         if f.loopback:
             loop_rx.add(receiver)
         else:

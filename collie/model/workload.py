@@ -113,6 +113,24 @@ class Flow:
         return self.client.host == self.server.host
 
     @property
+    def receiver_is_client(self) -> bool:
+        """Which end the payload flows into: a READ moves payload from the server to the client; every other
+        opcode (WRITE, SEND, their ``_IMM`` forms, and the atomics, whose operands travel in the request) from
+        the client to the server. The one place this rule is written: :attr:`payload_receiver` and
+        :attr:`payload_sender` follow it."""
+        return self.opcode == "READ"
+
+    @property
+    def payload_receiver(self) -> Endpoint:
+        """The end whose NIC receives the payload (see :attr:`receiver_is_client`)."""
+        return self.client if self.receiver_is_client else self.server
+
+    @property
+    def payload_sender(self) -> Endpoint:
+        """The end whose NIC sends the payload (see :attr:`receiver_is_client`)."""
+        return self.server if self.receiver_is_client else self.client
+
+    @property
     def max_size(self) -> int:
         return max(self.sizes)
 

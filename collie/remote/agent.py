@@ -19,7 +19,6 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import importlib
 import importlib.util
 import os
 import platform
@@ -27,8 +26,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from collie import __version__
 from collie.collectors.port import PortStatus
@@ -70,8 +68,14 @@ from collie.remote.protocol import (
     encode,
     peek_version,
 )
-from collie.remote.session import HostSession
-from collie.targets.base import HostResult, RunResult, Target, Unsupported
+from collie.targets.base import Target, Unsupported
+from collie.targets.kind import TargetSpec
+from collie.targets.registry import open_session, open_target, parse_target
+from collie.targets.session import HostSession
+from collie.targets.sim.kind import SimSpec
+from collie.targets.sim.target import SimTarget
+from collie.targets.sim.totals import SimTotals
+from collie.targets.verbs.spec import VerbsSpec
 
 
 def capabilities() -> tuple[str, ...]:
@@ -80,49 +84,6 @@ def capabilities() -> tuple[str, ...]:
     if importlib.util.find_spec("pyverbs") is not None:
         kinds.append("verbs")
     return ("ping", "describe", "sample", "run", "session", "inspect", *(f"target:{k}" for k in kinds))
-
-
-@dataclass
-class SimTotals:
-    """Running counter totals of a simulated host: the sum of every run's deltas since the agent started
-    (gauges: the last run's value), so ``sample`` of a sim host behaves like reading a real NIC's counters.
-
-    Invariant: the names are the ones the simulator reports for the profile's dialect, all present from the
-    start (0 before any run).
-    """
-
-    device_prefix: str
-    hosts: tuple[str, ...]
-    gauges: frozenset[str]
-    totals: dict[str, dict[str, float]] = field(default_factory=dict)
-
-    @classmethod
-    def for_target(cls, target: Any) -> SimTotals:
-        from collie.collectors.catalog import load_catalogs
-        from collie.targets.sim.counters import dialect_counters
-        from collie.targets.sim.model import HostAcc
-
-        profile = target.profile
-        names = dialect_counters(profile.dialect)(HostAcc(), 1.0, 1.0)
-        cat = load_catalogs(profile.dialect, "sim") if profile.dialect != "sim" else load_catalogs("sim")
-        gauges = frozenset(n for n in names if (s := cat.lookup(n)) is not None and s.kind == "gauge")
-        totals = {h: dict.fromkeys(names, 0.0) for h in profile.hosts}
-        return cls(f"sim:{profile.name}", tuple(profile.hosts), gauges, totals)
-
-    def add(self, result: RunResult) -> None:
-        self.add_hosts(result.hosts)
-
-    def add_hosts(self, hosts: Sequence[HostResult]) -> None:
-        for h in hosts:
-            mine = self.totals.setdefault(h.host, {})
-            for name, value in h.counters.items():
-                mine[name] = value if name in self.gauges else mine.get(name, 0.0) + value
-
-    def snapshots(self) -> tuple[Snapshot, ...]:
-        now = time.time()
-        return tuple(Snapshot(now, dict(values), "sim", f"{self.device_prefix}/{host}",
-                              sources=dict.fromkeys(values, "sim"))
-                     for host, values in self.totals.items())
 
 
 class Agent:
@@ -145,6 +106,7 @@ class Agent:
         self._inspect = inspector or _inspect
         self._argv = tuple(argv)
         self.hello: Hello | None = None
+        self._spec: TargetSpec | None = None
         self._target: Target | None = None
         self._sim: SimTotals | None = None
         self._session: HostSession | None = None
@@ -217,24 +179,11 @@ class Agent:
         return Error(ErrorKind.PROTOCOL, f"{type(request).__name__} is not a request")
 
     def _new_session(self) -> HostSession:
-        """A session of the hello's target kind: sim -> SimSession on this agent's simulator, verbs ->
-        VerbsSession (imported on first use)."""
+        """A session of the hello's target kind (:func:`~collie.targets.registry.open_session`): a sim host's
+        runs on this agent's simulator."""
         assert self.hello is not None
-        kind, _, rest = self.hello.target.partition(":")
-        if kind == "sim":
-            from collie.remote.sim_session import SimSession
-            from collie.targets.sim import SimTarget
-
-            target = self._target_open()
-            assert isinstance(target, SimTarget)
-            return SimSession(target)
-        try:  # by name: the verbs session is another module's, and pulls pyverbs only where a verbs host runs
-            module = importlib.import_module("collie.targets.verbs.session")
-        except ImportError as exc:
-            raise CollieError(f"this agent (collie {__version__}) cannot run a verbs host's part of a remote run: "
-                              f"{exc}") from None
-        session: HostSession = module.VerbsSession(rest, netdev=self.hello.netdev, seed=self.hello.seed)
-        return session
+        return open_session(self._target_spec(), target=self._target_open, seed=self.hello.seed,
+                            netdev=self.hello.netdev)
 
     def abort_session(self) -> None:
         """Abort the session this agent holds, if any (idempotent; an abort that fails still drops it)."""
@@ -247,30 +196,32 @@ class Agent:
         if self._target is None:
             target = self._open_target(self.hello.target, self.hello.seed)
             self._target = target.__enter__()
-            if self.hello.target.startswith("sim"):
+            if isinstance(self._target_spec(), SimSpec):
+                assert isinstance(self._target, SimTarget)
                 self._sim = SimTotals.for_target(self._target)
         return self._target
 
+    def _target_spec(self) -> TargetSpec:
+        """The hello's target, parsed on first use."""
+        assert self.hello is not None
+        if self._spec is None:
+            self._spec = parse_target(self.hello.target)
+        return self._spec
+
     def _sample(self) -> tuple[Snapshot, ...]:
         assert self.hello is not None
-        kind, _, rest = self.hello.target.partition(":")
-        if kind == "sim":
+        spec = self._target_spec()
+        if not isinstance(spec, VerbsSpec):
             self._target_open()
-            assert self._sim is not None
+            assert self._sim is not None, f"{spec} is not a device target with counters"
             return self._sim.snapshots()
-        from collie.targets.verbs.spec import parse_spec
-
-        spec = parse_spec(rest)
         return (self._collect(spec.device, spec.port, self.hello.netdev),)
 
     def _port(self) -> PortStatus | None:
         assert self.hello is not None
-        kind, _, rest = self.hello.target.partition(":")
-        if kind != "verbs":
+        spec = self._target_spec()
+        if not isinstance(spec, VerbsSpec):
             return None
-        from collie.targets.verbs.spec import parse_spec
-
-        spec = parse_spec(rest)
         return self._inspect(spec.device, spec.port, spec.gid_index, self.hello.netdev)
 
     def close(self) -> None:
@@ -283,9 +234,7 @@ class Agent:
 
 
 def _open_target(spec: str, seed: int) -> Target:
-    from collie.targets import open_target
-
-    return open_target(spec, seed=seed)
+    return open_target(parse_target(spec), seed=seed)
 
 
 def _collect(device: str, port: int, netdev: str | None) -> Snapshot:

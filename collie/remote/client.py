@@ -61,8 +61,8 @@ from collie.remote.protocol import (
     peek_version,
     type_name,
 )
-from collie.remote.session import HostPart, RunPlan
 from collie.targets.base import RunResult, TargetInfo, Unsupported
+from collie.targets.session import HostPart, RunPlan
 
 R = TypeVar("R", bound=Reply)
 

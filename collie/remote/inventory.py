@@ -169,25 +169,27 @@ class Inventory:
 
 
 def parse_host_target(spec: str, where: str) -> HostTarget:
-    """Parse a host's ``target`` with the target kinds' own parsers.
+    """Parse a host's ``target`` with the target registry.
 
     Raises:
         InputError: not ``sim[:PROFILE]`` with a built-in profile, nor a ``verbs:`` spec that parses.
     """
-    kind, _, rest = spec.partition(":")
+    from collie.targets.registry import UnknownTargetKind, parse_target
+    from collie.targets.sim.kind import SimSpec
+    from collie.targets.sim.profile import builtin_names, load_profile
+    from collie.targets.verbs.spec import VerbsSpec
+
     try:
-        if kind == "sim":
-            from collie.targets.sim.profile import builtin_names, load_profile
-
-            if rest and rest not in builtin_names():
-                raise InputError(f"{rest!r} is not a built-in simulator profile; use one of "
+        parsed = parse_target(spec)
+        if isinstance(parsed, SimSpec):
+            if parsed.profile and parsed.profile not in builtin_names():
+                raise InputError(f"{parsed.profile!r} is not a built-in simulator profile; use one of "
                                  f"{', '.join(builtin_names())}")
-            return HostTarget(TargetKind.SIM, f"sim:{load_profile(rest or None).name}")
-        if kind == "verbs":
-            from collie.targets.verbs.spec import parse_spec
-
-            parsed = parse_spec(rest)
+            return HostTarget(TargetKind.SIM, f"sim:{load_profile(parsed.profile or None).name}")
+        if isinstance(parsed, VerbsSpec):
             return HostTarget(TargetKind.VERBS, parsed.name, parsed.device, parsed.port)
+    except UnknownTargetKind:
+        pass
     except CollieError as exc:
         raise InputError(f"{where}: {exc}") from None
     raise InputError(f"{where}: {spec!r} is not a device target a remote host can run; use {TARGET_USAGE}")

@@ -6,10 +6,10 @@ another):
 1. agents whose channel died (killed, connection dropped, timed out) are started again (hello, clock skew;
    collie is deployed first to a host that lacks it: :func:`~collie.remote.deploy.start_agent`);
 2. ``prepare``: each agent of a role the workload uses (a loopback workload: one host) gets the
-   :class:`~collie.remote.session.RunPlan` with the roles it plays and answers its endpoints' connection data;
+   :class:`~collie.targets.session.RunPlan` with the roles it plays and answers its endpoints' connection data;
 3. ``connect``: each agent gets every other agent's endpoints;
 4. ``start``: one instant (now + a margin), converted to each agent's clock with its measured skew;
-5. ``finish``: each agent waits for the run's end and reports its :class:`~collie.remote.session.HostPart`;
+5. ``finish``: each agent waits for the run's end and reports its :class:`~collie.targets.session.HostPart`;
 6. the parts are merged into one :class:`~collie.targets.base.RunResult` (flows from their client's agent, each
    role's HostResult from its own agent; on verbs hosts tx/rx are recomputed from the merged flows);
 7. ``abort`` on every agent, always, also when a step failed.
@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Self, TypeVar
+from typing import Final, Self, TypeVar
 
 from collie.errors import InputError, TargetError, TargetUnavailable
 from collie.model.workload import Workload
@@ -44,8 +44,8 @@ from collie.remote.errors import HostError
 from collie.remote.inventory import ROLES, Host, Inventory, TargetKind, load_inventory
 from collie.remote.launch import Launcher
 from collie.remote.placement import NoStandIn, check_profiles, place, replace
-from collie.remote.session import HostPart, RunPlan
 from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
+from collie.targets.session import HostPart, RunPlan
 
 #: Runs in a row a host may fail before it is taken out.
 MAX_FAILURES: Final = 3
@@ -363,12 +363,10 @@ def _rates_from_flows(workload: Workload, flows: Sequence[FlowResult], hosts: Ma
     target does on one host."""
     from dataclasses import replace as copy
 
-    from collie.targets.verbs.target import payload_sender_is_client
-
     tx = {h: [0.0, 0.0] for h in hosts}
     rx = {h: [0.0, 0.0] for h in hosts}
     for f, r in zip(workload.flows, flows, strict=True):
-        sender, receiver = (r.client, r.server) if payload_sender_is_client(f) else (r.server, r.client)
+        sender, receiver = (r.server, r.client) if f.receiver_is_client else (r.client, r.server)
         for acc, who in ((tx, sender), (rx, receiver)):
             if who in acc:
                 acc[who][0] += r.bps
@@ -394,15 +392,3 @@ def _ssh_launcher(inventory: Inventory, accept_new: bool) -> Launcher:
         raise InputError(f"a remote target needs {exc.name or 'paramiko'}; install it with 'pip install paramiko' "
                          f"(or Debian's python3-paramiko)") from None
     return SshLauncher(KnownHosts.default(inventory.known_hosts, accept_new), inventory.connect_timeout)
-
-
-def open_remote(rest: str, *, seed: int = 0, accept_new_host_keys: bool = False, **kw: Any) -> RemoteTarget:
-    """The target named ``remote:REST`` (``REST``: the inventory file).
-
-    Raises:
-        TargetError: no inventory file named.
-        InputError: a mistake in the inventory.
-    """
-    if not rest:
-        raise TargetError("remote needs an inventory file: --target remote:hosts.toml")
-    return RemoteTarget(rest, seed=seed, spec=f"remote:{rest}", accept_new_host_keys=accept_new_host_keys, **kw)

@@ -50,8 +50,8 @@ from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
 from collie.errors import InputError
 from collie.model.workload import Workload
-from collie.remote.session import HostPart, RunPlan
 from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo
+from collie.targets.session import HostPart, RunPlan
 
 PROTOCOL_VERSION: Final = 2
 #: The longest line either side accepts (a RunResult of a big workload is well below it).

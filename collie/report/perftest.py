@@ -35,7 +35,10 @@ import shlex
 from dataclasses import dataclass, replace
 from typing import Final
 
+from collie.errors import TargetError
 from collie.model.workload import Flow, Workload
+from collie.targets.registry import parse_target
+from collie.targets.verbs.spec import VerbsSpec
 
 TOOLS: Final = {"WRITE": "ib_write_bw", "READ": "ib_read_bw", "SEND": "ib_send_bw"}
 #: The connection types each tool takes (perftest's ``-c`` of that verb).
@@ -77,14 +80,16 @@ class PerftestLines:
 
 
 def device_of(target_spec: str) -> Device:
-    """The device a ``verbs:DEV[:PORT[:GID]]`` target names (other targets: none)."""
-    kind, _, rest = target_spec.partition(":")
-    if kind != "verbs" or not rest:
+    """The device a recorded ``verbs:DEV[:PORT[:GID]]`` target names, with the parts it names (other targets,
+    and a spec that does not parse: none)."""
+    try:
+        spec = parse_target(target_spec)
+    except TargetError:
         return Device()
-    parts = rest.split(":")
-    port = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
-    gid = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
-    return Device(parts[0], port, gid)
+    if not isinstance(spec, VerbsSpec):
+        return Device()
+    return Device(spec.device, spec.port if spec.given_parts > 1 else None,
+                  spec.gid_index if spec.given_parts > 2 else None)
 
 
 def mirrored(workload: Workload) -> bool:

@@ -14,6 +14,7 @@ Every experiment they run is :func:`collie.experiment.run_and_judge`'s; every or
 :func:`collie.calibrate.calibrate_target`'s.
 """
 
+import collie.remote.kind  # noqa: F401  (the remote layer registers the remote:INVENTORY.toml target kind)
 from collie.services.campaigns import (
     CampaignPlan,
     OpenedGate,

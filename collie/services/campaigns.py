@@ -25,11 +25,13 @@ from collie.events import Listener, Warning
 from collie.gate import GateResult, GateWatch, Waivers, run_gate
 from collie.model.space import SearchSpace, load_space
 from collie.preset import Preset, load_preset
+from collie.remote.kind import RemoteSpec
 from collie.storage.campaign import CONFIG, CampaignStore
 from collie.storage.corpus import CorpusCase, load_corpus
 from collie.storage.records import CampaignConfig
-from collie.targets import open_target
 from collie.targets.base import Target
+from collie.targets.kind import TargetSpec
+from collie.targets.registry import open_target, parse_target
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class ResumeOptions:
         parallel: search chains.
     """
 
-    target: str | None = None
+    target: TargetSpec | None = None
     seed: int | None = None
     budget: int | None = None
     preset: str | None = None
@@ -79,7 +81,7 @@ class CampaignPlan:
     resume: bool
 
 
-def plan_campaign(*, target: str, seed: int, preset: str, budget: int | None = None, strategy: str | None = None,
+def plan_campaign(*, target: TargetSpec, seed: int, preset: str, budget: int | None = None, strategy: str | None = None,
                   space: Path | None = None, corpus: Path | None = None, parallel: int | None = None,
                   out: Path | None = None, listener: Listener) -> CampaignPlan:
     """A new campaign in ``out`` (None: a new ``reports/campaign-<time>[-N]``): ``budget`` experiments (None: the
@@ -90,7 +92,7 @@ def plan_campaign(*, target: str, seed: int, preset: str, budget: int | None = N
         InputError: ``out`` holds a campaign, or a bad option, preset, space or corpus.
     """
     chosen = load_preset(preset)
-    config = CampaignConfig.new(target=target, seed=seed, budget=budget or chosen.budget, preset=preset,
+    config = CampaignConfig.new(target=str(target), seed=seed, budget=budget or chosen.budget, preset=preset,
                                 strategy=strategy or chosen.strategy, space=space, corpus=corpus,
                                 parallel=parallel or 1)
     if out is not None:
@@ -111,8 +113,9 @@ def plan_resumed_campaign(out: Path | None, given: ResumeOptions, listener: List
         raise InputError("--resume needs --out DIR, the folder of the campaign to continue")
     store = CampaignStore.open(out)
     store.stage(store.config().resumed(
-        str(out / CONFIG), target=given.target, seed=given.seed, budget=given.budget, preset=given.preset,
-        strategy=given.strategy, space=given.space, corpus=given.corpus, parallel=given.parallel))
+        str(out / CONFIG), target=None if given.target is None else str(given.target), seed=given.seed,
+        budget=given.budget, preset=given.preset, strategy=given.strategy, space=given.space, corpus=given.corpus,
+        parallel=given.parallel))
     return _plan(store, True, listener)
 
 
@@ -162,12 +165,13 @@ def open_campaign(plan: CampaignPlan, *, targets: Sequence[Target] | None = None
     """
     config = plan.config
     if targets is None:
+        recorded = parse_target(config.target)
         k = config.parallel
         if k == 1:
-            targets = [open_target(config.target, seed=config.seed, pace=pace,
+            targets = [open_target(recorded, seed=config.seed, pace=pace,
                                    accept_new_host_keys=accept_new_host_keys)]
         else:
-            targets = _chain_targets(config.target, k, config.seed, accept_new_host_keys)
+            targets = _chain_targets(recorded, k, config.seed, accept_new_host_keys)
     return _campaign(plan, targets, listener)
 
 
@@ -178,24 +182,23 @@ def _campaign(plan: CampaignPlan, targets: Sequence[Target], listener: Listener 
                             resume=plan.resume, earlier_budgets=plan.config.earlier_budgets)
 
 
-def _chain_targets(spec: str, k: int, seed: int, accept_new_host_keys: bool) -> list[Target]:
+def _chain_targets(spec: TargetSpec, k: int, seed: int, accept_new_host_keys: bool) -> list[Target]:
     """One remote target per chain, over the inventory's ``k`` disjoint host groups (see
     :mod:`collie.remote.groups`); chain ``i`` seeded with :func:`~collie.campaign.chain.chain_seed`."""
-    kind, _, rest = spec.partition(":")
-    if kind != "remote" or not rest:
+    if not isinstance(spec, RemoteSpec):
         raise InputError(f"--parallel {k} needs a remote target (--target remote:hosts.toml), whose inventory "
                          f"gives each chain a host group of its own; {spec} is one target, so run it without "
                          "--parallel")
-    from collie.remote.groups import open_groups
+    from collie.remote.groups import open_groups  # paramiko: only for a remote campaign of several chains
 
-    return list(open_groups(rest, [chain_seed(seed, i) for i in range(k)],
+    return list(open_groups(spec.inventory, [chain_seed(seed, i) for i in range(k)],
                             accept_new_host_keys=accept_new_host_keys))
 
 
 # -- the CI gate -------------------------------------------------------------------------------------------------
 
 
-def plan_gate(target: str, corpus: Path, *, budget: int, seed: int, preset: str, space: Path | None,
+def plan_gate(target: TargetSpec, corpus: Path, *, budget: int, seed: int, preset: str, space: Path | None,
               out: Path | None, listener: Listener) -> CampaignPlan:
     """The gate's campaign: the known cases of ``corpus`` replayed, then a search of ``budget`` experiments, in
     ``out`` (None: a new ``reports/ci-<time>[-N]``).
@@ -206,7 +209,7 @@ def plan_gate(target: str, corpus: Path, *, budget: int, seed: int, preset: str,
     cases = _cases(corpus, listener)
     chosen = load_preset(preset)
     searched = load_space(space)
-    config = CampaignConfig.new(target=target, seed=seed, budget=budget, preset=preset, strategy=chosen.strategy,
+    config = CampaignConfig.new(target=str(target), seed=seed, budget=budget, preset=preset, strategy=chosen.strategy,
                                 corpus=corpus, space=space)
     if out is not None:
         store = CampaignStore.prepare(out, config)

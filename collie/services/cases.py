@@ -40,8 +40,9 @@ from collie.storage.case import (
 )
 from collie.storage.corpus import Case, RecordedTarget, campaign_config, load_case, recorded_target
 from collie.storage.records import TrialState
-from collie.targets import DEFAULT_TARGET, open_target
 from collie.targets.base import Target, TargetInfo
+from collie.targets.kind import TargetSpec
+from collie.targets.registry import DEFAULT_TARGET, open_target, parse_target
 
 _CALIBRATE_DETAIL = "the target's ceilings (its campaign's, when the case ran there)"
 
@@ -63,7 +64,7 @@ class LocatedCase:
     given: bool
 
 
-def locate_case(path: Path, target_spec: str | None, listener: ServiceListener) -> LocatedCase:
+def locate_case(path: Path, target_spec: TargetSpec | None, listener: ServiceListener) -> LocatedCase:
     """Read the case at ``path`` and choose its target: ``target_spec`` if given, else the recorded one, else
     (a bare workload file) the default target, with a warning.
 
@@ -73,10 +74,10 @@ def locate_case(path: Path, target_spec: str | None, listener: ServiceListener) 
     return _locate(load_case(path), target_spec, listener)
 
 
-def _locate(case: Case, given: str | None, listener: ServiceListener) -> LocatedCase:
+def _locate(case: Case, given: TargetSpec | None, listener: ServiceListener) -> LocatedCase:
     recorded = recorded_target(case)
     if given is not None:
-        return LocatedCase(case, given, recorded, True)
+        return LocatedCase(case, str(given), recorded, True)
     if recorded is not None:
         return LocatedCase(case, recorded.target.spec, recorded, False)
     if case.path.is_dir():
@@ -91,7 +92,7 @@ def _locate(case: Case, given: str | None, listener: ServiceListener) -> Located
 def _entered(located: LocatedCase, seed: int, accept_new_host_keys: bool,
              listener: ServiceListener) -> Iterator[tuple[Target, TargetInfo]]:
     """Open and enter the case's target; a :class:`Note` says how it differs from where the case was found. A
-    target taken from the record that cannot be opened is one sentence saying so.
+    target taken from the record that cannot be parsed or opened is one sentence saying so.
 
     Raises:
         TargetError: the target cannot be opened.
@@ -99,7 +100,7 @@ def _entered(located: LocatedCase, seed: int, accept_new_host_keys: bool,
     """
     case, spec, recorded = located.case, located.spec, located.recorded
     try:
-        target = open_target(spec, seed=seed, accept_new_host_keys=accept_new_host_keys)
+        target = open_target(parse_target(spec), seed=seed, accept_new_host_keys=accept_new_host_keys)
         target.__enter__()
     except TargetUnavailable:  # remote hosts that cannot be reached: their own sentence, exit 3
         raise
@@ -241,7 +242,7 @@ def check_new_folder(out_dir: Path) -> None:
     check_writable(out_dir.parent)
 
 
-def plan_minimize(path: Path, target_spec: str | None, space_file: Path | None, preset: str,
+def plan_minimize(path: Path, target_spec: TargetSpec | None, space_file: Path | None, preset: str,
                   listener: ServiceListener) -> MinimizePlan:
     """Read and check everything a minimization needs, in the order a user fixes it: the case, the preset, the
     space, the start point, the target.

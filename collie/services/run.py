@@ -12,8 +12,9 @@ from collie.model.workload import Workload
 from collie.oracle import Oracle, Verdict
 from collie.preset import DEFAULT_PRESET, load_preset
 from collie.storage.records import TrialState
-from collie.targets import open_target
 from collie.targets.base import RunResult, Unsupported
+from collie.targets.kind import TargetSpec
+from collie.targets.registry import open_target
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class WorkloadRun:
     calibration: int
 
 
-def run_workload(target_spec: str, workload_file: Path, *, duration: float, seed: int, pace: float, judge: bool,
+def run_workload(target_spec: TargetSpec, workload_file: Path, *, duration: float, seed: int, pace: float, judge: bool,
                  accept_new_host_keys: bool) -> WorkloadRun:
     """Run the workload of ``workload_file`` once for ``duration`` seconds on ``target_spec``; with ``judge``,
     judge it with an oracle calibrated first on the direction kinds it needs only (two runs per kind, each at

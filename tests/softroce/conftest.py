@@ -32,8 +32,9 @@ def device() -> str:
 @pytest.fixture(scope="module")
 def target(device: str) -> Iterator[object]:
     from collie.targets.verbs import VerbsTarget
+    from collie.targets.verbs.spec import parse_spec
 
-    with VerbsTarget(device, verify=True, warmup=0.1) as t:
+    with VerbsTarget(parse_spec(device), verify=True, warmup=0.1) as t:
         yield t
 
 

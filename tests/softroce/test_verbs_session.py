@@ -16,9 +16,10 @@ import pytest
 
 from collie.collectors.host import HostCollector, SourceUse
 from collie.model.workload import Endpoint, Flow, Workload
-from collie.remote.session import HostPart, RunPlan
+from collie.targets.session import HostPart, RunPlan
 from collie.targets.verbs import VerbsTarget
 from collie.targets.verbs.session import VerbsSession
+from collie.targets.verbs.spec import parse_spec
 from tests.softroce.conftest import rdma_resources
 
 A, B = Endpoint("a"), Endpoint("b")
@@ -46,8 +47,8 @@ def sysfs_only(device: str) -> HostCollector:
 
 def run_pair(device: str, w: Workload,
              collector: HostCollector | None = None) -> tuple[HostPart, HostPart, VerbsSession, VerbsSession]:
-    sa = VerbsSession(device, verify=True, seed=1, collector=collector)
-    sb = VerbsSession(device, verify=True, seed=2, collector=collector)
+    sa = VerbsSession(parse_spec(device), verify=True, seed=1, collector=collector)
+    sb = VerbsSession(parse_spec(device), verify=True, seed=2, collector=collector)
     try:
         ea = sa.prepare(RunPlan(run=1, workload=w, roles=("a",), warmup=WARMUP, duration=DURATION))
         eb = sb.prepare(RunPlan(run=1, workload=w, roles=("b",), warmup=WARMUP, duration=DURATION))
@@ -90,7 +91,7 @@ def test_throughput_comparable_to_the_local_target(device: str) -> None:
     w = MATRIX["rc-write"]
     pa, pb, _, _ = run_pair(device, w, sysfs_only(device))
     assert pa.errors == () and pb.errors == ()
-    with VerbsTarget(device, verify=True, warmup=WARMUP, collector=sysfs_only(device)) as target:
+    with VerbsTarget(parse_spec(device), verify=True, warmup=WARMUP, collector=sysfs_only(device)) as target:
         local = target.run(w, DURATION)
     assert local.errors == ()
     cross, here = pa.flows[0].bps, local.flows[0].bps
@@ -102,7 +103,7 @@ def test_throughput_comparable_to_the_local_target(device: str) -> None:
 def test_abort_mid_run_stops_the_traffic_and_frees_everything(device: str) -> None:
     before = rdma_resources(device)
     w = MATRIX["rc-send"]
-    sa, sb = VerbsSession(device, seed=1), VerbsSession(device, seed=2)
+    sa, sb = VerbsSession(parse_spec(device), seed=1), VerbsSession(parse_spec(device), seed=2)
     try:
         ea = sa.prepare(RunPlan(run=1, workload=w, roles=("a",), warmup=WARMUP, duration=60.0))
         eb = sb.prepare(RunPlan(run=1, workload=w, roles=("b",), warmup=WARMUP, duration=60.0))
@@ -123,7 +124,7 @@ def test_abort_mid_run_stops_the_traffic_and_frees_everything(device: str) -> No
 
 def _host(device: str, role: str, seed: int, conn: Connection) -> None:
     """One host in a process of its own: the steps of a session driven by the controller over ``conn``."""
-    session = VerbsSession(device, verify=True, seed=seed)
+    session = VerbsSession(parse_spec(device), verify=True, seed=seed)
     try:
         plan = conn.recv()
         conn.send(session.prepare(plan))

@@ -34,6 +34,7 @@ from collie.services import (
 from collie.storage.corpus import load_case
 from collie.storage.records import TrialState
 from collie.targets.base import RunResult, Unsupported
+from collie.targets.registry import parse_target
 from collie.targets.sim import SimTarget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,12 +100,12 @@ def test_calibrating_some_direction_kinds_costs_two_runs_each() -> None:
 
 
 def test_run_workload_judges_with_an_oracle_calibrated_for_its_kinds_only() -> None:
-    ran = run_workload("sim", EXAMPLES / "rc-write-64k.toml", duration=1.0, seed=0, pace=0.0, judge=True,
-                       accept_new_host_keys=False)
+    ran = run_workload(parse_target("sim"), EXAMPLES / "rc-write-64k.toml", duration=1.0, seed=0, pace=0.0,
+                       judge=True, accept_new_host_keys=False)
     assert ran.verdict is not None and ran.oracle is not None
     assert ran.calibration == 2 * len(calibrate.kinds_of(ran.workload))
-    bare = run_workload("sim", EXAMPLES / "rc-write-64k.toml", duration=1.0, seed=0, pace=0.0, judge=False,
-                        accept_new_host_keys=False)
+    bare = run_workload(parse_target("sim"), EXAMPLES / "rc-write-64k.toml", duration=1.0, seed=0, pace=0.0,
+                        judge=False, accept_new_host_keys=False)
     assert (bare.verdict, bare.oracle, bare.calibration) == (None, None, 0)
 
 
@@ -123,7 +124,7 @@ def test_a_workload_file_runs_on_the_default_target_with_a_warning_and_a_bare_ca
     shutil.copytree(CASES / "v1-campaign" / "anomalies" / "A003-pause", folder)  # outside its campaign
     with pytest.raises(InputError, match="does not record the target it was found on"):
         locate_case(folder, None, heard)
-    assert locate_case(folder, "sim:cx6-200g", heard).given
+    assert locate_case(folder, parse_target("sim:cx6-200g"), heard).given
 
 
 def test_replay_runs_where_the_case_was_found_and_says_so() -> None:
@@ -141,7 +142,7 @@ def test_replay_runs_where_the_case_was_found_and_says_so() -> None:
 
 
 def test_a_case_the_target_cannot_run_is_an_error_never_a_pass() -> None:
-    located = locate_case(CASES / "v2-A003-pause", "verbs:nosuchdevice0", Heard())
+    located = locate_case(CASES / "v2-A003-pause", parse_target("verbs:nosuchdevice0"), Heard())
     with pytest.raises(TargetError):
         replay_case(located, runs=1, duration=1.0, seed=0, accept_new_host_keys=False, listener=Heard())
 
@@ -153,7 +154,7 @@ def test_a_case_in_its_campaign_is_judged_with_the_campaigns_ceilings(tmp_path: 
     assert located.recorded.source == "its campaign"
     with SimTarget("cx6-200g-amd") as target:
         recorded = case_oracle(located, target, THRESHOLDS)
-        elsewhere = case_oracle(locate_case(case, "sim:cx6-200g-amd-other", Heard()), target, THRESHOLDS)
+        elsewhere = case_oracle(locate_case(case, parse_target("sim:cx6-200g-amd-other"), Heard()), target, THRESHOLDS)
     assert recorded.runs == 0 and recorded.oracle.ceilings.wire_bps
     assert elsewhere.runs == 2 * len(calibrate.DIRECTION_KINDS)  # another spec: calibrated afresh
 
@@ -189,7 +190,7 @@ def test_a_clean_case_has_nothing_to_minimize() -> None:
 def test_a_campaign_is_planned_without_writing_opened_run_and_resumed_after_a_crash(tmp_path: Path) -> None:
     out = tmp_path / "c"
     heard = Heard()
-    plan = plan_campaign(target="sim", seed=2, preset="quick", budget=30, out=out, listener=heard)
+    plan = plan_campaign(target=parse_target("sim"), seed=2, preset="quick", budget=30, out=out, listener=heard)
     assert not out.exists() and plan.config.budget == 30 and not plan.resume
     summary = open_campaign(plan, listener=heard).run()
     assert summary.experiments == 30 and (out / "trials.jsonl").is_file()
@@ -210,7 +211,7 @@ def test_a_campaign_is_planned_without_writing_opened_run_and_resumed_after_a_cr
 
 
 def test_parallel_chains_need_a_remote_target(tmp_path: Path) -> None:
-    plan = plan_campaign(target="sim", seed=0, preset="quick", budget=10, parallel=2, out=tmp_path / "c",
+    plan = plan_campaign(target=parse_target("sim"), seed=0, preset="quick", budget=10, parallel=2, out=tmp_path / "c",
                          listener=Heard())
     with pytest.raises(InputError, match="--parallel 2 needs a remote target"):
         open_campaign(plan)

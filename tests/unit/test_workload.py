@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from collie.errors import ConstraintError, InputError
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.workload import OPCODES, Endpoint, Flow, Workload
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "workloads" / "examples"
 
@@ -96,6 +96,16 @@ def test_missing_file_and_bad_json(tmp_path: Path) -> None:
     good.write_text(w.to_json())
     assert Workload.load(good) == w
     assert json.loads(w.to_json())["flows"][0]["sizes"] == [65536]
+
+
+@pytest.mark.parametrize("opcode", sorted(OPCODES))
+def test_payload_flows_from_server_to_client_only_for_a_read(opcode: str) -> None:
+    f = Flow(Endpoint("a"), Endpoint("b", "gpu"), opcode=opcode)
+    assert f.receiver_is_client == (opcode == "READ")
+    if opcode == "READ":
+        assert (f.payload_sender, f.payload_receiver) == (Endpoint("b", "gpu"), Endpoint("a"))
+    else:  # WRITE, SEND, their _IMM forms and the atomics: the client's request carries the payload
+        assert (f.payload_sender, f.payload_receiver) == (Endpoint("a"), Endpoint("b", "gpu"))
 
 
 def test_loopback_and_hosts() -> None:

@@ -161,9 +161,15 @@ def counter_function(catalog: Catalog) -> CounterFunction:
     return counters
 
 
+def dialect_catalog(dialect: str) -> Catalog:
+    """``dialect``'s counter catalog merged with the simulator's own (``sim``): every name the simulator
+    reports for a profile of that dialect."""
+    return load_catalogs(dialect, "sim") if dialect != "sim" else load_catalogs("sim")
+
+
 def dialect_counters(dialect: str) -> CounterFunction:
-    """:func:`counter_function` of ``dialect``'s catalog merged with the simulator's own (``sim``)."""
-    return counter_function(load_catalogs(dialect, "sim") if dialect != "sim" else load_catalogs("sim"))
+    """:func:`counter_function` of :func:`dialect_catalog`."""
+    return counter_function(dialect_catalog(dialect))
 
 
 def _quantity(spec: CounterSpec) -> Quantity:

@@ -165,8 +165,8 @@ def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
     pcie = msg + tlps * TLP_HEADER
     read = f.opcode == "READ"
     atomic = f.opcode.startswith("ATOMIC")
-    src = f.server.host if read else f.client.host
-    dst = f.client.host if read else f.server.host
+    src = f.payload_sender.host
+    dst = f.payload_receiver.host
     # mild, bounded efficiency: doorbell/WQE cost amortised by batching, SGE gather, memory placement
     m = profile.model
     eff = 1.0 - m.wqe_overhead / f.batch
@@ -380,8 +380,7 @@ def _pause_hosts(fired: list[Quirk], workload: Workload) -> dict[str, float]:
     numa_rx: set[str] = set()
     gpu_rx: set[str] = set()
     for f in workload.flows:
-        read = f.opcode == "READ"
-        rx_ep = f.client if read else f.server
+        rx_ep = f.payload_receiver
         receivers.add(rx_ep.host)
         (loop_rx if f.loopback else remote_rx).add(rx_ep.host)
         if rx_ep.memory == "remote":

@@ -7,7 +7,8 @@ spreading, pure), ``job`` (what a worker does, which ends of a flow it holds), `
 data exchanged between hosts, pure), ``resources`` (PD/MR/CQ/QP, connection, prebuilt WRs), ``engine`` (the
 traffic loop), ``workers`` (processes and their handshake), ``measure`` (stats and rate math, pure),
 ``results`` (reports to flow and host results), ``counters`` (device counter reads), ``target``
-(:class:`VerbsTarget`), ``session`` (``VerbsSession``: one host's side of a cross-host run; not imported here).
+(:class:`VerbsTarget`), ``kind`` (the ``verbs`` target kind), ``session`` (``VerbsSession``: one host's side of
+a cross-host run; not imported here).
 
 Importing this package never imports pyverbs.
 """

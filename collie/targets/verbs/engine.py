@@ -49,7 +49,7 @@ def checks_data(share: Share) -> bool:
         return True
     if share.flow.opcode.startswith("ATOMIC"):
         return False
-    return share.side.client == (share.flow.opcode == "READ")
+    return share.side.client == share.flow.receiver_is_client
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,6 @@ from collie.targets.verbs.engine import WorkerReport
 from collie.targets.verbs.measure import FlowSummary, combine
 
 
-def payload_sender_is_client(flow: Flow) -> bool:
-    """READ moves payload from the server to the client; every other opcode from the client to the server."""
-    return flow.opcode != "READ"
-
-
 def summaries(reports: Iterable[WorkerReport], flows: Iterable[int]) -> tuple[FlowSummary, ...]:
     """One summary per flow index of ``flows``, combining every worker's stats of it."""
     stats = [s for r in reports for s in r.stats]
@@ -74,8 +69,7 @@ def host_rates(workload: Workload, sums: Iterable[FlowSummary],
     rates = {h: [0.0, 0.0, 0.0, 0.0] for h in hosts}
     for s in sums:
         f = workload.flows[s.flow]
-        sender, receiver = (f.client.host, f.server.host) if payload_sender_is_client(f) else \
-            (f.server.host, f.client.host)
+        sender, receiver = f.payload_sender.host, f.payload_receiver.host
         if sender in rates:
             rates[sender][0] += s.bps
             rates[sender][2] += s.pps

@@ -36,8 +36,8 @@ from typing import Any, Final
 
 from collie.collectors.host import HostCollector
 from collie.errors import TargetError
-from collie.remote.session import HostPart, RunPlan
 from collie.targets.base import HostResult, Unsupported
+from collie.targets.session import HostPart, RunPlan
 from collie.targets.verbs.compat import Pyverbs, load
 from collie.targets.verbs.device import DeviceFacts, numa_nodes, query
 from collie.targets.verbs.engine import WorkerReport, checks_data
@@ -45,7 +45,7 @@ from collie.targets.verbs.job import Timing, WorkerJob
 from collie.targets.verbs.limits import check_workload
 from collie.targets.verbs.measure import FlowSummary, engine_bound
 from collie.targets.verbs.results import flow_result, host_rates, port_counters, run_errors, summaries
-from collie.targets.verbs.spec import parse_spec
+from collie.targets.verbs.spec import VerbsSpec
 from collie.targets.verbs.target import plan_jobs
 from collie.targets.verbs.workers import WorkerPool
 
@@ -89,7 +89,7 @@ class VerbsSession:
     """One host's side of a cross-host verbs run (see the module docstring).
 
     Args:
-        spec_rest: what follows ``verbs:`` in this host's target spec (device, port, GID index).
+        spec: the device, port and GID index.
         netdev: the netdev whose ``ethtool -S`` counters belong to the port (``None``: found from sysfs).
         seed: seeds the PSNs.
         verify: check the data every flow moved.
@@ -97,9 +97,9 @@ class VerbsSession:
         collector: reads the port's counters (tests); default: the spec's device and port with ``netdev``.
     """
 
-    def __init__(self, spec_rest: str, *, netdev: str | None = None, seed: int = 0, verify: bool = False,
+    def __init__(self, spec: VerbsSpec, *, netdev: str | None = None, seed: int = 0, verify: bool = False,
                  pyverbs: Pyverbs | None = None, collector: HostCollector | None = None) -> None:
-        self.spec = parse_spec(spec_rest)
+        self.spec = spec
         self.netdev = netdev
         self.seed = seed
         self.verify = verify

@@ -1,17 +1,19 @@
 """Parsing of the verbs target's spec: ``verbs:DEVICE[:PORT[:GID_INDEX]]``.
 
 Invariants: a parsed :class:`VerbsSpec` has a non-empty device name made of letters, digits, ``_``, ``-`` and
-``.``; ``port >= 1``; ``gid_index >= 0``. The default GID index is 1, the IPv4-mapped RoCEv2 GID of a
-soft-RoCE or RoCE port whose netdev has an IPv4 address (index 0 is the IPv6 link-local one).
+``.``; ``port >= 1``; ``gid_index >= 0``; ``str(spec)`` names the parts the spec string named, ``spec.name`` all
+three. The default GID index is 1, the IPv4-mapped RoCEv2 GID of a soft-RoCE or RoCE port whose netdev has an
+IPv4 address (index 0 is the IPv6 link-local one).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, field
+from typing import ClassVar, Final
 
 from collie.errors import TargetError
+from collie.targets.kind import TargetSpec
 
 DEFAULT_PORT: Final = 1
 DEFAULT_GID_INDEX: Final = 1
@@ -20,16 +22,26 @@ USAGE: Final = "verbs:DEVICE[:PORT[:GID_INDEX]] (for example verbs:rxe0 or verbs
 
 
 @dataclass(frozen=True)
-class VerbsSpec:
-    """Which device, port and GID a verbs target uses."""
+class VerbsSpec(TargetSpec):
+    """Which device, port and GID a verbs target uses.
 
+    Attributes:
+        given_parts: how many of device, port and GID index the spec string named (1 to 3); ``str()`` names as
+            many, so a recorded spec reads back as it was written. Specs that differ only in it are equal.
+    """
+
+    kind: ClassVar[str] = "verbs"
     device: str
     port: int = DEFAULT_PORT
     gid_index: int = DEFAULT_GID_INDEX
+    given_parts: int = field(default=3, compare=False)
+
+    def __str__(self) -> str:
+        return ":".join(("verbs", self.device, str(self.port), str(self.gid_index))[:1 + self.given_parts])
 
     @property
     def name(self) -> str:
-        """The canonical spec string (``verbs:rxe0:1:1``)."""
+        """The spec string with every part (``verbs:rxe0:1:1``), as results and fingerprints name the target."""
         return f"verbs:{self.device}:{self.port}:{self.gid_index}"
 
 
@@ -55,4 +67,4 @@ def parse_spec(rest: str) -> VerbsSpec:
         raise TargetError(f"target verbs:{rest}: {device!r} is not an RDMA device name; use {USAGE}")
     port = _int_part(parts[1], "port", 1, rest) if len(parts) > 1 else DEFAULT_PORT
     gid = _int_part(parts[2], "GID index", 0, rest) if len(parts) > 2 else DEFAULT_GID_INDEX
-    return VerbsSpec(device=device, port=port, gid_index=gid)
+    return VerbsSpec(device=device, port=port, gid_index=gid, given_parts=len(parts))

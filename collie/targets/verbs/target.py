@@ -29,8 +29,7 @@ from collie.targets.verbs.limits import check_workload
 from collie.targets.verbs.measure import FlowSummary, engine_bound
 from collie.targets.verbs.plan import split_qps
 from collie.targets.verbs.results import flow_result, host_rates, port_counters, run_errors, summaries
-from collie.targets.verbs.results import payload_sender_is_client as payload_sender_is_client
-from collie.targets.verbs.spec import VerbsSpec, parse_spec
+from collie.targets.verbs.spec import VerbsSpec
 from collie.targets.verbs.workers import Gathered, run_jobs
 
 DEFAULT_HOSTS = ("a", "b")
@@ -93,7 +92,7 @@ class VerbsTarget:
     """A local RDMA device driven through pyverbs (see the module docstring).
 
     Args:
-        spec_rest: what follows ``verbs:`` in the target spec.
+        spec: the device, port and GID index.
         verify: check the data every flow moved (pattern in, pattern out) after each run.
         warmup: seconds of unmeasured traffic before each measured interval (default: ``default_warmup``).
         seed: seeds the PSNs (runs are not otherwise random).
@@ -101,9 +100,9 @@ class VerbsTarget:
         collector: reads the port's counters (tests); default: sysfs, ethtool and netlink of the port.
     """
 
-    def __init__(self, spec_rest: str, *, verify: bool = False, warmup: float | None = None, seed: int = 0,
+    def __init__(self, spec: VerbsSpec, *, verify: bool = False, warmup: float | None = None, seed: int = 0,
                  pyverbs: Pyverbs | None = None, collector: HostCollector | None = None, **_: Any) -> None:
-        self.spec = parse_spec(spec_rest)
+        self.spec = spec
         self.collector = collector
         self.verify = verify
         self.warmup = warmup

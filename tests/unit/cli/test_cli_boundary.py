@@ -28,7 +28,7 @@ FORBIDDEN_MODULES = ("collie.campaign.*", "collie.minimize", "collie.experiment"
 #: names the CLI must not import from a module (another module of the library owns that work)
 FORBIDDEN_NAMES = {"collie.storage.campaign": {"CampaignStore", "CampaignConfig"},
                    "collie.storage.records": {"CampaignConfig"},
-                   "collie.targets": {"open_target"},
+                   "collie.targets.registry": {"open_target", "open_session"},
                    "collie.gate": {"run_gate"}}
 #: the only names the CLI takes from the oracle: the types of what it renders
 ORACLE_TYPES = {"Oracle", "Verdict", "Symptom"}
@@ -111,14 +111,14 @@ def test_a_cli_module_keeps_to_its_side_of_the_services(path: Path) -> None:
 
 
 @pytest.mark.parametrize(("source", "why"), [
-    ("from collie.campaign.loop import _BudgetSpent\n", "private name _BudgetSpent"),
+    ("from collie.campaign.chain import _described\n", "private name _described"),
     ("from collie.campaign.runner import TrialRunner\n", "imports collie.campaign.runner,"),
     ("from collie.campaign import CampaignInterrupted\n", None),
     ("import collie.minimize\n", "imports collie.minimize"),
     ("from collie import calibrate\ncalibrate._x()\n", "imports collie.calibrate"),
     ("from collie import calibrate\ncalibrate._x()\n", "uses the private calibrate._x"),
     ("from collie.oracle import receivers\n", "imports receivers from collie.oracle"),
-    ("from collie.targets import open_target\n", "imports open_target from collie.targets"),
+    ("from collie.targets.registry import open_target\n", "imports open_target from collie.targets.registry"),
     ("from collie.storage.campaign import CampaignStore\n", "imports CampaignStore"),
     ("import collie.storage.case as case\ncase._read()\n", "uses the private case._read"),
     ("from collie.cli.render import _cell\n_cell(1)\n", None),

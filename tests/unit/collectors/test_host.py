@@ -20,7 +20,7 @@ from collie.oracle import Ceilings, Oracle, Verdict
 from collie.targets.verbs import VerbsTarget
 from collie.targets.verbs.engine import run_job
 from collie.targets.verbs.job import Share, Timing, WorkerJob
-from collie.targets.verbs.spec import VerbsSpec
+from collie.targets.verbs.spec import VerbsSpec, parse_spec
 from collie.targets.verbs.workers import Gathered
 from tests.conftest import COUNTER_FIXTURES, ttar_tree
 from tests.unit.targets.verbs.fakeverbs import fake
@@ -153,7 +153,7 @@ def _judge_through_the_verbs_target(device: str, collector: HostCollector) -> Ve
                     timing=Timing(0.01, 0.1, 2.0), verify=False, seed=1, collector=collector)
     report = run_job(fake(), job)
     assert report.counters_before is not None and report.counters_after is not None
-    with VerbsTarget(device, pyverbs=fake_pyverbs([device])) as target:
+    with VerbsTarget(parse_spec(device), pyverbs=fake_pyverbs([device])) as target:
         run = target._result(W, 0.1, Gathered(reports=(report,), setup_s=0.0))
         oracle = Oracle(catalog_of(target.describe()), CEIL)
     run = replace(run, duration_s=report.counter_seconds)

@@ -8,7 +8,7 @@ import pytest
 
 from collie.collectors.normalize import catalog_for, normalize
 from collie.model.workload import Workload
-from collie.targets import open_target
+from collie.targets.registry import open_target, parse_target
 from collie.targets.sim.profile import builtin_names
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "workloads" / "examples"
@@ -17,7 +17,7 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "workloads" / "examples"
 @pytest.mark.parametrize("profile", builtin_names())
 def test_every_sim_counter_is_catalogued_and_normalizes(profile: str) -> None:
     workload = Workload.load(EXAMPLES / "rc-write-64k.toml")
-    with open_target(f"sim:{profile}", seed=1) as target:
+    with open_target(parse_target(f"sim:{profile}"), seed=1) as target:
         info = target.describe()
         catalog = catalog_for(info.counter_dialect, simulated=True)
         run = target.run(workload, 1.0)

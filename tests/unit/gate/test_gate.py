@@ -14,6 +14,7 @@ from collie.gate import ExitCode, InfrastructureError, KnownStatus, Waiver, Waiv
 from collie.gate.junit import write_junit
 from collie.model.workload import Workload
 from collie.services import open_gate, plan_gate
+from collie.targets.registry import parse_target
 from collie.targets.sim import SimTarget
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,7 +38,7 @@ class FailsAfterCalibration(SimTarget):
 
 
 def _gate(tmp_path: Path, target: SimTarget, spec: str, waivers: Waivers | None = None) -> Any:
-    plan = plan_gate(spec, ROOT / "workloads" / "corpus", budget=10, seed=0, preset="quick", space=None,
+    plan = plan_gate(parse_target(spec), ROOT / "workloads" / "corpus", budget=10, seed=0, preset="quick", space=None,
                      out=tmp_path / "c", listener=lambda event: None)
     picked = tuple(c for c in plan.corpus if c.name in ("f03-read-mtu1k", "h15-ud-many-qp"))
     gate = open_gate(dataclasses.replace(plan, corpus=picked), waivers or Waivers(), TODAY, targets=[target])

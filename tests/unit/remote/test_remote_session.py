@@ -35,10 +35,10 @@ from collie.remote.protocol import (
     decode,
     encode,
 )
-from collie.remote.session import HostPart, RunPlan
-from collie.remote.sim_session import SimSession
 from collie.targets.base import Unsupported
+from collie.targets.session import HostPart, RunPlan
 from collie.targets.sim import SimTarget
+from collie.targets.sim.session import SimSession
 from tests.conftest import EXAMPLES, ROOT
 
 WORKLOAD = Workload.load(EXAMPLES / "rc-write-64k.toml")

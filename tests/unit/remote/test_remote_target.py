@@ -14,11 +14,12 @@ from collie.errors import InputError, TargetUnavailable
 from collie.model.workload import Workload
 from collie.remote.errors import Failure, HostError
 from collie.remote.inventory import Host, load_inventory
+from collie.remote.kind import RemoteSpec
 from collie.remote.launch import AgentChannel, LocalLauncher
 from collie.remote.orchestrator import RemoteRunError, RemoteTarget
 from collie.remote.placement import NoStandIn, place, replace
-from collie.targets import open_target
 from collie.targets.base import Unsupported
+from collie.targets.registry import open_target, parse_target
 from collie.targets.sim import SimTarget
 from tests.conftest import EXAMPLES, ROOT
 from tests.sshd_fixture import wait_gone
@@ -212,19 +213,20 @@ def test_placement_mistakes_are_one_sentence(tmp_path: Path, extra: str, hosts: 
                                              message: str) -> None:
     path = inventory(tmp_path, hosts or [("x", "sim:cx6-200g", []), ("y", "sim:cx6-200g", [])], extra=extra)
     with pytest.raises(InputError, match=message):
-        open_target(f"remote:{path}")
+        open_target(parse_target(f"remote:{path}"))
 
 
 def test_open_target_names_the_inventory(tmp_path: Path) -> None:
+    assert parse_target(f"remote:{tmp_path / 'nope.toml'}") == RemoteSpec(str(tmp_path / "nope.toml"))
     with pytest.raises(InputError, match=r"nope\.toml"):
-        open_target(f"remote:{tmp_path / 'nope.toml'}")
+        open_target(parse_target(f"remote:{tmp_path / 'nope.toml'}"))
     with pytest.raises(Exception, match="remote needs an inventory file"):
-        open_target("remote:")
+        open_target(parse_target("remote:"))
 
 
 def test_verbs_parts_merge_with_each_roles_rates_recomputed_from_every_flow(tmp_path: Path) -> None:
-    from collie.remote.session import HostPart
     from collie.targets.base import FlowResult, HostResult
+    from collie.targets.session import HostPart
 
     inv = inventory(tmp_path, [("n0", "verbs:rxe0:1:1", []), ("n1", "verbs:rxe0:1:1", [])])
     t = RemoteTarget(inv)  # not entered: merging needs no agent

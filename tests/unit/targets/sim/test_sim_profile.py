@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from collie.errors import InputError
-from collie.targets import open_target
+from collie.targets.registry import open_target, parse_target
 from collie.targets.sim import SimTarget, builtin_names, library, load_profile
 from collie.targets.sim.profile import PROFILE_DIR, parse_profile
 from collie.targets.sim.quirks import parse_clause
@@ -41,11 +41,11 @@ def test_profiles_have_the_published_anomalies() -> None:
 
 def test_default_and_open_target_specs(tmp_path: Path) -> None:
     assert SimTarget().profile.name == "cx6-200g"
-    t = open_target("sim:p2100g-100g", seed=4)
+    t = open_target(parse_target("sim:p2100g-100g"), seed=4)
     assert isinstance(t, SimTarget) and t.describe().counter_dialect == "bnxt_re"
     f = tmp_path / "mine.toml"
     f.write_text(GOOD.replace('name = "ideal"', 'name = "mine"'))
-    t = open_target(f"sim:{f}")
+    t = open_target(parse_target(f"sim:{f}"))
     assert isinstance(t, SimTarget) and t.describe().name == "sim:mine"
 
 

@@ -13,6 +13,7 @@ from collie.model.workload import Endpoint, Flow, Workload
 from collie.targets.base import Unsupported
 from collie.targets.verbs import VerbsTarget, compat
 from collie.targets.verbs.device import NO_DEVICE
+from collie.targets.verbs.spec import parse_spec
 
 
 class FakeError(Exception):
@@ -69,13 +70,13 @@ def test_missing_pyverbs_through_the_target(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(compat, "_LOADED", None)
     monkeypatch.setattr(compat, "DEBIAN_DIST_PACKAGES", "/nonexistent/dist-packages")
     monkeypatch.setitem(sys.modules, "pyverbs", None)
-    with pytest.raises(TargetError, match="python3-pyverbs"), VerbsTarget("rxe0"):
+    with pytest.raises(TargetError, match="python3-pyverbs"), VerbsTarget(parse_spec("rxe0")):
         pass
 
 
 @pytest.mark.parametrize("devices", [None, []])
 def test_no_device_is_one_sentence(devices: list[str] | None) -> None:
-    with pytest.raises(TargetError) as exc, VerbsTarget("rxe0", pyverbs=fake_pyverbs(devices)):
+    with pytest.raises(TargetError) as exc, VerbsTarget(parse_spec("rxe0"), pyverbs=fake_pyverbs(devices)):
         pass
     assert str(exc.value) == NO_DEVICE
     assert str(exc.value).count(".") <= 1 and "\n" not in str(exc.value)
@@ -83,13 +84,13 @@ def test_no_device_is_one_sentence(devices: list[str] | None) -> None:
 
 def test_unknown_device_lists_the_present_ones() -> None:
     with pytest.raises(TargetError, match=r"RDMA device 'rxe9' not found; devices here: mlx5_0, rxe0"), \
-            VerbsTarget("rxe9", pyverbs=fake_pyverbs(["rxe0", "mlx5_0"])):
+            VerbsTarget(parse_spec("rxe9"), pyverbs=fake_pyverbs(["rxe0", "mlx5_0"])):
         pass
 
 
 def test_port_beyond_the_device() -> None:
     with pytest.raises(TargetError, match="has no port 2; it has ports 1 to 1"), \
-            VerbsTarget("rxe0:2", pyverbs=fake_pyverbs(["rxe0"])):
+            VerbsTarget(parse_spec("rxe0:2"), pyverbs=fake_pyverbs(["rxe0"])):
         pass
 
 
@@ -101,18 +102,18 @@ def test_port_down_and_empty_gid() -> None:
         gid = "0000:0000:0000:0000:0000:0000:0000:0000"
 
     with pytest.raises(TargetError, match="is not ACTIVE"), \
-            VerbsTarget("rxe0", pyverbs=fake_pyverbs(["rxe0"], Down)):
+            VerbsTarget(parse_spec("rxe0"), pyverbs=fake_pyverbs(["rxe0"], Down)):
         pass
     with pytest.raises(TargetError, match=r"GID index 1 of rxe0 port 1 is empty"), \
-            VerbsTarget("rxe0", pyverbs=fake_pyverbs(["rxe0"], NoGid)):
+            VerbsTarget(parse_spec("rxe0"), pyverbs=fake_pyverbs(["rxe0"], NoGid)):
         pass
     with pytest.raises(TargetError, match="beyond the GID table"), \
-            VerbsTarget("rxe0:1:7", pyverbs=fake_pyverbs(["rxe0"])):
+            VerbsTarget(parse_spec("rxe0:1:7"), pyverbs=fake_pyverbs(["rxe0"])):
         pass
 
 
 def test_describe_and_unsupported_from_the_fake_limits() -> None:
-    with VerbsTarget("mlx5_0", pyverbs=fake_pyverbs(["mlx5_0"])) as t:
+    with VerbsTarget(parse_spec("mlx5_0"), pyverbs=fake_pyverbs(["mlx5_0"])) as t:
         info = t.describe()
         assert info.kind == "verbs" and info.name == "verbs:mlx5_0:1:1"
         assert info.firmware == "1.2.3" and info.details["active_mtu"] == "1024"
@@ -130,6 +131,6 @@ def test_describe_and_unsupported_from_the_fake_limits() -> None:
 
 
 def test_using_the_target_outside_with_is_an_error() -> None:
-    t = VerbsTarget("rxe0", pyverbs=fake_pyverbs(["rxe0"]))
+    t = VerbsTarget(parse_spec("rxe0"), pyverbs=fake_pyverbs(["rxe0"]))
     with pytest.raises(TargetError, match="must be entered"):
         t.describe()

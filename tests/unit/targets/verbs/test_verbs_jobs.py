@@ -5,7 +5,7 @@ from __future__ import annotations
 from collie.model.workload import Endpoint, Flow, Workload
 from collie.targets.verbs.job import Timing
 from collie.targets.verbs.spec import VerbsSpec
-from collie.targets.verbs.target import default_warmup, payload_sender_is_client, plan_jobs
+from collie.targets.verbs.target import default_warmup, plan_jobs
 
 SPEC = VerbsSpec("rxe0")
 T = Timing(warmup=0.1, duration=1.0)
@@ -39,7 +39,5 @@ def test_numa_placement() -> None:
     assert (share.client_node, share.server_node) == (None, 1)
 
 
-def test_warmup_and_payload_direction() -> None:
+def test_warmup() -> None:
     assert default_warmup(2.0) == 0.5 and default_warmup(60.0) == 1.0
-    assert not payload_sender_is_client(Flow(Endpoint("a"), Endpoint("b"), opcode="READ"))
-    assert payload_sender_is_client(Flow(Endpoint("a"), Endpoint("b"), opcode="SEND"))

@@ -19,9 +19,10 @@ import pytest
 from collie.collectors.host import HostCollector, SourceUse
 from collie.errors import TargetError
 from collie.model.workload import Endpoint, Flow, Workload
-from collie.remote.session import RunPlan
 from collie.targets.base import Unsupported
+from collie.targets.session import RunPlan
 from collie.targets.verbs.session import VerbsSession
+from collie.targets.verbs.spec import parse_spec
 from tests.conftest import ttar_tree
 from tests.unit.targets.verbs.fakeverbs import fake
 
@@ -34,7 +35,7 @@ W = Workload(flows=(Flow(A, B, sizes=(4096,), qps=2), Flow(B, A, opcode="SEND", 
 def session(tmp_path: Path) -> Iterator[VerbsSession]:
     root = ttar_tree.make_rxe_tree(tmp_path / "rxe")
     collector = HostCollector("rxe0", 1, root=str(root), ethtool=SourceUse.OFF, netlink=SourceUse.OFF)
-    s = VerbsSession("rxe0", verify=True, pyverbs=fake(), collector=collector)
+    s = VerbsSession(parse_spec("rxe0"), verify=True, pyverbs=fake(), collector=collector)
     yield s
     s.abort()
     assert multiprocessing.active_children() == []
@@ -108,7 +109,7 @@ def _alive(pid: int) -> bool:
 
 def _lost_controller(conn: Connection, root: str) -> None:
     collector = HostCollector("rxe0", 1, root=root, ethtool=SourceUse.OFF, netlink=SourceUse.OFF)
-    s = VerbsSession("rxe0", pyverbs=fake(), collector=collector)
+    s = VerbsSession(parse_spec("rxe0"), pyverbs=fake(), collector=collector)
     s.prepare(plan(("a", "b"), duration=120.0))
     s.connect([])
     s.start(time.time())

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from collie.errors import TargetError
-from collie.targets import open_target
+from collie.targets.registry import open_target, parse_target
 from collie.targets.verbs import VerbsTarget, parse_spec
 from collie.targets.verbs.spec import VerbsSpec
 
@@ -44,7 +44,7 @@ def test_parse_spec_rejects_with_one_sentence(rest: str, fragment: str) -> None:
 
 def test_open_target_builds_a_verbs_target_without_importing_pyverbs() -> None:
     before = {m for m in sys.modules if m.startswith("pyverbs")}
-    t = open_target("verbs:rxe0:1:1")
+    t = open_target(parse_target("verbs:rxe0:1:1"))
     assert isinstance(t, VerbsTarget)
     assert t.spec == VerbsSpec("rxe0", 1, 1)
     assert {m for m in sys.modules if m.startswith("pyverbs")} == before
@@ -52,4 +52,4 @@ def test_open_target_builds_a_verbs_target_without_importing_pyverbs() -> None:
 
 def test_open_target_rejects_bad_verbs_spec() -> None:
     with pytest.raises(TargetError, match="needs a device name"):
-        open_target("verbs:")
+        open_target(parse_target("verbs:"))

@@ -1,4 +1,4 @@
-"""``SimSession``: a sim host's side of one remote run (see :class:`collie.remote.session.HostSession`).
+"""``SimSession``: a sim host's side of one remote run (see :class:`collie.targets.session.HostSession`).
 
 Each sim agent runs the *whole* workload on its own simulator (seeded by ``hello``'s seed, told the plan's
 repetition) and returns its roles' slice: the HostResults of the roles it plays and the flows whose client end is
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from collie.errors import CollieError
-from collie.remote.session import HostPart, RunPlan
+from collie.targets.session import HostPart, RunPlan
 from collie.targets.sim import SimTarget
 from collie.targets.sim.model import check_supported
 
