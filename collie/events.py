@@ -122,10 +122,13 @@ class MfsFinished:
 
 
 @dataclass(frozen=True)
-class Warning:
+class Warned:
+    """Something the user should know that does not stop the work, in one sentence (not named ``Warning``,
+    which would shadow the builtin)."""
+
     message: str
 
 
 Event = (PhaseStarted | TrialStarted | TrialFinished | SearchStep | AnomalyFound | KnownAnomaly | MfsFinished
-         | Warning)
+         | Warned)
 Listener = Callable[[Event], None]

@@ -56,7 +56,7 @@ from collie.events import (
     PhaseStarted,
     TrialFinished,
     TrialStarted,
-    Warning,
+    Warned,
     counted,
 )
 from collie.model.features import point_encoder
@@ -111,7 +111,7 @@ class Campaign:
         self.budget = Budget((*earlier_budgets, budget), chains=len(self.targets))
         journal = store.repair_journal() if resume else None
         for w in journal.warnings if journal is not None else ():
-            self._emit(Warning(w))
+            self._emit(Warned(w))
         #: the journal state the chains' runners share
         self.shared = SharedJournal(journal)
         #: calibration's and replay's tally, and the anomalies found (the registry's list)
@@ -157,8 +157,8 @@ class Campaign:
         def emit(event: Event) -> None:
             if isinstance(event, PhaseStarted):
                 event = PhaseStarted(event.phase, f"chain {chain}: {event.detail}")
-            elif isinstance(event, Warning):
-                event = Warning(f"chain {chain}: {event.message}")
+            elif isinstance(event, Warned):
+                event = Warned(f"chain {chain}: {event.message}")
             trials(event)
         return emit
 
@@ -249,7 +249,7 @@ class Campaign:
             if mfs is not None and not mfs.conditions:
                 # an MFS that holds everywhere would keep the search out of the whole space (older campaigns
                 # saved one for a find the budget left unminimized)
-                self._emit(Warning(f"the MFS of {case.path} has no conditions; the case is replayed, but does not "
+                self._emit(Warned(f"the MFS of {case.path} has no conditions; the case is replayed, but does not "
                                    "keep the search out of any region"))
                 mfs = None
             if trial.verdict is not None and trial.verdict.anomalous:
@@ -313,7 +313,7 @@ def _begin_on(store: CampaignStore, info: TargetInfo, emit: Callable[[Event], No
     started_on = store.config().target_info
     store.begin(info)
     if started_on is not None and started_on != info:
-        emit(Warning(f"the target {info.name} does not match the fingerprint this campaign started on "
+        emit(Warned(f"the target {info.name} does not match the fingerprint this campaign started on "
                      f"({started_on.nic_model} {started_on.firmware}, now {info.nic_model} {info.firmware}); "
                      f"going on with it"))
 
@@ -321,7 +321,7 @@ def _begin_on(store: CampaignStore, info: TargetInfo, emit: Callable[[Event], No
 def _remove_unfound(store: CampaignStore, summary: CampaignSummary, emit: Callable[[Event], None]) -> None:
     """After a resumed campaign: remove the anomaly folders an earlier run left that this one did not find."""
     for name in store.keep_anomalies({a.anomaly_id for a in summary.anomalies}):
-        emit(Warning(f"removed the anomaly folder {name}: an earlier run of this campaign left it, and the "
+        emit(Warned(f"removed the anomaly folder {name}: an earlier run of this campaign left it, and the "
                      "resumed campaign did not find it again"))
 
 

@@ -32,7 +32,7 @@ from collie.events import (
     MfsFinished,
     PhaseStarted,
     SearchStep,
-    Warning,
+    Warned,
     counted,
 )
 from collie.mfs import MFS
@@ -164,7 +164,7 @@ class Chain:
         while self._spent() < self._free():
             guard += 1
             if guard > self.budget.total * 20:
-                self._emit(Warning("too many pruned trials in a row; stopping the search early"))
+                self._emit(Warned("too many pruned trials in a row; stopping the search early"))
                 return False
             point = self.strategy.ask()
             if not self.space.is_valid(point):
@@ -249,7 +249,7 @@ class Chain:
         try:
             hits, tries = self._confirm(point, verdict, settings, runs)
             if hits < settings.required:
-                self._emit(Warning(f"trial {self.runner.trial}: anomaly did not reproduce ({hits} of "
+                self._emit(Warned(f"trial {self.runner.trial}: anomaly did not reproduce ({hits} of "
                                    f"{counted(tries, 'run')}); not recorded"))
                 return
             if near is not None and self._edge_holds(*near, point, verdict, probe):
@@ -261,7 +261,7 @@ class Chain:
         except BudgetSpent as spent:
             kept = spent.kept
             why = f" (the last {kept} are kept to finish the edges of earlier MFSs)" if kept else ""
-            self._emit(Warning(f"the budget ran out{why} while confirming or minimizing {anomaly_id}; it is "
+            self._emit(Warned(f"the budget ran out{why} while confirming or minimizing {anomaly_id}; it is "
                                "saved as found, not minimized"))
             self.summary.minimize_experiments += self.summary.experiments - before
             record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False)
@@ -326,7 +326,7 @@ class Chain:
                 finished = edges.minimizer.finish(dataclasses.replace(edges.result, mfs=record.mfs or edges.result.mfs))
             except BudgetSpent:
                 left = ", ".join(o.anomaly_id for o in self._open)
-                self._emit(Warning(f"the budget ran out while finishing the edges of {left}; their MFSs keep "
+                self._emit(Warned(f"the budget ran out while finishing the edges of {left}; their MFSs keep "
                                    "wider edges"))
                 return
             finally:

@@ -8,7 +8,7 @@ from types import TracebackType
 import click
 
 from collie.cli.dashboard import Dashboard
-from collie.events import Warning
+from collie.events import Warned
 from collie.services.events import Note, ServiceEvent
 
 
@@ -16,7 +16,7 @@ def echo(event: ServiceEvent) -> None:
     """Print a note or a warning on stderr (before a command's dashboard exists); ignore progress."""
     if isinstance(event, Note):
         click.echo(event.text, err=True)
-    elif isinstance(event, Warning):
+    elif isinstance(event, Warned):
         click.echo(f"warning: {event.message}", err=True)
 
 

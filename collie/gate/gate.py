@@ -24,8 +24,7 @@ from typing import Any, Protocol
 
 from collie.campaign import CampaignSummary
 from collie.errors import CollieError, StoreError
-from collie.events import Event, TrialFinished, TrialStarted
-from collie.events import Warning as CampaignWarning
+from collie.events import Event, TrialFinished, TrialStarted, Warned
 from collie.gate.waivers import Waiver, Waivers
 from collie.oracle import Verdict
 from collie.storage.campaign import CampaignStore
@@ -182,7 +181,7 @@ class GateWatch:
             self.finished.append(event)
             if event.phase == Phase.REPLAY:
                 self.replays.append(event)
-        elif isinstance(event, CampaignWarning):
+        elif isinstance(event, Warned):
             self.warnings.append(event.message)
         if self.forward is not None:
             self.forward(event)

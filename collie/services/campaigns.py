@@ -21,7 +21,7 @@ from pathlib import Path
 
 from collie.campaign import Campaign, chain_seed
 from collie.errors import InputError
-from collie.events import Listener, Warning
+from collie.events import Listener, Warned
 from collie.gate import GateResult, GateWatch, Waivers, run_gate
 from collie.model.space import SearchSpace, load_space
 from collie.preset import Preset, load_preset
@@ -141,7 +141,7 @@ def _corpus(folder: Path | None, listener: Listener) -> tuple[CorpusCase, ...]:
 def _cases(folder: Path, listener: Listener) -> tuple[CorpusCase, ...]:
     cases = load_corpus(folder)
     if not cases:
-        listener(Warning(f"the corpus folder {folder} holds no cases (*/case.toml or *.toml)"))
+        listener(Warned(f"the corpus folder {folder} holds no cases (*/case.toml or *.toml)"))
     return cases
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from collie import calibrate
 from collie.errors import CollieError, InputError, TargetError, TargetUnavailable
-from collie.events import PhaseStarted, TrialFinished, TrialStarted, Warning, counted
+from collie.events import PhaseStarted, TrialFinished, TrialStarted, Warned, counted
 from collie.experiment import Experiment, run_and_judge
 from collie.minimize import Minimizer, MinimizeResult, MinimizeSettings
 from collie.model.space import SearchSpace, load_space
@@ -83,7 +83,7 @@ def _locate(case: Case, given: TargetSpec | None, listener: ServiceListener) -> 
     if case.path.is_dir():
         raise InputError(f"{case.path} does not record the target it was found on (a case folder from an older "
                          f"collie, outside its campaign); give --target, e.g. --target {DEFAULT_TARGET}")
-    listener(Warning(f"{case.path} is a workload file, which records no target; running it on the default "
+    listener(Warned(f"{case.path} is a workload file, which records no target; running it on the default "
                      f"target {DEFAULT_TARGET} (give --target to choose)"))
     return LocatedCase(case, DEFAULT_TARGET, None, False)
 

@@ -11,7 +11,7 @@ import pytest
 
 from collie import calibrate
 from collie.errors import InputError, TargetError, TargetUnavailable
-from collie.events import PhaseStarted, TrialFinished, TrialStarted, Warning
+from collie.events import PhaseStarted, TrialFinished, TrialStarted, Warned
 from collie.experiment import run_and_judge
 from collie.model.workload import Workload
 from collie.preset import load_preset
@@ -117,7 +117,7 @@ def test_a_workload_file_runs_on_the_default_target_with_a_warning_and_a_bare_ca
     heard = Heard()
     located = locate_case(EXAMPLES / "rc-write-64k.toml", None, heard)
     assert located.spec == "sim" and located.recorded is None and not located.given
-    assert [w.message for w in heard.of(Warning)] == [
+    assert [w.message for w in heard.of(Warned)] == [
         f"{EXAMPLES / 'rc-write-64k.toml'} is a workload file, which records no target; running it on the default "
         "target sim (give --target to choose)"]
     folder = tmp_path / "A003"
@@ -203,7 +203,7 @@ def test_a_campaign_is_planned_without_writing_opened_run_and_resumed_after_a_cr
     assert (out / "trials.jsonl").read_bytes() == journal[:-20]  # planning repairs nothing
     again = Heard()
     campaign = open_campaign(resumed, listener=again)
-    warnings = [w.message for w in again.of(Warning)]
+    warnings = [w.message for w in again.of(Warned)]
     assert len(warnings) == 1 and "is truncated" in warnings[0]
     # cut off: the torn record, and the RUNNING row of its trial before it (the trial runs again)
     assert (out / "trials.jsonl").read_bytes() == b"".join(journal.splitlines(keepends=True)[:-2])

@@ -35,7 +35,7 @@ from rich.text import Text
 from collie.cli.dashboard.plain import plain_line
 from collie.cli.dashboard.state import DashboardState
 from collie.cli.dashboard.view import layout
-from collie.events import AnomalyFound, Event, MfsFinished, TrialFinished, Warning
+from collie.events import AnomalyFound, Event, MfsFinished, TrialFinished, Warned
 from collie.storage.records import TrialState
 
 __all__ = ["Dashboard", "DashboardState", "Mode", "choose_mode", "dashboard", "live_options", "plain_line"]
@@ -127,9 +127,9 @@ class Dashboard:
     def _line(self, event: Event) -> str | None:
         """The log line to print for ``event`` in this mode (live: only what must stay in the scrollback)."""
         if self.mode is Mode.QUIET:
-            return plain_line(event, self.every, self.each) if isinstance(event, Warning) else None
+            return plain_line(event, self.every, self.each) if isinstance(event, Warned) else None
         if self.mode is Mode.LIVE:
-            lasting = isinstance(event, AnomalyFound | MfsFinished | Warning) or (
+            lasting = isinstance(event, AnomalyFound | MfsFinished | Warned) or (
                 isinstance(event, TrialFinished) and event.status is TrialState.FAILED)
             return plain_line(event, self.every, self.each) if lasting else None
         return plain_line(event, self.every, self.each)

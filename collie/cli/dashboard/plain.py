@@ -11,7 +11,7 @@ from collie.events import (
     MfsFinished,
     PhaseStarted,
     TrialFinished,
-    Warning,
+    Warned,
     counted,
 )
 from collie.storage.records import TrialState
@@ -46,7 +46,7 @@ def plain_line(event: Event, every: int, each: Collection[str] = ()) -> str | No
         return f"   trial {event.trial}{_by(event.chain)}: known anomaly {event.anomaly_id}{widened}"
     if isinstance(event, MfsFinished):
         return f"   {event.anomaly_id}: edges finished ({counted(event.experiments, 'experiment')}): {event.mfs}"
-    if isinstance(event, Warning):
+    if isinstance(event, Warned):
         return f"warning: {event.message}"
     return None
 

@@ -19,7 +19,7 @@ from collie.events import (
     SearchStep,
     TrialFinished,
     TrialStarted,
-    Warning,
+    Warned,
 )
 from collie.metrics import THROUGHPUT
 from collie.storage.records import TrialState
@@ -124,7 +124,7 @@ class DashboardState:
                               if a.anomaly_id == event.anomaly_id else a for a in self.anomalies]
         elif isinstance(event, KnownAnomaly):
             self.known_hits += 1
-        elif isinstance(event, Warning):
+        elif isinstance(event, Warned):
             self.warnings.append(event.message)
 
     def _finished(self, event: TrialFinished) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from collie.campaign import AnomalyRecord, Campaign, CampaignSummary
-from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, Warning
+from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, Warned
 from collie.mfs import MFS, Condition
 from collie.model.features import features
 from collie.model.space import load_space
@@ -105,7 +105,7 @@ def test_a_find_near_the_end_leaves_the_budget_kept_for_finishing_edges(tmp_path
     summary = campaign.run()
     assert summary.experiments == 250
     finished = {e.anomaly_id: e.mfs for e in events if isinstance(e, MfsFinished)}
-    assert finished and not [e for e in events if isinstance(e, Warning) and "finishing" in e.message]
+    assert finished and not [e for e in events if isinstance(e, Warned) and "finishing" in e.message]
     assert all(a.mfs is not None and a.mfs.describe() == finished[a.anomaly_id]
                for a in summary.anomalies if a.anomaly_id in finished)
     assert [e.phase for e in events if isinstance(e, PhaseStarted)][-2:] == ["minimize", "explore"]
@@ -384,7 +384,7 @@ def test_a_budget_spent_before_the_edges_are_finished_keeps_the_wide_mfs(tmp_pat
     events = []
     summary = _scripted(tmp_path / "b", EDGE_PROFILE, [{**read, "qps": 4096}], found.experiments + 1, events)
     assert summary.experiments == found.experiments + 1
-    warnings = [e.message for e in events if isinstance(e, Warning)]
+    warnings = [e.message for e in events if isinstance(e, Warned)]
     assert any("ran out while finishing the edges" in w for w in warnings)
     slow = summary.anomalies[0]
     assert slow.mfs is not None and slow.mfs.describe() == found.mfs  # wide, and still true of the anomaly
@@ -421,7 +421,7 @@ def test_a_corpus_mfs_without_conditions_does_not_hide_the_whole_space(tmp_path:
     (folder / "mfs.json").write_text(json.dumps({"signature": first.anomalies[0].signature, "conditions": []}))
     events: list[Any] = []
     again = _with_corpus(tmp_path / "b", tmp_path / "a" / "anomalies", 200, events)
-    assert any(isinstance(e, Warning) and "has no conditions" in e.message for e in events)
+    assert any(isinstance(e, Warned) and "has no conditions" in e.message for e in events)
     assert again.summary.anomalies, "the search found nothing: the empty MFS kept it out of everything"
 
 

@@ -12,7 +12,7 @@ from collie.campaign import Campaign
 from collie.cli.dashboard import Dashboard, Mode, choose_mode
 from collie.cli.dashboard.state import DashboardState
 from collie.cli.dashboard.view import BLOCKS, sparkline
-from collie.events import AnomalyFound, Event, MfsFinished, PhaseStarted, SearchStep, TrialFinished, Warning
+from collie.events import AnomalyFound, Event, MfsFinished, PhaseStarted, SearchStep, TrialFinished, Warned
 from collie.model.space import load_space
 from collie.preset import load_preset
 from collie.storage.campaign import CampaignStore
@@ -74,7 +74,7 @@ def test_quiet_keeps_only_warnings() -> None:
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=False)
     assert choose_mode(console, quiet=True) is Mode.QUIET
-    _play([PhaseStarted("explore", "x"), Warning("the budget ran out"),
+    _play([PhaseStarted("explore", "x"), Warned("the budget ran out"),
            AnomalyFound("A001-pause", "pause@receiver", "", 3, 0, False)], console, Mode.QUIET)
     assert buf.getvalue() == "warning: the budget ran out\n"
     assert choose_mode(console, no_live=True) is Mode.PLAIN
