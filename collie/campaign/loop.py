@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from collie import calibrate
 from collie.campaign.registry import AnomalyRecord, AnomalyRegistry
+from collie.campaign.runlog import RunLog
 from collie.campaign.runner import CampaignInterrupted, SharedJournal, TrialOutcome, TrialRunner
 from collie.campaign.summary import CampaignSummary
 from collie.collectors.catalog import Catalog
@@ -46,7 +47,7 @@ from collie.model.workload import Workload
 from collie.oracle import Verdict
 from collie.preset import Preset
 from collie.storage.campaign import JOURNAL, CampaignStore
-from collie.storage.case import CaseRecord, OriginalFind, RunLog, TargetRecord
+from collie.storage.case import CaseRecord, OriginalFind, TargetRecord
 from collie.storage.corpus import CorpusCase
 from collie.storage.records import Phase
 from collie.strategies import Outcome, make_strategy

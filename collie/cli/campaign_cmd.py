@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from collie.cli.run_cmd import accept_keys_option, pace_option, seed_option, tar
 from collie.errors import InputError
 from collie.events import counted
 from collie.model.space import load_space
-from collie.preset import DEFAULT_PRESET, load_preset
+from collie.preset import DEFAULT_PRESET, campaign_preset, load_preset
 from collie.storage.campaign import CONFIG, CampaignStore
 from collie.storage.corpus import CorpusCase, load_corpus
 from collie.storage.records import CampaignConfig
@@ -137,9 +136,7 @@ def campaign(ctx: click.Context, target_spec: str, space_file: Path | None, pres
     """
     store = _store(ctx, resume, out, target_spec, seed, preset, strategy, budget, space_file, corpus, parallel)
     config = store.config()
-    chosen = load_preset(config.preset)
-    if config.strategy != chosen.strategy:
-        chosen = replace(chosen, strategy=config.strategy, strategy_options={})
+    chosen = campaign_preset(config.preset, config.strategy, str(store.root / CONFIG))
     space = load_space(Path(config.space) if config.space else None)
     known_cases = _corpus(Path(config.corpus) if config.corpus else None)
     k = config.parallel

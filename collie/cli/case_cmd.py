@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from collie.campaign.runlog import RunLog
 from collie.cli.dashboard import dashboard, live_options
 from collie.cli.render import emit, format_option, render
 from collie.cli.run_cmd import accept_keys_option, canonical_target, seed_option
@@ -23,7 +24,7 @@ from collie.errors import CollieError, InputError, TargetError, TargetUnavailabl
 from collie.events import PhaseStarted, TrialFinished, TrialStarted, counted
 from collie.model.space import load_space
 from collie.preset import DEFAULT_PRESET, load_preset
-from collie.storage.case import EVIDENCE_FILE, CaseRecord, OriginalFind, RunLog, TargetRecord
+from collie.storage.case import EVIDENCE_FILE, CaseRecord, OriginalFind, TargetRecord
 from collie.storage.corpus import Case, RecordedTarget, load_case, oracle_for, recorded_target
 from collie.storage.records import TrialState
 from collie.targets import DEFAULT_TARGET, open_target

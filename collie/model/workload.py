@@ -24,9 +24,10 @@ from typing import Any, Final
 
 import tomli_w
 
+from collie.codec import check_fields, expect_type
 from collie.errors import InputError
 from collie.model.units import parse_size
-from collie.tomlio import check_fields, expect_type, parse_toml, read_text, read_toml
+from collie.tomlio import parse_toml, read_text, read_toml
 
 TRANSPORTS: Final = ("RC", "UC", "UD")
 OPCODES: Final = ("WRITE", "WRITE_IMM", "READ", "SEND", "SEND_IMM", "ATOMIC_FA", "ATOMIC_CS")

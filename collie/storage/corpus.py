@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from collie import calibrate
+from collie.codec import Reader
 from collie.errors import InputError
 from collie.mfs import MFS
 from collie.model.workload import Workload
 from collie.oracle import Ceilings, Oracle, Thresholds
-from collie.storage.case import CaseRecord, TargetRecord, fingerprint_from_dict, read_case_folder, read_mfs
-from collie.targets.base import Target
+from collie.storage.case import CaseRecord, TargetRecord, read_case_folder, read_mfs
+from collie.targets.base import Target, TargetInfo
 from collie.tomlio import read_toml
 
 CAMPAIGN_CONFIG = "campaign.toml"
@@ -92,7 +93,8 @@ def recorded_target(case: Case) -> RecordedTarget | None:
     spec = cfg.get("target")
     if not isinstance(spec, str) or not spec.strip():
         raise InputError(f"{file}: target: expected the campaign's target spec, got {spec!r}")
-    info = fingerprint_from_dict(cfg["target_info"], str(file), "target_info") if "target_info" in cfg else None
+    info = TargetInfo.from_dict(cfg["target_info"], Reader(str(file)).at("target_info")) if "target_info" in cfg \
+        else None
     return RecordedTarget(TargetRecord(spec, info), "its campaign")
 
 

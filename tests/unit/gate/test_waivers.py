@@ -40,17 +40,17 @@ def test_a_good_file(tmp_path: Path) -> None:
     ('waiver = "x"\n', "waiver: expected [[waiver]] tables"),
     ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = 2027-01-31\nowner = "me"\n',
      "waiver[0]: unknown field 'owner'"),
-    ('[[waiver]]\nsignature = "pause@receiver"\nexpires = 2027-01-31\n', "waiver[0]: missing required field 'reason'"),
+    ('[[waiver]]\nsignature = "pause@receiver"\nexpires = 2027-01-31\n', "waiver[0]: reason: missing (a non-empty string)"),
     ('[[waiver]]\nsignature = "pause@receiver"\nreason = "  "\nexpires = 2027-01-31\n',
-     "waiver[0].reason: expected a non-empty string"),
+     "waiver[0]: reason: expected a non-empty string"),
     ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = 31.01.2027\n', "malformed TOML"),
     ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = "31/01/2027"\n',
-     "waiver[0].expires: expected a date like 2027-01-31, got '31/01/2027'"),
+     "waiver[0]: expires: expected a date like 2027-01-31, got '31/01/2027'"),
     ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = 2027-01-31T10:00:00\n',
-     "waiver[0].expires: expected a date without a time"),
+     "waiver[0]: expires: expected a date without a time"),
     ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = 20270131\n',
-     "waiver[0].expires: expected a date like 2027-01-31, got int 20270131"),
-    ('[[waiver]]\nsignature = "pause"\nreason = "r"\nexpires = 2027-01-31\n', "waiver[0].signature: 'pause' is not"),
+     "waiver[0]: expires: expected a date like 2027-01-31, got 20270131"),
+    ('[[waiver]]\nsignature = "pause"\nreason = "r"\nexpires = 2027-01-31\n', "waiver[0]: signature: 'pause' is not"),
 ])
 def test_each_mistake_is_one_sentence_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
     f = tmp_path / "w.toml"

@@ -83,11 +83,14 @@ def test_a_run_result_keeps_everything_including_truth() -> None:
     (b'{"v": true, "id": 1, "type": "ping"}\n', "protocol version True"),
     (b'{"v": 2, "id": "1", "type": "ping"}\n', "message id '1' is not an integer"),
     (b'{"v": 2, "id": 1, "type": "rm -rf"}\n', "unknown message type 'rm -rf'"),
-    (b'{"v": 2, "id": 1, "type": "hello"}\n', "malformed 'hello' message"),
-    (b'{"v": 2, "id": 1, "type": "hello", "host": 3, "target": "sim", "controller_version": "x"}\n', "'host'"),
-    (b'{"v": 2, "id": 1, "type": "run", "workload": {}, "duration": 1}\n', "malformed 'run' message"),
-    (b'{"v": 2, "id": 1, "type": "run", "workload": {}, "duration": -1}\n', "duration -1 is not a positive"),
-    (b'{"v": 2, "id": 1, "type": "error", "kind": "nope", "message": "x"}\n', "malformed 'error' message"),
+    (b'{"v": 2, "id": 1, "type": "hello"}\n', r"'hello' message: host: missing \(a string\)"),
+    (b'{"v": 2, "id": 1, "type": "hello", "host": 3, "target": "sim", "controller_version": "x"}\n',
+     "'hello' message: host: expected a string, got 3"),
+    (b'{"v": 2, "id": 1, "type": "run", "workload": {}, "duration": 1}\n', "'run' message: workload: flows: missing"),
+    (b'{"v": 2, "id": 1, "type": "run", "workload": {}, "duration": -1}\n', "'run' message: workload: flows"),
+    (b'{"v": 2, "id": 1, "type": "run", "workload": {"flows": [{"client": "a", "server": "b"}]}, "duration": -1}\n',
+     "'run' message: duration: must be a positive number of seconds, got -1"),
+    (b'{"v": 2, "id": 1, "type": "error", "kind": "nope", "message": "x"}\n', "'error' message: kind: 'nope' is not allowed"),
 ])
 def test_malformed_lines_are_protocol_errors(line: bytes, match: str) -> None:
     with pytest.raises(ProtocolError, match=match):
