@@ -24,6 +24,7 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import math
 import types
 import typing
@@ -113,8 +114,12 @@ class Reader:
             self.wrong(value, what)
         return value
 
-    def string(self, value: Any, what: str = "a string") -> str:
-        return str(self.typed(value, str, what))
+    def string(self, value: Any, what: str = "a string", blank: bool = True) -> str:
+        """A string; with ``blank`` False, one of only white space is wrong too."""
+        text = str(self.typed(value, str, what))
+        if not blank and not text.strip():
+            self.wrong(value, what)
+        return text
 
     def number(self, value: Any, what: str = "a number") -> float:
         if not _is_number(value):
@@ -130,6 +135,19 @@ class Reader:
 
     def flag(self, value: Any) -> bool:
         return bool(self.typed(value, bool, "true or false"))
+
+    def date(self, value: Any) -> dt.date:
+        """A date without a time: a TOML date, or an ISO string (``2027-01-31``)."""
+        if isinstance(value, dt.datetime):
+            self.fail(f"expected a date without a time, like 2027-01-31, got {value.isoformat()}")
+        if isinstance(value, dt.date):
+            return value
+        if isinstance(value, str):
+            try:
+                return dt.date.fromisoformat(value.strip())
+            except ValueError:
+                pass
+        self.wrong(value, "a date like 2027-01-31")
 
     def items(self, value: Any, what: str = "a list") -> list[Any]:
         return list(self.typed(value, list, what))
@@ -195,8 +213,8 @@ class Table:
             return typing.cast(T, default)
         return check(self.at(key), self.data[key])
 
-    def text(self, key: str, default: Any = MISSING, what: str = "a string") -> str:
-        return self._read(key, default, what, lambda r, v: r.string(v, what))
+    def text(self, key: str, default: Any = MISSING, what: str = "a string", blank: bool = True) -> str:
+        return self._read(key, default, what, lambda r, v: r.string(v, what, blank))
 
     def number(self, key: str, default: Any = MISSING, what: str = "a number") -> float:
         return self._read(key, default, what, lambda r, v: r.number(v, what))
@@ -206,6 +224,9 @@ class Table:
 
     def flag(self, key: str, default: Any = MISSING) -> bool:
         return self._read(key, default, "true or false", Reader.flag)
+
+    def date(self, key: str, default: Any = MISSING) -> dt.date:
+        return self._read(key, default, "a date like 2027-01-31", Reader.date)
 
     def items(self, key: str, default: Any = MISSING, what: str = "a list") -> list[Any]:
         return self._read(key, default, what, lambda r, v: r.items(v, what))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from collie.codec import Reader, Table
+from collie.codec import Reader
 from collie.oracle import SYMPTOM_ORDER, leading_symptom
 from collie.tomlio import read_toml
 
@@ -79,15 +79,15 @@ class Waiver:
             ``kind@end`` tags, or a date that is not one.
         """
         w = reader.table(data, FIELDS)
-        signature = _text(w, "signature")
+        signature = w.text("signature", what="a non-empty string", blank=False).strip()
         for tag in signature.split("+"):
             kind, _, end = tag.partition("@")
             if kind not in SYMPTOM_ORDER or end not in ENDS:
                 w.at("signature").fail(f"{tag!r} is not a symptom; write kind@end with kind one of "
                                        f"{', '.join(SYMPTOM_ORDER)} and end receiver or sender, e.g. pause@receiver")
-        case = _text(w, "case") if "case" in w else ""
-        return cls(signature, _text(w, "reason"), _date(w.get("expires", what="a date like 2027-01-31"),
-                                                        w.at("expires")), case, index)
+        reason = w.text("reason", what="a non-empty string", blank=False).strip()
+        case = w.text("case", "", "a non-empty string", blank=False).strip()
+        return cls(signature, reason, w.date("expires"), case, index)
 
 
 @dataclass(frozen=True)
@@ -124,23 +124,3 @@ def load_waivers(path: Path) -> Waivers:
     raw = data.items("waiver", [], "[[waiver]] tables")
     waivers = data.at("waiver")
     return Waivers(tuple(Waiver.from_dict(w, waivers.at(i), i) for i, w in enumerate(raw)), str(path))
-
-
-def _text(w: Table, name: str) -> str:
-    value = w.text(name, what="a non-empty string")
-    if not value.strip():
-        w.at(name).wrong(value, "a non-empty string")
-    return value.strip()
-
-
-def _date(value: Any, reader: Reader) -> dt.date:
-    if isinstance(value, dt.datetime):
-        reader.fail(f"expected a date without a time, like 2027-01-31, got {value.isoformat()}")
-    if isinstance(value, dt.date):
-        return value
-    if isinstance(value, str):
-        try:
-            return dt.date.fromisoformat(value.strip())
-        except ValueError:
-            pass
-    reader.wrong(value, "a date like 2027-01-31")

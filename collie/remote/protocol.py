@@ -421,14 +421,14 @@ def decode(line: bytes) -> Envelope:
         raw = json.loads(line)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ProtocolError(f"not a JSON line ({exc}): {line[:80]!r}") from None
-    if not isinstance(raw, dict):
-        raise ProtocolError(f"expected a JSON object, got {line[:80]!r}")
-    version, msg_id, kind = raw.pop("v", None), raw.pop("id", None), raw.pop("type", None)
-    if version != PROTOCOL_VERSION or isinstance(version, bool):
+    envelope = Reader("a protocol line", ProtocolError)
+    fields = envelope.table(raw, what="a JSON object").data
+    version = fields.pop("v", None)
+    if type(version) is not int or version != PROTOCOL_VERSION:
         raise ProtocolError(f"protocol version {version!r} is not this side's version {PROTOCOL_VERSION}")
-    if not isinstance(msg_id, int) or isinstance(msg_id, bool):
-        raise ProtocolError(f"message id {msg_id!r} is not an integer")
-    cls = MESSAGES.get(kind) if isinstance(kind, str) else None
+    msg_id = envelope.at("id").integer(fields.pop("id", None), "an integer (the request's number)")
+    kind = fields.pop("type", None)
+    cls = MESSAGES.get(kind) if type(kind) is str else None
     if cls is None:
         raise ProtocolError(f"unknown message type {kind!r}")
-    return Envelope(version, msg_id, cls.from_dict(raw, Reader(f"{kind!r} message", ProtocolError)))
+    return Envelope(version, msg_id, cls.from_dict(fields, Reader(f"{kind!r} message", ProtocolError)))

@@ -127,7 +127,8 @@ def test_an_unreachable_target_is_an_infrastructure_failure(lab: Path) -> None:
 @pytest.mark.parametrize(("text", "expected"), [
     ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = 2027-01-31\nowner = "me"\n',
      "waiver[0]: unknown field 'owner'"),
-    ('[[waiver]]\nsignature = "pause@receiver"\nexpires = 2027-01-31\n', "waiver[0]: reason: missing (a non-empty string)"),
+    ('[[waiver]]\nsignature = "pause@receiver"\nexpires = 2027-01-31\n',
+     "waiver[0]: reason: missing (a non-empty string)"),
     ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = "next spring"\n',
      "waiver[0]: expires: expected a date like 2027-01-31, got 'next spring'"),
     ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = 2027-02-30\n', "malformed TOML"),

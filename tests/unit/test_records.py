@@ -47,7 +47,8 @@ def test_a_config_without_version_is_read_as_the_first_layout() -> None:
     ({"version": 2}, "c.toml: version: 2 is not a campaign layout this collie reads"),
     ({"colour": "red"}, "c.toml: unknown field 'colour'"),
     ({"baseline": None}, "c.toml: ceilings and baseline: calibration writes both, but only one is there"),
-    ({"ceilings": {"wire_bps": {"oneway": "fast"}, "pps": {}}}, "c.toml: ceilings: wire_bps: oneway: expected a number"),
+    ({"ceilings": {"wire_bps": {"oneway": "fast"}, "pps": {}}},
+     "c.toml: ceilings: wire_bps: oneway: expected a number"),
     ({"target_info": {"name": "x"}}, "c.toml: target_info: kind: missing (a string)"),
 ])
 def test_a_damaged_config_is_one_sentence(change: dict[str, Any], message: str) -> None:
@@ -114,7 +115,8 @@ def test_a_row_round_trips() -> None:
      "j: line 1: verdict: anomalous: expected true or false"),
     (lambda r: {**r, "result": {**r["result"], "hosts": [{**r["result"]["hosts"][0], "counters": {"x": "1"}}]}},
      "j: line 1: result: hosts[0]: counters: x: expected a number, got '1'"),
-    (lambda r: {**r, "result": {**r["result"], "flows": "none"}}, "j: line 1: result: flows: expected a list of tables"),
+    (lambda r: {**r, "result": {**r["result"], "flows": "none"}},
+     "j: line 1: result: flows: expected a list of tables"),
 ])
 def test_a_damaged_row_is_one_sentence_naming_the_line_and_field(change: Any, message: str) -> None:
     with pytest.raises(InputError) as err:

@@ -81,7 +81,8 @@ def test_a_run_result_keeps_everything_including_truth() -> None:
     (b"[1, 2]\n", "expected a JSON object"),
     (b'{"v": 1, "id": 1, "type": "ping"}\n', "protocol version 1 is not this side's version 2"),
     (b'{"v": true, "id": 1, "type": "ping"}\n', "protocol version True"),
-    (b'{"v": 2, "id": "1", "type": "ping"}\n', "message id '1' is not an integer"),
+    (b'{"v": 2, "id": "1", "type": "ping"}\n',
+     r"a protocol line: id: expected an integer \(the request's number\), got '1'"),
     (b'{"v": 2, "id": 1, "type": "rm -rf"}\n', "unknown message type 'rm -rf'"),
     (b'{"v": 2, "id": 1, "type": "hello"}\n', r"'hello' message: host: missing \(a string\)"),
     (b'{"v": 2, "id": 1, "type": "hello", "host": 3, "target": "sim", "controller_version": "x"}\n',
@@ -90,7 +91,8 @@ def test_a_run_result_keeps_everything_including_truth() -> None:
     (b'{"v": 2, "id": 1, "type": "run", "workload": {}, "duration": -1}\n', "'run' message: workload: flows"),
     (b'{"v": 2, "id": 1, "type": "run", "workload": {"flows": [{"client": "a", "server": "b"}]}, "duration": -1}\n',
      "'run' message: duration: must be a positive number of seconds, got -1"),
-    (b'{"v": 2, "id": 1, "type": "error", "kind": "nope", "message": "x"}\n', "'error' message: kind: 'nope' is not allowed"),
+    (b'{"v": 2, "id": 1, "type": "error", "kind": "nope", "message": "x"}\n',
+     "'error' message: kind: 'nope' is not allowed"),
 ])
 def test_malformed_lines_are_protocol_errors(line: bytes, match: str) -> None:
     with pytest.raises(ProtocolError, match=match):
