@@ -101,7 +101,7 @@ def test_a_reader_raises_the_error_it_is_given() -> None:
     with pytest.raises(WireError, match=r"^'x' message: w: nope$"):
         wire.at("w").adopt(lambda: (_ for _ in ()).throw(InputError("'x' message: w: nope")))
     with pytest.raises(WireError, match=r"^'x' message: w: not readable \(KeyError: 'k'\)$"):
-        wire.at("w").adopt(lambda: {}["k"])
+        wire.at("w").adopt(lambda: dict[str, int]()["k"])
 
 
 def test_tables_check_allowed_and_required_fields() -> None:
