@@ -157,8 +157,18 @@ class Reader:
         for member in kind:
             if member.value == value and type(value) is type(member.value):
                 return member
-        allowed = ", ".join(str(m.value) for m in kind)
-        self.fail(f"{shown(value)} is not {what or 'allowed'}; use one of {allowed}")
+        self.not_one_of(value, [m.value for m in kind], what)
+
+    def one_of(self, value: Any, allowed: Iterable[Any], what: str = "") -> Any:
+        """``value`` if it equals one of ``allowed`` (a bool never does), else the error listing them."""
+        choices = list(allowed)
+        if isinstance(value, bool) or value not in choices:
+            self.not_one_of(value, choices, what)
+        return value
+
+    def not_one_of(self, value: Any, allowed: Iterable[Any], what: str = "") -> NoReturn:
+        """Raise the error: ``value`` is none of ``allowed`` (``what`` names the kind, e.g. ``a phase``)."""
+        self.fail(f"{shown(value)} is not {what or 'allowed'}; use one of {', '.join(str(a) for a in allowed)}")
 
     def table(self, value: Any, allowed: Iterable[str] | None = None, required: Iterable[str] = (),
               what: str = "a table") -> Table:

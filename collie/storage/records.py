@@ -204,7 +204,8 @@ class CampaignConfig:
             return cls(**strings, seed=table.integer("seed"), budget=table.integer("budget", what="a positive integer"),
                        earlier_budgets=tuple(table.at("earlier_budgets").at(i).integer(b, "a positive integer")
                                              for i, b in enumerate(earlier)),
-                       target_info=info, ceilings=ceilings, baseline=table.numbers("baseline", None),
+                       target_info=info, ceilings=ceilings,
+                       baseline=table.numbers("baseline") if "baseline" in table else None,
                        version=version, parallel=table.integer("parallel", 1, "a positive integer"))
         except InputError as exc:  # one sentence about the configuration: name the file instead
             raise InputError(str(exc).replace("the campaign's configuration", where, 1)) from None
@@ -351,7 +352,7 @@ class TrialRecord:
         if raw_verdict is not None and state is not TrialState.COMPLETE:
             reader.at("verdict").fail(f"only a COMPLETE trial has one, this one is {state}")
         verdict = TrialVerdict.from_dict(raw_verdict, r.at("verdict")) if raw_verdict is not None else None
-        chain = r.integer("chain", None, "a chain number", minimum=0) if r.get("chain", None) is not None else None
+        chain = r.integer("chain", what="a chain number", minimum=0) if r.get("chain", None) is not None else None
         return cls(trial, phase, key, point, state, time, reason, result, verdict, chain)
 
 
