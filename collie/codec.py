@@ -186,8 +186,8 @@ class Reader:
 class Table:
     """One checked table (a JSON object or TOML table): typed access to its fields, each failure one sentence.
 
-    A getter's ``default`` is returned, unchecked, when the field is absent; without one, an absent field is
-    ``missing (<what is allowed>)``.
+    A getter's ``default`` is returned, unchecked, when the field is absent (except :meth:`table`'s); without
+    one, an absent field is ``missing (<what is allowed>)``.
     """
 
     __slots__ = ("data", "reader")
@@ -246,22 +246,13 @@ class Table:
 
     def table(self, key: str, allowed: Iterable[str] | None = None, required: Iterable[str] = (),
               default: Any = MISSING) -> Table:
-        return self._read(key, default, "a table", lambda r, v: r.table(v, allowed, required))
-
-    def texts(self, key: str, default: Any = MISSING, what: str = "a list of strings") -> tuple[str, ...]:
-        """A list of strings."""
-        return self._read(key, default, what, lambda r, v: tuple(r.at(i).string(x) for i, x in
-                                                                 enumerate(r.items(v, what))))
+        """Field ``key``, a table (``default``, when it is absent, is checked like a value that is there)."""
+        return self.at(key).table(self.get(key, default, "a table"), allowed, required)
 
     def numbers(self, key: str, default: Any = MISSING) -> dict[str, float]:
         """A table of numbers (metrics, counters)."""
         return self._read(key, default, "a table of numbers",
                           lambda r, v: {k: r.at(k).number(x) for k, x in r.table(v).data.items()})
-
-    def strings(self, key: str, default: Any = MISSING) -> dict[str, str]:
-        """A table of strings."""
-        return self._read(key, default, "a table of strings",
-                          lambda r, v: {k: r.at(k).string(x) for k, x in r.table(v).data.items()})
 
 
 # -- the legacy-style entry points of other readers -----------------------------------------------------------

@@ -129,6 +129,9 @@ def test_scalars_dates_and_choices() -> None:
     with pytest.raises(InputError, match=r"w\.toml: n: must be 1 or more, got 0"):
         t.integer("n", minimum=1)
     assert t.text("absent", "dflt") == "dflt"
+    assert t.table("absent", default={"a": 1}).data == {"a": 1}
+    with pytest.raises(InputError, match=r"^w\.toml: absent: expected a table, got 3$"):
+        t.table("absent", default=3)
 
 
 def test_wrong_values_are_shown_short() -> None:

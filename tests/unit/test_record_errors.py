@@ -146,6 +146,14 @@ def test_an_unknown_field_is_named_with_the_allowed_ones(kind: Kind) -> None:
     assert kind.field in str(err.value)
 
 
+def test_a_format_1_evidence_without_original_point_takes_the_case_point() -> None:
+    folder = CASES / "v1-campaign" / "anomalies" / "A003-pause"
+    legacy = json.loads((folder / "evidence.json").read_text())
+    legacy.pop("original_point")
+    record = CaseRecord.from_evidence(legacy, Reader("e.json"), Workload.load(folder / "case.toml"), None)
+    assert record.format == 1 and record.original is not None and record.original.point == legacy["point"]
+
+
 def test_a_bool_is_never_a_number() -> None:
     with pytest.raises(InputError, match=r"^t\.json: line_rate_bps: expected a number, got True$"):
         TargetInfo.from_dict({**INFO.to_dict(), "line_rate_bps": True}, Reader("t.json"))
