@@ -7,14 +7,18 @@ campaign (a point whose workload matches a known MFS is not explored again) and 
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from collie.codec import Reader
 from collie.model.features import FEATURE_NAMES, Features, features
 from collie.model.workload import Workload
 
 OPS: Final = ("==", "in", ">=", "<=")
+_FEATURE_TYPES: Final = {f.name: str(f.type) for f in dataclasses.fields(Features)}
 
 
 @dataclass(frozen=True)
@@ -50,9 +54,31 @@ class Condition:
         return {"feature": self.feature, "op": self.op, "value": value}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Condition:
-        value = tuple(d["value"]) if d["op"] == "in" else d["value"]
-        return cls(d["feature"], d["op"], value)
+    def from_dict(cls, data: Any, reader: Reader) -> Condition:
+        """Read :meth:`to_dict`'s form: a known feature, a known operator, and values of the feature's type
+        (numbers only for ``>=``/``<=``; a list for ``in``). Raises ``reader``'s error."""
+        c = reader.table(data, ("feature", "op", "value"))
+        feature, op = c.text("feature"), c.text("op")
+        kind = _FEATURE_TYPES.get(feature)
+        if kind is None:
+            c.at("feature").fail(f"{feature!r} is not a workload feature")
+        if op not in OPS:
+            c.at("op").fail(f"{op!r} is not an operator; use one of {', '.join(OPS)}")
+        numeric = op in (">=", "<=")
+        what = "a number" if numeric or kind == "int" else ("true or false" if kind == "bool" else "a string")
+        values = c.items("value") if op == "in" else [c.get("value", what=what)]
+        for v in values:
+            if not _is_feature_value(v, kind, numeric):
+                c.at("value").wrong(v, f"{what} (feature {feature})")
+        return cls(feature, op, tuple(values) if op == "in" else values[0])
+
+
+def _is_feature_value(value: Any, kind: str, numeric_only: bool) -> bool:
+    if kind == "bool":
+        return isinstance(value, bool) and not numeric_only
+    if kind == "int":
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, str) and not numeric_only
 
 
 @dataclass(frozen=True)
@@ -104,5 +130,12 @@ class MFS:
                 "text": self.describe()}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> MFS:
-        return cls(d["signature"], tuple(Condition.from_dict(c) for c in d["conditions"]))
+    def from_dict(cls, data: Any, reader: Reader) -> MFS:
+        """Read :meth:`to_dict`'s form (``text`` is written for people and not read back). Raises ``reader``'s
+        error: one sentence naming the field."""
+        d = reader.table(data, ("signature", "conditions", "text"))
+        signature = d.text("signature")
+        conditions = tuple(Condition.from_dict(c, d.at("conditions").at(i))
+                           for i, c in enumerate(d.items("conditions", what="a list of conditions")))
+        d.text("text", "")
+        return cls(signature, conditions)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from collie.codec import check_fields, expect_type
 from collie.data import data_dir
 from collie.errors import InputError
 from collie.minimize import MinimizeSettings
 from collie.oracle import Thresholds
 from collie.strategies import STRATEGIES
-from collie.tomlio import check_fields, expect_type, read_toml
+from collie.tomlio import read_toml
 
 DEFAULT_PRESET: Final = "collie"
 _TOP: Final = ("name", "description", "strategy", "budget", "duration", "strategy_options", "oracle", "minimize")
@@ -45,6 +46,31 @@ def preset_path(name_or_path: str) -> Path:
     return data_dir("search") / f"{name_or_path}.toml"
 
 
+def same_preset(given: str, own: str) -> bool:
+    """Whether two preset names or files name the same preset (``quick`` and its file are one)."""
+    return given == own or preset_path(given).resolve() == preset_path(own).resolve()
+
+
+def check_strategy(name: str, where: str) -> str:
+    """``name`` if it is a strategy, else an :class:`InputError` at ``where`` (a file) naming the known ones."""
+    if name not in STRATEGIES:
+        raise InputError(f"{where}: strategy: {name!r} is not a strategy; use one of {', '.join(STRATEGIES)}")
+    return name
+
+
+def campaign_preset(preset: str, strategy: str, where: str) -> Preset:
+    """The preset a campaign runs: its ``preset`` with the campaign's ``strategy`` (the preset's own options
+    only when it is the preset's strategy); ``where`` names the campaign's file.
+
+    Raises:
+        InputError: the preset cannot be loaded, or ``strategy`` is not a strategy.
+    """
+    chosen = load_preset(preset)
+    if check_strategy(strategy, where) != chosen.strategy:
+        return replace(chosen, strategy=strategy, strategy_options={})
+    return chosen
+
+
 def load_preset(name_or_path: str = DEFAULT_PRESET) -> Preset:
     """Load and validate a preset.
 
@@ -58,9 +84,7 @@ def load_preset(name_or_path: str = DEFAULT_PRESET) -> Preset:
     raw = read_toml(p)
     where = str(p)
     check_fields(raw, where, _TOP)
-    strategy = raw.get("strategy", "anneal")
-    if strategy not in STRATEGIES:
-        raise InputError(f"{where}: strategy: {strategy!r} is not a strategy; use one of {', '.join(STRATEGIES)}")
+    strategy = check_strategy(raw.get("strategy", "anneal"), where)
     budget = expect_type(raw.get("budget", 600), int, f"{where}: budget", "a positive integer")
     if budget < 1:
         raise InputError(f"{where}: budget: must be at least 1, got {budget}")

@@ -1,13 +1,12 @@
-"""Read TOML files and check tables field by field, with errors a person can act on.
+"""Read the text and TOML files a user names, with errors a person can act on.
 
-Every failure is an :class:`~collie.errors.InputError` whose message is one sentence naming the file, the
-field (as a dotted path) and what is allowed.
+Every failure is an :class:`~collie.errors.InputError` whose message is one sentence naming the file and what
+is wrong. Checking what a file holds, field by field, is :mod:`collie.codec`'s job.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,38 +51,3 @@ def parse_toml(text: str, source: str = "<string>") -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{source}: malformed TOML: {exc}") from None
-
-
-def check_fields(
-    table: Mapping[str, Any],
-    where: str,
-    allowed: Iterable[str],
-    required: Iterable[str] = (),
-) -> None:
-    """Reject unknown and missing fields of one table.
-
-    Args:
-        table: the parsed table.
-        where: dotted path of the table for messages (e.g. ``demo.toml: flows[0]``).
-        allowed: every field name the table may have.
-        required: the names it must have.
-    """
-    allowed_set = set(allowed)
-    for key in table:
-        if key not in allowed_set:
-            raise InputError(
-                f"{where}: unknown field {key!r}; allowed fields are {', '.join(sorted(allowed_set))}"
-            )
-    for key in required:
-        if key not in table:
-            raise InputError(f"{where}: missing required field {key!r}")
-
-
-def expect_type(value: Any, kind: type | tuple[type, ...], where: str, what: str) -> Any:
-    """Return ``value`` if it is of ``kind`` (bools are never ints), else raise with ``what`` it should be."""
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
-        raise InputError(f"{where}: expected {what}, got {value!r}")
-    if not isinstance(value, kinds):
-        raise InputError(f"{where}: expected {what}, got {value!r}")
-    return value

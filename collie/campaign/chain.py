@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from collie.campaign.budget import Budget, BudgetSpent
 from collie.campaign.registry import AnomalyRecord, AnomalyRegistry
+from collie.campaign.runlog import RunLog
 from collie.campaign.runner import TrialOutcome, TrialRunner
 from collie.campaign.summary import CampaignSummary
 from collie.events import (
@@ -43,7 +44,7 @@ from collie.model.workload import Workload
 from collie.oracle import Verdict
 from collie.preset import Preset
 from collie.storage.campaign import CampaignStore
-from collie.storage.case import CaseRecord, OriginalFind, RunLog, TargetRecord
+from collie.storage.case import CaseRecord, OriginalFind, TargetRecord
 from collie.storage.records import Phase
 from collie.strategies import Outcome, Strategy
 from collie.targets.base import TargetInfo

@@ -32,7 +32,7 @@ from collie.experiment import run_and_judge
 from collie.model.workload import Workload
 from collie.oracle import Oracle, Verdict
 from collie.storage.campaign import JOURNAL, CampaignStore, JournalRead
-from collie.storage.records import Phase, TrialRecord, TrialState
+from collie.storage.records import Phase, TrialRecord, TrialState, TrialVerdict
 from collie.targets.base import RunResult, Target
 
 
@@ -165,9 +165,7 @@ class TrialRunner:
         else:
             outcome = TrialOutcome(outcome.state, outcome.result, self._judge(phase, outcome.result, workload),
                                    outcome.reason)
-            v = outcome.verdict
-            summary = None if v is None else {"anomalous": v.anomalous, "signature": v.signature,
-                                              "score": v.score, "metrics": dict(v.metrics)}
+            summary = None if outcome.verdict is None else TrialVerdict.of(outcome.verdict)
             self.store.append(TrialRecord(n, phase, key, pt, outcome.state, time.time(), outcome.reason,
                                           outcome.result, summary, chain=self.chain))
         if outcome.state is TrialState.COMPLETE:

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from collie.codec import check_fields, expect_type
 from collie.data import data_dir
 from collie.errors import InputError
-from collie.tomlio import check_fields, expect_type, read_toml
+from collie.tomlio import read_toml
 
 SOURCES: Final = ("port", "hw", "ethtool", "rdma-stat", "sim")
 KINDS: Final = ("monotonic", "wrap32", "gauge", "setting")

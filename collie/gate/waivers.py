@@ -20,14 +20,13 @@ Invariants:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from collie.errors import InputError
+from collie.codec import Reader
 from collie.oracle import SYMPTOM_ORDER, leading_symptom
-from collie.tomlio import check_fields, read_toml
+from collie.tomlio import read_toml
 
 FIELDS: Final = ("signature", "reason", "expires", "case")
 REQUIRED: Final = ("signature", "reason", "expires")
@@ -71,6 +70,25 @@ class Waiver:
         where = f" (case {self.case})" if self.case else ""
         return f"waiver {self.signature}{where} until {self.expires.isoformat()}: {self.reason}"
 
+    @classmethod
+    def from_dict(cls, data: Any, reader: Reader, index: int = 0) -> Waiver:
+        """Read one ``[[waiver]]`` table (the ``index``-th of its file).
+
+        Raises:
+            ``reader``'s error: an unknown or missing field, an empty string, a signature that is not
+            ``kind@end`` tags, or a date that is not one.
+        """
+        w = reader.table(data, FIELDS)
+        signature = w.text("signature", what="a non-empty string", blank=False).strip()
+        for tag in signature.split("+"):
+            kind, _, end = tag.partition("@")
+            if kind not in SYMPTOM_ORDER or end not in ENDS:
+                w.at("signature").fail(f"{tag!r} is not a symptom; write kind@end with kind one of "
+                                       f"{', '.join(SYMPTOM_ORDER)} and end receiver or sender, e.g. pause@receiver")
+        reason = w.text("reason", what="a non-empty string", blank=False).strip()
+        case = w.text("case", "", "a non-empty string", blank=False).strip()
+        return cls(signature, reason, w.date("expires"), case, index)
+
 
 @dataclass(frozen=True)
 class WaiverMatch:
@@ -102,46 +120,7 @@ def load_waivers(path: Path) -> Waivers:
         InputError: missing, not TOML, or a field that is wrong: one sentence naming the file, the waiver and
             the field.
     """
-    data = read_toml(path)
-    check_fields(data, str(path), ("waiver",))
-    raw = data.get("waiver", [])
-    if not isinstance(raw, list) or not all(isinstance(w, Mapping) for w in raw):
-        raise InputError(f"{path}: waiver: expected [[waiver]] tables, got {_shown(raw)}")
-    return Waivers(tuple(_waiver(w, f"{path}: waiver[{i}]", i) for i, w in enumerate(raw)), str(path))
-
-
-def _waiver(w: Mapping[str, Any], where: str, index: int) -> Waiver:
-    check_fields(w, where, FIELDS, REQUIRED)
-    signature = _text(w, "signature", where)
-    for tag in signature.split("+"):
-        kind, _, end = tag.partition("@")
-        if kind not in SYMPTOM_ORDER or end not in ENDS:
-            raise InputError(f"{where}.signature: {tag!r} is not a symptom; write kind@end with kind one of "
-                             f"{', '.join(SYMPTOM_ORDER)} and end receiver or sender, e.g. pause@receiver")
-    reason = _text(w, "reason", where)
-    case = _text(w, "case", where) if "case" in w else ""
-    return Waiver(signature, reason, _date(w["expires"], f"{where}.expires"), case, index)
-
-
-def _text(w: Mapping[str, Any], name: str, where: str) -> str:
-    value = w[name]
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{where}.{name}: expected a non-empty string, got {_shown(value)}")
-    return value.strip()
-
-
-def _date(value: Any, where: str) -> dt.date:
-    if isinstance(value, dt.datetime):
-        raise InputError(f"{where}: expected a date without a time, like 2027-01-31, got {value.isoformat()}")
-    if isinstance(value, dt.date):
-        return value
-    if isinstance(value, str):
-        try:
-            return dt.date.fromisoformat(value.strip())
-        except ValueError:
-            pass
-    raise InputError(f"{where}: expected a date like 2027-01-31, got {_shown(value)}")
-
-
-def _shown(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else f"{type(value).__name__} {value!r}"
+    data = Reader(str(path)).table(read_toml(path), ("waiver",))
+    raw = data.items("waiver", [], "[[waiver]] tables")
+    waivers = data.at("waiver")
+    return Waivers(tuple(Waiver.from_dict(w, waivers.at(i), i) for i, w in enumerate(raw)), str(path))

@@ -22,12 +22,13 @@ from typing import Any, Final
 
 import numpy as np
 
+from collie.codec import check_fields, expect_type
 from collie.data import data_dir
 from collie.errors import ConstraintError, InputError
 from collie.model.constraints import CONSTRAINTS, violations
 from collie.model.dimensions import Choice, Dimension, Flag, IntRange, SizeVector
 from collie.model.workload import MEMORY_PLACEMENTS, MTUS, Endpoint, Flow, Workload
-from collie.tomlio import check_fields, expect_type, read_toml
+from collie.tomlio import read_toml
 
 OPS: Final = ("RC_SEND", "RC_WRITE", "RC_READ", "UC_SEND", "UC_WRITE", "UD_SEND")
 #: The one table of what each direction is: its flows' (client host, server host) pairs, in flow order. The

@@ -24,9 +24,10 @@ from typing import Any, Final
 
 import tomli_w
 
+from collie.codec import Reader, check_fields, expect_type
 from collie.errors import InputError
 from collie.model.units import parse_size
-from collie.tomlio import check_fields, expect_type, parse_toml, read_text, read_toml
+from collie.tomlio import parse_toml, read_text, read_toml
 
 TRANSPORTS: Final = ("RC", "UC", "UD")
 OPCODES: Final = ("WRITE", "WRITE_IMM", "READ", "SEND", "SEND_IMM", "ATOMIC_FA", "ATOMIC_CS")
@@ -247,13 +248,6 @@ def _host_name(name: str, where: str) -> str:
     return name
 
 
-def _choice(value: Any, allowed: tuple[Any, ...], where: str) -> Any:
-    if value not in allowed or isinstance(value, bool):
-        shown = ", ".join(str(a) for a in allowed)
-        raise InputError(f"{where}: {value!r} is not allowed; use one of {shown}")
-    return value
-
-
 def _bounded_int(value: Any, lo: int, hi: int, where: str) -> int:
     expect_type(value, int, where, f"an integer from {lo} to {hi}")
     if not lo <= value <= hi:
@@ -269,11 +263,11 @@ def _flow_from_dict(raw: Any, where: str) -> Flow:
         "server": _endpoint_from(raw["server"], f"{where}.server"),
     }
     if "transport" in raw:
-        kwargs["transport"] = _choice(raw["transport"], TRANSPORTS, f"{where}.transport")
+        kwargs["transport"] = Reader(f"{where}.transport").one_of(raw["transport"], TRANSPORTS)
     if "opcode" in raw:
-        kwargs["opcode"] = _choice(raw["opcode"], OPCODES, f"{where}.opcode")
+        kwargs["opcode"] = Reader(f"{where}.opcode").one_of(raw["opcode"], OPCODES)
     if "mtu" in raw:
-        kwargs["mtu"] = _choice(raw["mtu"], MTUS, f"{where}.mtu")
+        kwargs["mtu"] = Reader(f"{where}.mtu").one_of(raw["mtu"], MTUS)
     if "sizes" in raw:
         kwargs["sizes"] = _sizes(raw["sizes"], f"{where}.sizes")
     for name, (lo, hi) in FLOW_LIMITS.items():

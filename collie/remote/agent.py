@@ -25,8 +25,8 @@ import platform
 import socket
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import BinaryIO
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, BinaryIO, Final
 
 from collie import __version__
 from collie.collectors.port import PortStatus
@@ -34,7 +34,6 @@ from collie.collectors.snapshot import Snapshot
 from collie.errors import CollieError
 from collie.remote.protocol import (
     PROTOCOL_VERSION,
-    REQUESTS,
     Abort,
     Aborted,
     Bye,
@@ -112,7 +111,7 @@ class Agent:
         self._session: HostSession | None = None
         self.done = False
 
-    def handle(self, request: Request) -> Reply:
+    def handle(self, request: Request[Reply]) -> Reply:
         """The reply to one request (never raises for anything a request or its target does)."""
         try:
             return self._handle(request)
@@ -125,58 +124,83 @@ class Agent:
         except Exception as exc:  # an agent bug must not kill the agent: the controller gets a sentence
             return Error(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
 
-    def _handle(self, request: Request) -> Reply:
-        if isinstance(request, Hello):
-            if self.hello is not None:
-                return Error(ErrorKind.PROTOCOL, "hello was already received; send it once, first")
-            self.hello = request
-            return Welcome(collie_version=__version__, protocol=PROTOCOL_VERSION, capabilities=capabilities(),
-                           host=request.host, time=time.time(), pid=os.getpid(),
-                           python=platform.python_version(), hostname=socket.gethostname(), argv=self._argv)
-        if isinstance(request, Bye):
-            self.close()
-            self.done = True
-            return Farewell()
-        if self.hello is None:
+    def _handle(self, request: Request[Reply]) -> Reply:
+        serve = _HANDLERS.get(type(request))
+        if serve is None:
+            return Error(ErrorKind.PROTOCOL, f"{type(request).__name__} is not a request")
+        if self.hello is None and not isinstance(request, Hello | Bye):
             return Error(ErrorKind.PROTOCOL, "the first request must be hello")
-        if isinstance(request, Ping):
-            return Pong(time.time())
-        if isinstance(request, Describe):
-            return Described(self._target_open().describe())
-        if isinstance(request, Sample):
-            return Sampled(self._sample())
-        if isinstance(request, Run):
-            result = self._target_open().run(request.workload, request.duration)
-            if self._sim is not None:
-                self._sim.add(result)
-            return Ran(result)
-        if isinstance(request, Inspect):
-            return Inspected(self._port())
-        if isinstance(request, Abort):
-            self.abort_session()
-            return Aborted()
-        if isinstance(request, Prepare):
-            self.abort_session()
-            session = self._new_session()
-            self._session = session
-            return Prepared(tuple(session.prepare(request.plan)))
-        held = self._session
-        if held is None:
-            return Error(ErrorKind.PROTOCOL, f"{type(request).__name__.lower()} without a session; send prepare "
-                                             f"first")
-        session = held
-        if isinstance(request, Connect):
-            session.connect(request.peers)
-            return Connected()
-        if isinstance(request, Start):
-            session.start(request.at)
-            return Started()
-        if isinstance(request, Finish):
-            part = session.finish()
-            if self._sim is not None:
-                self._sim.add_hosts(part.hosts)
-            return Finished(part)
-        return Error(ErrorKind.PROTOCOL, f"{type(request).__name__} is not a request")
+        return serve(self, request)
+
+    def _on_hello(self, request: Hello) -> Reply:
+        if self.hello is not None:
+            return Error(ErrorKind.PROTOCOL, "hello was already received; send it once, first")
+        self.hello = request
+        return Welcome(collie_version=__version__, protocol=PROTOCOL_VERSION, capabilities=capabilities(),
+                       host=request.host, time=time.time(), pid=os.getpid(),
+                       python=platform.python_version(), hostname=socket.gethostname(), argv=self._argv)
+
+    def _on_bye(self, request: Bye) -> Reply:
+        self.close()
+        self.done = True
+        return Farewell()
+
+    def _on_ping(self, request: Ping) -> Reply:
+        return Pong(time.time())
+
+    def _on_describe(self, request: Describe) -> Reply:
+        return Described(self._target_open().describe())
+
+    def _on_sample(self, request: Sample) -> Reply:
+        return Sampled(self._sample())
+
+    def _on_run(self, request: Run) -> Reply:
+        result = self._target_open().run(request.workload, request.duration)
+        if self._sim is not None:
+            self._sim.add(result)
+        return Ran(result)
+
+    def _on_inspect(self, request: Inspect) -> Reply:
+        return Inspected(self._port())
+
+    def _on_abort(self, request: Abort) -> Reply:
+        self.abort_session()
+        return Aborted()
+
+    def _on_prepare(self, request: Prepare) -> Reply:
+        self.abort_session()
+        session = self._new_session()
+        self._session = session
+        return Prepared(tuple(session.prepare(request.plan)))
+
+    def _held(self, request: Request[Reply]) -> HostSession | Error:
+        """The session a connect, start or finish acts on, or the error of having none."""
+        if self._session is None:
+            return Error(ErrorKind.PROTOCOL, f"{request.TYPE} without a session; send prepare first")
+        return self._session
+
+    def _on_connect(self, request: Connect) -> Reply:
+        session = self._held(request)
+        if isinstance(session, Error):
+            return session
+        session.connect(request.peers)
+        return Connected()
+
+    def _on_start(self, request: Start) -> Reply:
+        session = self._held(request)
+        if isinstance(session, Error):
+            return session
+        session.start(request.at)
+        return Started()
+
+    def _on_finish(self, request: Finish) -> Reply:
+        session = self._held(request)
+        if isinstance(session, Error):
+            return session
+        part = session.finish()
+        if self._sim is not None:
+            self._sim.add_hosts(part.hosts)
+        return Finished(part)
 
     def _new_session(self) -> HostSession:
         """A session of the hello's target kind (:func:`~collie.targets.registry.open_session`): a sim host's
@@ -233,6 +257,14 @@ class Agent:
             target.__exit__(None, None, None)
 
 
+#: The handler of each request type (the agent serves exactly these).
+_HANDLERS: Final[Mapping[type[Request[Reply]], Callable[[Agent, Any], Reply]]] = {
+    Hello: Agent._on_hello, Bye: Agent._on_bye, Ping: Agent._on_ping, Describe: Agent._on_describe,
+    Sample: Agent._on_sample, Run: Agent._on_run, Inspect: Agent._on_inspect, Abort: Agent._on_abort,
+    Prepare: Agent._on_prepare, Connect: Agent._on_connect, Start: Agent._on_start, Finish: Agent._on_finish,
+}
+
+
 def _open_target(spec: str, seed: int) -> Target:
     return open_target(parse_target(spec), seed=seed)
 
@@ -279,7 +311,7 @@ def _answer(agent: Agent, line: bytes) -> bytes:
     except ProtocolError as exc:
         return encode(Error(ErrorKind.PROTOCOL, str(exc)), msg_id)
     message = envelope.message
-    if not isinstance(message, REQUESTS):
+    if not isinstance(message, Request):
         return encode(Error(ErrorKind.PROTOCOL, f"{type(message).__name__} is a reply, not a request"), msg_id)
     return encode(agent.handle(message), envelope.id)
 

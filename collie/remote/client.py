@@ -28,38 +28,26 @@ from collie.remote.launch import AGENT_COMMAND_LINE, AgentChannel, ChannelClosed
 from collie.remote.protocol import (
     PROTOCOL_VERSION,
     Abort,
-    Aborted,
     Bye,
     Connect,
-    Connected,
     Describe,
-    Described,
     Error,
     ErrorKind,
-    Farewell,
     Finish,
-    Finished,
     Hello,
     Inspect,
-    Inspected,
     Ping,
-    Pong,
     Prepare,
-    Prepared,
     ProtocolError,
-    Ran,
     Reply,
     Request,
     Run,
     Sample,
-    Sampled,
     Start,
-    Started,
     Welcome,
     decode,
     encode,
     peek_version,
-    type_name,
 )
 from collie.targets.base import RunResult, TargetInfo, Unsupported
 from collie.targets.session import HostPart, RunPlan
@@ -118,16 +106,15 @@ class AgentClient:
             self._broken = reason
         return HostError(self.host.name, failure, reason)
 
-    def request(self, message: Request, expect: type[R], timeout: float | None = None,
-                exited: Failure = Failure.AGENT_EXITED) -> R:
-        """Send ``message`` and return its reply of type ``expect``.
+    def request(self, message: Request[R], timeout: float | None = None, exited: Failure = Failure.AGENT_EXITED) -> R:
+        """Send ``message`` and return its reply (of the type the request declares).
 
         Raises:
             HostError: timeout, agent gone, protocol or version failure, or an ``error`` reply (kind
                 :attr:`Failure.AGENT_ERROR`; ``unsupported`` raises :class:`Unsupported` instead).
             Unsupported: the agent's target cannot run this workload.
         """
-        what = type_name(message)
+        what = message.TYPE
         if self._broken is not None:
             raise HostError(self.host.name, Failure.BROKEN,
                             f"cannot send {what}: the agent is unusable after an earlier failure ({self._broken})")
@@ -146,7 +133,7 @@ class AgentClient:
                                          f"install collie {__version__} on the host") from None
             raise self._fail(Failure.AGENT_EXITED, f"its agent {describe_exit(closed)} before answering "
                                                    f"{what}") from None
-        return self._reply(line, msg_id, what, expect)
+        return self._reply(line, msg_id, what, message.reply_type())
 
     def _reply(self, line: bytes, msg_id: int, what: str, expect: type[R]) -> R:
         version, _ = peek_version(line)
@@ -172,7 +159,7 @@ class AgentClient:
                 raise self._fail(Failure.PROTOCOL, f"its agent failed {what} ({reply.kind.value}): {reply.message}")
             raise HostError(self.host.name, Failure.AGENT_ERROR, f"{what} failed on the host: {reply.message}")
         if not isinstance(reply, expect):
-            raise self._fail(Failure.PROTOCOL, f"its agent answered {what} with {type_name(reply)}")
+            raise self._fail(Failure.PROTOCOL, f"its agent answered {what} with {reply.TYPE}")
         return reply
 
     def hello(self, seed: int = 0, pings: int = 3) -> Welcome:
@@ -185,7 +172,7 @@ class AgentClient:
         message = Hello(host=h.name, target=h.target.spec, controller_version=__version__, tags=h.tags,
                         netdev=h.netdev, numa=h.numa, seed=seed)
         t0 = time.time()
-        welcome = self.request(message, Welcome, exited=Failure.AGENT_MISSING)
+        welcome = self.request(message, exited=Failure.AGENT_MISSING)
         t1 = time.time()
         self.welcome = welcome
         self.clock = Clock(skew_s=welcome.time - (t0 + t1) / 2, rtt_s=t1 - t0)
@@ -199,25 +186,25 @@ class AgentClient:
         readings = []
         for _ in range(max(1, pings)):
             t0 = time.time()
-            pong = self.request(Ping(), Pong)
+            pong = self.request(Ping())
             t1 = time.time()
             readings.append(Clock(skew_s=pong.time - (t0 + t1) / 2, rtt_s=t1 - t0))
         return min(readings, key=lambda c: c.rtt_s)
 
     def describe(self) -> TargetInfo:
-        return self.request(Describe(), Described).info
+        return self.request(Describe()).info
 
     def sample(self) -> tuple[Snapshot, ...]:
-        return self.request(Sample(), Sampled).snapshots
+        return self.request(Sample()).snapshots
 
     def inspect(self) -> PortStatus | None:
         """The host's RDMA port state (None for a sim host)."""
-        return self.request(Inspect(), Inspected).port
+        return self.request(Inspect()).port
 
     def run(self, workload: Workload, duration: float, timeout: float | None = None) -> RunResult:
         """Run one workload on the host's target (``timeout`` defaults to the request timeout + duration)."""
         limit = timeout if timeout is not None else self.request_timeout + duration
-        return self.request(Run(workload, duration), Ran, limit).result
+        return self.request(Run(workload, duration), limit).result
 
     # ------------------------------------------------------------------ one run of a remote target, step by step
 
@@ -229,15 +216,15 @@ class AgentClient:
             HostError: as :meth:`request`.
         """
         self._plan = plan
-        return list(self.request(Prepare(plan), Prepared, timeout).endpoints)
+        return list(self.request(Prepare(plan), timeout).endpoints)
 
     def connect(self, peers: Sequence[Mapping[str, Any]], timeout: float | None = None) -> None:
         """Give the session every other agent's endpoints."""
-        self.request(Connect(tuple(peers)), Connected, timeout)
+        self.request(Connect(tuple(peers)), timeout)
 
     def start(self, at: float, timeout: float | None = None) -> None:
         """Tell the session to begin its warm-up at ``at`` on the agent's clock (answered at once)."""
-        self.request(Start(at), Started, timeout)
+        self.request(Start(at), timeout)
 
     def finish(self, timeout: float | None = None) -> HostPart:
         """Wait for the run's end and return what the host measured. ``timeout`` must cover the rest of the run
@@ -246,11 +233,11 @@ class AgentClient:
         if timeout is None:
             plan = self._plan
             timeout = self.request_timeout + (plan.warmup + plan.duration if plan is not None else 0.0)
-        return self.request(Finish(), Finished, timeout).part
+        return self.request(Finish(), timeout).part
 
     def abort(self, timeout: float | None = None) -> None:
         """Stop and free the host's session (idempotent on the agent)."""
-        self.request(Abort(), Aborted, timeout)
+        self.request(Abort(), timeout)
 
     @property
     def broken(self) -> bool:
@@ -261,7 +248,7 @@ class AgentClient:
         """Say bye when the agent is healthy, then close the channel (idempotent; never raises HostError)."""
         if self._broken is None:
             with contextlib.suppress(HostError):
-                self.request(Bye(), Farewell, timeout)
+                self.request(Bye(), timeout)
             self._broken = "the channel was closed"
         self.channel.close()
 

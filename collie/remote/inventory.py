@@ -49,8 +49,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Final
 
+from collie.codec import expect_type
 from collie.errors import CollieError, InputError
-from collie.tomlio import expect_type, parse_toml, read_text
+from collie.tomlio import parse_toml, read_text
 
 DEFAULT_SSH_PORT: Final = 22
 DEFAULT_CONNECT_TIMEOUT: Final = 10.0

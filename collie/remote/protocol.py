@@ -34,23 +34,28 @@ request               reply               what
 Invariants:
     * :data:`PROTOCOL_VERSION` changes whenever a message changes incompatibly; an agent answers a request of
       another version with an ``error`` of kind ``version`` (one sentence naming both versions) and nothing else;
-    * :func:`decode` never raises anything but :class:`ProtocolError`, whatever bytes it is given;
+    * :func:`decode` never raises anything but :class:`ProtocolError`, whatever bytes it is given; a field that
+      is missing, mistyped or unknown is the codec's one sentence (``'hello' message: seed: expected an
+      integer, got 'x'``);
+    * each message class declares its type name once (``@message("prepare")``) and a request its reply once
+      (``Prepare(Request[Prepared])``); encode and decode go through :mod:`collie.codec`;
     * a message's fields are JSON data only: nothing in them is ever executed or passed to a shell.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final
+from typing import Any, ClassVar, Final, Generic, Self, TypeVar, cast, get_args
 
+from collie.codec import Custom, Reader, encode_fields
+from collie.codec import decode as decode_fields
 from collie.collectors.port import PortStatus
 from collie.collectors.snapshot import Snapshot
-from collie.errors import InputError
 from collie.model.workload import Workload
-from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo
+from collie.targets.base import RunResult, TargetInfo
 from collie.targets.session import HostPart, RunPlan
 
 PROTOCOL_VERSION: Final = 2
@@ -73,94 +78,74 @@ class ErrorKind(Enum):
     INTERNAL = "internal"  # a bug in the agent
 
 
-# ----------------------------------------------------------------------------------------------- requests
+#: How the fields of types other modules own are read off the wire (their own readers, errors adopted).
+_FOREIGN: Final[Custom] = {
+    Workload: lambda v, r: r.adopt(lambda: Workload.from_dict(v, r.location)),
+    Snapshot: lambda v, r: r.adopt(lambda: Snapshot.from_dict(r.table(v).data, r.location)),
+    PortStatus: lambda v, r: r.adopt(lambda: PortStatus.from_dict(r.table(v).data)),
+}
 
 
-@dataclass(frozen=True)
-class Hello:
-    """First request: tells the agent which host of the inventory it serves (all data, never code)."""
+class Message:
+    """A message of the protocol: a frozen dataclass whose fields are the line's fields besides ``v``, ``id``
+    and ``type``. ``TYPE`` is its type name on the wire (set by :func:`message`)."""
 
-    host: str
-    target: str
-    controller_version: str
-    tags: tuple[str, ...] = ()
-    netdev: str | None = None
-    numa: int | None = None
-    seed: int = 0
+    TYPE: ClassVar[str]
 
+    def to_dict(self) -> dict[str, Any]:
+        """The message's own fields, JSON-ready."""
+        return encode_fields(self)
 
-@dataclass(frozen=True)
-class Ping:
-    """Ask for the agent's clock."""
+    @classmethod
+    def from_dict(cls, data: Any, reader: Reader) -> Self:
+        """Read the message's own fields (every one checked; raises ``reader``'s error)."""
+        return decode_fields(cls, data, reader, _FOREIGN)
 
 
-@dataclass(frozen=True)
-class Describe:
-    """Ask for the target's fingerprint."""
+class Reply(Message):
+    """A message the agent sends, answering one request."""
 
 
-@dataclass(frozen=True)
-class Sample:
-    """Ask for every counter the host can read now."""
+R_co = TypeVar("R_co", bound=Reply, covariant=True)
 
 
-@dataclass(frozen=True)
-class Run:
-    """Run one workload for ``duration`` measured seconds on the host's own target."""
+class Request(Message, Generic[R_co]):
+    """A message the controller sends; ``Request[X]`` is answered by an ``X`` (or an :class:`Error`)."""
 
-    workload: Workload
-    duration: float
+    REPLY: ClassVar[type[Reply]]
 
-
-@dataclass(frozen=True)
-class Prepare:
-    """Prepare this host's part of one run (the agent aborts any session it holds first)."""
-
-    plan: RunPlan
+    def reply_type(self) -> type[R_co]:
+        """The reply this request expects."""
+        return cast(type[R_co], self.REPLY)
 
 
-@dataclass(frozen=True)
-class Connect:
-    """``peers``: every other agent's ``prepared`` endpoints, concatenated."""
-
-    peers: tuple[Mapping[str, Any], ...]
+#: Every message class by its type name.
+MESSAGES: Final[dict[str, type[Message]]] = {}
+M = TypeVar("M", bound=type[Message])
 
 
-@dataclass(frozen=True)
-class Start:
-    """Begin the warm-up at ``at`` (the agent's ``time.time()`` scale)."""
+def message(name: str) -> Callable[[M], M]:
+    """Register a message class under its type name ``name`` (a request's reply is its ``Request[...]``)."""
 
-    at: float
+    def register(cls: M) -> M:
+        if name in MESSAGES:
+            raise ValueError(f"message type {name!r} is registered twice")
+        cls.TYPE = name
+        if issubclass(cls, Request):
+            (reply,) = (get_args(base)[0] for base in getattr(cls, "__orig_bases__", ()) if get_args(base))
+            cls.REPLY = reply
+        MESSAGES[name] = cls
+        return cls
 
+    return register
 
-@dataclass(frozen=True)
-class Finish:
-    """Wait until the run has ended and report what this host measured."""
-
-
-@dataclass(frozen=True)
-class Abort:
-    """Stop any traffic of the session and free it."""
-
-
-@dataclass(frozen=True)
-class Inspect:
-    """Ask for the state of the host's RDMA port (link, GID, MTU)."""
-
-
-@dataclass(frozen=True)
-class Bye:
-    """Close the target and exit."""
-
-
-Request = Hello | Ping | Describe | Sample | Run | Prepare | Connect | Start | Finish | Abort | Inspect | Bye
-REQUESTS: Final = (Hello, Ping, Describe, Sample, Run, Prepare, Connect, Start, Finish, Abort, Inspect, Bye)
 
 # ------------------------------------------------------------------------------------------------ replies
 
 
+@message("welcome")
 @dataclass(frozen=True)
-class Welcome:
+class Welcome(Reply):
     """The agent's answer to hello.
 
     Attributes:
@@ -186,90 +171,213 @@ class Welcome:
     argv: tuple[str, ...] = ()
 
 
+@message("pong")
 @dataclass(frozen=True)
-class Pong:
+class Pong(Reply):
     """``time``: the agent's clock (``time.time()``) when it answered."""
 
     time: float
 
 
+@message("described")
 @dataclass(frozen=True)
-class Described:
+class Described(Reply):
     info: TargetInfo
 
 
+@message("sampled")
 @dataclass(frozen=True)
-class Sampled:
+class Sampled(Reply):
     """``snapshots``: one per RDMA port the host reads (a sim host: one per simulated host)."""
 
     snapshots: tuple[Snapshot, ...]
 
 
+@message("ran")
 @dataclass(frozen=True)
-class Ran:
+class Ran(Reply):
+    """``result``: the run's result, ``truth`` included (the controller keeps it for tests only)."""
+
     result: RunResult
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"result": self.result.to_dict(include_truth=True)}
 
+
+@message("prepared")
 @dataclass(frozen=True)
-class Prepared:
+class Prepared(Reply):
     """``endpoints``: JSON-ready connection data of this host's endpoints (empty for a sim host)."""
 
     endpoints: tuple[Mapping[str, Any], ...]
 
 
+@message("connected")
 @dataclass(frozen=True)
-class Connected:
+class Connected(Reply):
     """The session is connected to its peers."""
 
 
+@message("started")
 @dataclass(frozen=True)
-class Started:
+class Started(Reply):
     """The session will begin at the time it was told."""
 
 
+@message("finished")
 @dataclass(frozen=True)
-class Finished:
+class Finished(Reply):
+    """``part``: what this host measured (``truth`` included: the controller keeps it for tests only)."""
+
     part: HostPart
 
 
+@message("aborted")
 @dataclass(frozen=True)
-class Aborted:
+class Aborted(Reply):
     """No session is left."""
 
 
+@message("inspected")
 @dataclass(frozen=True)
-class Inspected:
+class Inspected(Reply):
     """``port``: the host's RDMA port state, or None for a sim host (it has no port)."""
 
     port: PortStatus | None
 
 
+@message("farewell")
 @dataclass(frozen=True)
-class Farewell:
+class Farewell(Reply):
     """The agent's last message before it exits."""
 
 
+@message("error")
 @dataclass(frozen=True)
-class Error:
+class Error(Reply):
     """The agent refused or failed the request; ``message`` is one sentence."""
 
     kind: ErrorKind
     message: str
 
 
-Reply = (Welcome | Pong | Described | Sampled | Ran | Prepared | Connected | Started | Finished | Aborted | Inspected
-         | Farewell | Error)
+# ----------------------------------------------------------------------------------------------- requests
 
-_TYPES: Final[Mapping[type, str]] = {
-    Hello: "hello", Ping: "ping", Describe: "describe", Sample: "sample", Run: "run", Prepare: "prepare",
-    Connect: "connect", Start: "start", Finish: "finish", Abort: "abort", Bye: "bye",
-    Welcome: "welcome", Pong: "pong", Described: "described", Sampled: "sampled", Ran: "ran", Prepared: "prepared",
-    Connected: "connected", Started: "started", Finished: "finished", Aborted: "aborted", Farewell: "farewell",
-    Error: "error", Inspect: "inspect", Inspected: "inspected",
-}
-REPLY_TO: Final[Mapping[type, type]] = {Hello: Welcome, Ping: Pong, Describe: Described, Sample: Sampled, Run: Ran,
-                                        Prepare: Prepared, Connect: Connected, Start: Started, Finish: Finished,
-                                        Abort: Aborted, Inspect: Inspected, Bye: Farewell}
+
+@message("hello")
+@dataclass(frozen=True)
+class Hello(Request[Welcome]):
+    """First request: tells the agent which host of the inventory it serves (all data, never code)."""
+
+    host: str
+    target: str
+    controller_version: str
+    tags: tuple[str, ...] = ()
+    netdev: str | None = None
+    numa: int | None = None
+    seed: int = 0
+
+
+@message("ping")
+@dataclass(frozen=True)
+class Ping(Request[Pong]):
+    """Ask for the agent's clock."""
+
+
+@message("describe")
+@dataclass(frozen=True)
+class Describe(Request[Described]):
+    """Ask for the target's fingerprint."""
+
+
+@message("sample")
+@dataclass(frozen=True)
+class Sample(Request[Sampled]):
+    """Ask for every counter the host can read now."""
+
+
+@message("run")
+@dataclass(frozen=True)
+class Run(Request[Ran]):
+    """Run one workload for ``duration`` measured seconds (> 0) on the host's own target."""
+
+    workload: Workload
+    duration: float
+
+    @classmethod
+    def from_dict(cls, data: Any, reader: Reader) -> Self:
+        run = super().from_dict(data, reader)
+        if not run.duration > 0:
+            reader.at("duration").fail(f"must be a positive number of seconds, got {run.duration:g}")
+        return run
+
+
+@message("prepare")
+@dataclass(frozen=True)
+class Prepare(Request[Prepared]):
+    """Prepare this host's part of one run (the agent aborts any session it holds first).
+
+    Invariants of ``plan``: at least one role, ``duration`` > 0, ``warmup`` >= 0, ``repetition`` None or >= 0.
+    """
+
+    plan: RunPlan
+
+    @classmethod
+    def from_dict(cls, data: Any, reader: Reader) -> Self:
+        prepare = super().from_dict(data, reader)
+        plan, at = prepare.plan, reader.at("plan")
+        if plan.repetition is not None and plan.repetition < 0:
+            at.at("repetition").fail(f"must be 0 or more, got {plan.repetition}")
+        if not plan.duration > 0:
+            at.at("duration").fail(f"must be a positive number of seconds, got {plan.duration:g}")
+        if plan.warmup < 0:
+            at.at("warmup").fail(f"must be 0 or more seconds, got {plan.warmup:g}")
+        if not plan.roles:
+            at.at("roles").fail("is empty; an agent plays at least one role")
+        return prepare
+
+
+@message("connect")
+@dataclass(frozen=True)
+class Connect(Request[Connected]):
+    """``peers``: every other agent's ``prepared`` endpoints, concatenated."""
+
+    peers: tuple[Mapping[str, Any], ...]
+
+
+@message("start")
+@dataclass(frozen=True)
+class Start(Request[Started]):
+    """Begin the warm-up at ``at`` (the agent's ``time.time()`` scale)."""
+
+    at: float
+
+
+@message("finish")
+@dataclass(frozen=True)
+class Finish(Request[Finished]):
+    """Wait until the run has ended and report what this host measured."""
+
+
+@message("abort")
+@dataclass(frozen=True)
+class Abort(Request[Aborted]):
+    """Stop any traffic of the session and free it."""
+
+
+@message("inspect")
+@dataclass(frozen=True)
+class Inspect(Request[Inspected]):
+    """Ask for the state of the host's RDMA port (link, GID, MTU)."""
+
+
+@message("bye")
+@dataclass(frozen=True)
+class Bye(Request[Farewell]):
+    """Close the target and exit."""
+
+
+# ------------------------------------------------------------------------------------------------- lines
 
 
 @dataclass(frozen=True)
@@ -278,55 +386,14 @@ class Envelope:
 
     version: int
     id: int
-    message: Request | Reply = field()
+    message: Message = field()
 
 
-def type_name(message: Request | Reply) -> str:
-    return _TYPES[type(message)]
-
-
-def encode(message: Request | Reply, msg_id: int, version: int = PROTOCOL_VERSION) -> bytes:
+def encode(message: Message, msg_id: int, version: int = PROTOCOL_VERSION) -> bytes:
     """One line (ending in ``\\n``) carrying ``message`` as request or reply number ``msg_id``."""
-    body: dict[str, Any] = {"v": version, "id": msg_id, "type": type_name(message)}
-    body.update(_fields(message))
+    body: dict[str, Any] = {"v": version, "id": msg_id, "type": message.TYPE}
+    body.update(message.to_dict())
     return (json.dumps(body, separators=(",", ":"), allow_nan=False) + "\n").encode()
-
-
-def _fields(m: Request | Reply) -> dict[str, Any]:
-    if isinstance(m, Hello):
-        return {"host": m.host, "target": m.target, "controller_version": m.controller_version,
-                "tags": list(m.tags), "netdev": m.netdev, "numa": m.numa, "seed": m.seed}
-    if isinstance(m, Run):
-        return {"workload": m.workload.to_dict(), "duration": m.duration}
-    if isinstance(m, Prepare):
-        p = m.plan
-        return {"plan": {"run": p.run, "workload": p.workload.to_dict(), "roles": list(p.roles), "warmup": p.warmup,
-                         "duration": p.duration, "repetition": p.repetition}}
-    if isinstance(m, Connect):
-        return {"peers": [dict(x) for x in m.peers]}
-    if isinstance(m, Start):
-        return {"at": m.at}
-    if isinstance(m, Prepared):
-        return {"endpoints": [dict(x) for x in m.endpoints]}
-    if isinstance(m, Finished):
-        return {"part": part_to_dict(m.part)}
-    if isinstance(m, Welcome):
-        return {"collie_version": m.collie_version, "protocol": m.protocol, "capabilities": list(m.capabilities),
-                "host": m.host, "time": m.time, "pid": m.pid, "python": m.python, "hostname": m.hostname,
-                "argv": list(m.argv)}
-    if isinstance(m, Pong):
-        return {"time": m.time}
-    if isinstance(m, Described):
-        return {"info": m.info.to_dict()}
-    if isinstance(m, Sampled):
-        return {"snapshots": [s.to_dict() for s in m.snapshots]}
-    if isinstance(m, Ran):
-        return {"result": m.result.to_dict(include_truth=True)}
-    if isinstance(m, Inspected):
-        return {"port": m.port.to_dict() if m.port is not None else None}
-    if isinstance(m, Error):
-        return {"kind": m.kind.value, "message": m.message}
-    return {}
 
 
 def peek_version(line: bytes) -> tuple[int | None, int]:
@@ -354,161 +421,14 @@ def decode(line: bytes) -> Envelope:
         raw = json.loads(line)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ProtocolError(f"not a JSON line ({exc}): {line[:80]!r}") from None
-    if not isinstance(raw, dict):
-        raise ProtocolError(f"expected a JSON object, got {line[:80]!r}")
-    version, msg_id, kind = raw.get("v"), raw.get("id"), raw.get("type")
-    if version != PROTOCOL_VERSION or isinstance(version, bool):
+    envelope = Reader("a protocol line", ProtocolError)
+    fields = envelope.table(raw, what="a JSON object").data
+    version = fields.pop("v", None)
+    if type(version) is not int or version != PROTOCOL_VERSION:
         raise ProtocolError(f"protocol version {version!r} is not this side's version {PROTOCOL_VERSION}")
-    if not isinstance(msg_id, int) or isinstance(msg_id, bool):
-        raise ProtocolError(f"message id {msg_id!r} is not an integer")
-    try:
-        return Envelope(version, msg_id, _message(kind, raw))
-    except ProtocolError:
-        raise
-    except (InputError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ProtocolError(f"malformed {kind!r} message: {exc}") from None
-
-
-def _message(kind: Any, d: Mapping[str, Any]) -> Request | Reply:
-    if kind == "hello":
-        return Hello(host=_str(d, "host"), target=_str(d, "target"), controller_version=_str(d, "controller_version"),
-                     tags=tuple(_str_list(d, "tags")), netdev=_opt_str(d, "netdev"), numa=_opt_int(d, "numa"),
-                     seed=_int(d, "seed"))
-    if kind == "ping":
-        return Ping()
-    if kind == "pong":
-        return Pong(float(d["time"]))
-    if kind == "describe":
-        return Describe()
-    if kind == "sample":
-        return Sample()
-    if kind == "run":
-        duration = d["duration"]
-        if isinstance(duration, bool) or not isinstance(duration, int | float) or not duration > 0:
-            raise ProtocolError(f"run: duration {duration!r} is not a positive number of seconds")
-        return Run(workload=Workload.from_dict(d["workload"], "run.workload"), duration=float(duration))
-    if kind == "prepare":
-        return Prepare(_plan(d["plan"]))
-    if kind == "connect":
-        return Connect(_objects(d, "peers"))
-    if kind == "start":
-        return Start(_number(d, "at"))
-    if kind == "finish":
-        return Finish()
-    if kind == "abort":
-        return Abort()
-    if kind == "bye":
-        return Bye()
-    if kind == "inspect":
-        return Inspect()
-    if kind == "inspected":
-        port = d.get("port")
-        if port is not None and not isinstance(port, dict):
-            raise ProtocolError("inspected: port is not an object")
-        return Inspected(PortStatus.from_dict(port) if port is not None else None)
-    if kind == "welcome":
-        return Welcome(collie_version=_str(d, "collie_version"), protocol=_int(d, "protocol"),
-                       capabilities=tuple(_str_list(d, "capabilities")), host=_str(d, "host"),
-                       time=float(d["time"]), pid=_int(d, "pid"), python=_str(d, "python"),
-                       hostname=_str(d, "hostname"), argv=tuple(_str_list(d, "argv")))
-    if kind == "described":
-        return Described(TargetInfo.from_dict(d["info"]))
-    if kind == "sampled":
-        snaps = d["snapshots"]
-        if not isinstance(snaps, list):
-            raise ProtocolError("sampled: snapshots is not a list")
-        return Sampled(tuple(Snapshot.from_dict(s, "sampled.snapshot") for s in snaps))
-    if kind == "ran":
-        return Ran(RunResult.from_dict(d["result"]))
-    if kind == "prepared":
-        return Prepared(_objects(d, "endpoints"))
-    if kind == "connected":
-        return Connected()
-    if kind == "started":
-        return Started()
-    if kind == "finished":
-        return Finished(part_from_dict(d["part"]))
-    if kind == "aborted":
-        return Aborted()
-    if kind == "farewell":
-        return Farewell()
-    if kind == "error":
-        return Error(ErrorKind(d["kind"]), _str(d, "message"))
-    raise ProtocolError(f"unknown message type {kind!r}")
-
-
-def part_to_dict(part: HostPart) -> dict[str, Any]:
-    """A :class:`HostPart` as JSON-ready data (truth included: the controller keeps it for tests only)."""
-    return {"hosts": [h.to_dict() for h in part.hosts], "flows": [asdict(f) for f in part.flows],
-            "setup_s": part.setup_s, "errors": list(part.errors), "engine_bound": part.engine_bound,
-            "truth": list(part.truth), "interval": list(part.interval)}
-
-
-def part_from_dict(d: Mapping[str, Any]) -> HostPart:
-    """The inverse of :func:`part_to_dict`."""
-    interval = d.get("interval", [0.0, 0.0])
-    if not isinstance(interval, list) or len(interval) != 2:
-        raise ProtocolError(f"part: interval {interval!r} is not [start, end]")
-    return HostPart(hosts=tuple(HostResult.from_dict(h) for h in d["hosts"]),
-                    flows=tuple(FlowResult(**f) for f in d["flows"]), setup_s=float(d["setup_s"]),
-                    errors=tuple(_str_list(d, "errors")), engine_bound=bool(d.get("engine_bound", False)),
-                    truth=tuple(_str_list(d, "truth")), interval=(float(interval[0]), float(interval[1])))
-
-
-def _plan(d: Any) -> RunPlan:
-    if not isinstance(d, dict):
-        raise ProtocolError(f"prepare: plan {d!r} is not an object")
-    rep = d.get("repetition")
-    if rep is not None and (isinstance(rep, bool) or not isinstance(rep, int) or rep < 0):
-        raise ProtocolError(f"prepare: repetition {rep!r} is not a whole number >= 0")
-    duration, warmup = _number(d, "duration"), _number(d, "warmup")
-    if not duration > 0 or warmup < 0:
-        raise ProtocolError(f"prepare: duration {duration!r} must be > 0 and warmup {warmup!r} >= 0")
-    roles = tuple(_str_list(d, "roles"))
-    if not roles:
-        raise ProtocolError("prepare: roles is empty; an agent plays at least one role")
-    return RunPlan(run=_int(d, "run"), workload=Workload.from_dict(d["workload"], "prepare.plan.workload"),
-                   roles=roles, warmup=warmup, duration=duration, repetition=rep)
-
-
-def _objects(d: Mapping[str, Any], key: str) -> tuple[Mapping[str, Any], ...]:
-    v = d.get(key, [])
-    if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
-        raise ProtocolError(f"field {key!r} is not a list of objects")
-    return tuple(v)
-
-
-def _number(d: Mapping[str, Any], key: str) -> float:
-    v = d[key]
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        raise ProtocolError(f"field {key!r} is not a number: {v!r}")
-    return float(v)
-
-
-def _str(d: Mapping[str, Any], key: str) -> str:
-    v = d[key]
-    if not isinstance(v, str):
-        raise ProtocolError(f"field {key!r} is not a string: {v!r}")
-    return v
-
-
-def _opt_str(d: Mapping[str, Any], key: str) -> str | None:
-    return None if d.get(key) is None else _str(d, key)
-
-
-def _int(d: Mapping[str, Any], key: str) -> int:
-    v = d.get(key, 0)
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise ProtocolError(f"field {key!r} is not an integer: {v!r}")
-    return v
-
-
-def _opt_int(d: Mapping[str, Any], key: str) -> int | None:
-    return None if d.get(key) is None else _int(d, key)
-
-
-def _str_list(d: Mapping[str, Any], key: str) -> list[str]:
-    v = d.get(key, [])
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise ProtocolError(f"field {key!r} is not a list of strings: {v!r}")
-    return v
+    msg_id = envelope.at("id").integer(fields.pop("id", None), "an integer (the request's number)")
+    kind = fields.pop("type", None)
+    cls = MESSAGES.get(kind) if type(kind) is str else None
+    if cls is None:
+        raise ProtocolError(f"unknown message type {kind!r}")
+    return Envelope(version, msg_id, cls.from_dict(fields, Reader(f"{kind!r} message", ProtocolError)))

@@ -62,8 +62,8 @@ def trial_row(t: TrialRecord) -> dict[str, Any]:
         "point": json.dumps(dict(t.point), sort_keys=True, separators=(",", ":")), "chain": t.chain,
     }
     if v is not None:
-        row.update(anomalous=bool(v["anomalous"]), signature=str(v["signature"]), score=float(v["score"]),
-                   throughput=v["metrics"].get("throughput"))
+        row.update(anomalous=v.anomalous, signature=v.signature, score=v.score,
+                   throughput=v.metrics.get("throughput"))
     if r is not None:
         row.update(bps=sum(f.bps for f in r.flows), pps=sum(f.pps for f in r.flows),
                    msg_rate=sum(f.msg_rate for f in r.flows),

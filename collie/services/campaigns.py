@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from collie.campaign import Campaign, chain_seed
@@ -24,7 +24,7 @@ from collie.errors import InputError
 from collie.events import Listener, Warned
 from collie.gate import GateResult, GateWatch, Waivers, run_gate
 from collie.model.space import SearchSpace, load_space
-from collie.preset import Preset, load_preset
+from collie.preset import Preset, campaign_preset, load_preset
 from collie.remote.kind import RemoteSpec
 from collie.storage.campaign import CONFIG, CampaignStore
 from collie.storage.corpus import CorpusCase, load_corpus
@@ -121,9 +121,7 @@ def plan_resumed_campaign(out: Path | None, given: ResumeOptions, listener: List
 
 def _plan(store: CampaignStore, resume: bool, listener: Listener) -> CampaignPlan:
     config = store.config()
-    chosen = load_preset(config.preset)
-    if config.strategy != chosen.strategy:
-        chosen = replace(chosen, strategy=config.strategy, strategy_options={})
+    chosen = campaign_preset(config.preset, config.strategy, str(store.root / CONFIG))
     space = load_space(Path(config.space) if config.space else None)
     corpus = _corpus(Path(config.corpus) if config.corpus else None, listener)
     return CampaignPlan(store, config, chosen, space, corpus, resume)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from collie import calibrate
+from collie.campaign.runlog import RunLog
 from collie.errors import CollieError, InputError, TargetError, TargetUnavailable
 from collie.events import PhaseStarted, TrialFinished, TrialStarted, Warned, counted
 from collie.experiment import Experiment, run_and_judge
@@ -34,7 +35,6 @@ from collie.storage.case import (
     CaseEvidence,
     CaseRecord,
     OriginalFind,
-    RunLog,
     TargetRecord,
     write_case_folder,
 )

@@ -31,23 +31,20 @@ Invariants:
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from collie.codec import Reader, decode, encode_fields
 from collie.errors import InputError
-from collie.mfs import MFS, OPS, Condition
-from collie.model.features import Features
-from collie.model.points import point_key
+from collie.mfs import MFS
 from collie.model.workload import Workload
-from collie.oracle import Symptom, Verdict
+from collie.oracle import Verdict
 from collie.targets.base import TargetInfo
 from collie.tomlio import read_text
 
@@ -61,7 +58,16 @@ EVIDENCE_FILE: Final = "evidence.json"
 FINGERPRINT_FIELDS: Final = (("nic_model", "NIC"), ("firmware", "firmware"), ("driver", "driver"),
                              ("kernel", "kernel"), ("line_rate_bps", "line rate"))
 
-_FEATURE_TYPES: Final = {f.name: str(f.type) for f in dataclasses.fields(Features)}
+#: ``evidence.json``'s fields (format 2 on; format 1, without ``format``, had :data:`_LEGACY_FIELDS`).
+_FIELDS: Final = ("format", "anomaly_id", "signature", "confirmed", "target", "case", "original",
+                  "minimize_experiments", "minimize_steps", "minimized_from")
+_LEGACY_FIELDS: Final = ("anomaly_id", "signature", "confirmed", "found_at_experiment", "minimize_experiments",
+                         "minimize_steps", "point", "original_point", "verdict", "minimized_from")
+
+
+def _verdict(data: Any, reader: Reader) -> Verdict:
+    """A :class:`Verdict` from its ``to_dict`` form, every field checked."""
+    return decode(Verdict, data, reader)
 
 
 @dataclass(frozen=True)
@@ -92,10 +98,19 @@ class TargetRecord:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        """``{spec, fingerprint}`` (``fingerprint`` left out when not recorded)."""
         d: dict[str, Any] = {"spec": self.spec}
         if self.fingerprint is not None:
             d["fingerprint"] = self.fingerprint.to_dict()
         return d
+
+    @classmethod
+    def from_dict(cls, data: Any, reader: Reader) -> TargetRecord:
+        """Read :meth:`to_dict`'s form (raises ``reader``'s error)."""
+        record = decode(cls, data, reader)
+        if not record.spec.strip():
+            reader.at("spec").wrong(record.spec, "a target spec like sim:cx6-200g")
+        return record
 
 
 @dataclass(frozen=True)
@@ -112,8 +127,13 @@ class CaseRun:
         return cls(verdict.anomalous, verdict.signature, verdict.score, verdict.metrics.get("throughput"))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"anomalous": self.anomalous, "signature": self.signature, "score": self.score,
-                "throughput": self.throughput}
+        """Every field (``throughput`` null when the run had none)."""
+        return encode_fields(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, reader: Reader) -> CaseRun:
+        """Read :meth:`to_dict`'s form, every field required (raises ``reader``'s error)."""
+        return decode(cls, data, reader)
 
 
 @dataclass(frozen=True)
@@ -148,8 +168,13 @@ class CaseEvidence:
         return cls(dict(point), verdict.signature, verdict, tuple(CaseRun.of(v) for v in verdicts))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"point": dict(self.point), "signature": self.signature, "verdict": self.verdict.to_dict(),
-                "runs": [r.to_dict() for r in self.runs]}
+        """``{point, signature, verdict, runs}``."""
+        return encode_fields(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, reader: Reader) -> CaseEvidence:
+        """Read :meth:`to_dict`'s form, every field required (raises ``reader``'s error)."""
+        return decode(cls, data, reader)
 
 
 @dataclass(frozen=True)
@@ -167,7 +192,17 @@ class OriginalFind:
     found_at: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """``{point, found_at, verdict}`` (``found_at`` null when not found by a campaign)."""
         return {"point": dict(self.point), "found_at": self.found_at, "verdict": self.verdict.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Any, reader: Reader) -> OriginalFind:
+        """Read :meth:`to_dict`'s form, ``found_at`` required (null or a whole number; raises ``reader``'s
+        error)."""
+        t = reader.table(data, ("point", "found_at", "verdict"))
+        found_at = t.get("found_at", what="a whole number >= 0 or null")
+        return cls(t.table("point").data, _verdict(t.get("verdict", what="a table"), t.at("verdict")),
+                   None if found_at is None else t.integer("found_at", what="a whole number >= 0", minimum=0))
 
 
 @dataclass(frozen=True)
@@ -218,36 +253,47 @@ class CaseRecord:
             d["minimized_from"] = self.minimized_from
         return d
 
+    @classmethod
+    def from_evidence(cls, data: Any, reader: Reader, workload: Workload, mfs: MFS | None) -> CaseRecord:
+        """The record of an ``evidence.json`` (any format this collie reads) and the folder's other files.
 
-class RunLog:
-    """The verdicts of every run of each point, in order: what a case's own evidence is taken from.
+        Raises:
+            ``reader``'s error: a wrong, missing or unknown field, or a format newer than :data:`FORMAT`.
+        """
+        if isinstance(data, dict) and "format" not in data:
+            return cls._legacy(data, reader, workload, mfs)
+        d = reader.table(data, _FIELDS)
+        version = d.integer("format", what=f"an integer from 2 to {FORMAT}")
+        if version < 2:
+            d.at("format").wrong(version, f"an integer from 2 to {FORMAT}")
+        if version > FORMAT:
+            d.at("format").fail(f"written by a newer collie (format {version}); this collie reads formats up to "
+                                f"{FORMAT}")
+        return cls(
+            anomaly_id=d.text("anomaly_id"), signature=d.text("signature"), confirmed=d.flag("confirmed"),
+            workload=workload, mfs=mfs,
+            target=TargetRecord.from_dict(d.data["target"], d.at("target")) if "target" in d else None,
+            evidence=CaseEvidence.from_dict(d.data["case"], d.at("case")) if "case" in d else None,
+            original=OriginalFind.from_dict(d.data["original"], d.at("original")) if "original" in d else None,
+            minimize_experiments=d.integer("minimize_experiments", what="a whole number >= 0", minimum=0),
+            minimize_steps=d.integer("minimize_steps", what="a whole number >= 0", minimum=0),
+            minimized_from=d.text("minimized_from", ""), format=version)
 
-    Watch a probe with :meth:`watch` (and :meth:`add` runs made outside it); :meth:`evidence` then gives the
-    :class:`CaseEvidence` of whichever point became the case. It only records; it never runs anything.
-    """
-
-    def __init__(self) -> None:
-        self._runs: dict[str, list[Verdict]] = {}
-
-    def add(self, point: Mapping[str, Any], verdict: Verdict | None) -> None:
-        """Record one run of ``point`` (None: it could not run, nothing to record)."""
-        if verdict is not None:
-            self._runs.setdefault(point_key(point), []).append(verdict)
-
-    def watch(self, probe: Callable[[Mapping[str, Any]], Verdict | None]
-              ) -> Callable[[Mapping[str, Any]], Verdict | None]:
-        """``probe``, recording every verdict it returns (whatever it raises passes through)."""
-
-        def watched(point: Mapping[str, Any]) -> Verdict | None:
-            verdict = probe(point)
-            self.add(point, verdict)
-            return verdict
-
-        return watched
-
-    def evidence(self, point: Mapping[str, Any], leading: str) -> CaseEvidence | None:
-        """The evidence of the runs of ``point`` so far (see :meth:`CaseEvidence.of`)."""
-        return CaseEvidence.of(point, self._runs.get(point_key(point), []), leading)
+    @classmethod
+    def _legacy(cls, data: dict[str, Any], reader: Reader, workload: Workload, mfs: MFS | None) -> CaseRecord:
+        """Format 1: ``verdict`` (the original find's), ``point`` (the case's), ``original_point``; no target."""
+        d = reader.table(data, _LEGACY_FIELDS)
+        point = d.table("point").data
+        found_at = d.integer("found_at_experiment", what="a whole number >= 0", minimum=0) \
+            if "found_at_experiment" in d else None
+        original = OriginalFind(d.table("original_point", default=point).data,
+                                _verdict(d.get("verdict", what="a table"), d.at("verdict")), found_at)
+        return cls(
+            anomaly_id=d.text("anomaly_id"), signature=d.text("signature"), confirmed=d.flag("confirmed"),
+            workload=workload, mfs=mfs, original=original,
+            minimize_experiments=d.integer("minimize_experiments", what="a whole number >= 0", minimum=0),
+            minimize_steps=d.integer("minimize_steps", what="a whole number >= 0", minimum=0),
+            minimized_from=d.text("minimized_from", ""), format=1)
 
 
 # -- writing -----------------------------------------------------------------------------------------------
@@ -293,7 +339,7 @@ def read_case_folder(folder: Path) -> CaseRecord:
     ev_file = folder / EVIDENCE_FILE
     if not ev_file.exists():
         return CaseRecord(folder.name, mfs.signature if mfs else "", False, workload, mfs, format=0)
-    return evidence_from_dict(_json(ev_file), str(ev_file), workload, mfs)
+    return CaseRecord.from_evidence(_json(ev_file), Reader(str(ev_file)), workload, mfs)
 
 
 def read_mfs(path: Path) -> MFS:
@@ -302,147 +348,7 @@ def read_mfs(path: Path) -> MFS:
     Raises:
         InputError: one sentence naming the file and the field.
     """
-    return mfs_from_dict(_json(path), str(path))
-
-
-def mfs_from_dict(data: Any, file: str) -> MFS:
-    """Validate an MFS in its JSON form (``file`` names it in messages)."""
-    d = _Table(data, file, "", allowed=("signature", "conditions", "text"))
-    signature = d.text("signature")
-    conditions = []
-    for i, raw in enumerate(d.items("conditions")):
-        c = _Table(raw, file, f"conditions[{i}]", allowed=("feature", "op", "value"))
-        feature, op = c.text("feature"), c.text("op")
-        kind = _FEATURE_TYPES.get(feature)
-        if kind is None:
-            raise InputError(f"{c.field('feature')}: {feature!r} is not a workload feature")
-        if op not in OPS:
-            raise InputError(f"{c.field('op')}: {op!r} is not an operator; use one of {', '.join(OPS)}")
-        value = c.get("value")
-        values = c.items("value") if op == "in" else [value]
-        for v in values:
-            if not _is_feature_value(v, kind, numeric_only=op in (">=", "<=")):
-                what = "a number" if op in (">=", "<=") or kind == "int" else \
-                    ("true or false" if kind == "bool" else "a string")
-                raise InputError(f"{c.field('value')}: expected {what} (feature {feature}), got {_shown(v)}")
-        conditions.append(Condition(feature, op, tuple(values) if op == "in" else value))
-    if "text" in d.data:
-        d.text("text")
-    return MFS(signature, tuple(conditions))
-
-
-def _is_feature_value(value: Any, kind: str, numeric_only: bool) -> bool:
-    if kind == "bool":
-        return isinstance(value, bool) and not numeric_only
-    if kind == "int":
-        return _is_number(value) and math.isfinite(value)
-    return isinstance(value, str) and not numeric_only
-
-
-def evidence_from_dict(data: Any, file: str, workload: Workload, mfs: MFS | None) -> CaseRecord:
-    """The :class:`CaseRecord` of an ``evidence.json`` (any format this collie reads) and the other files.
-
-    Raises:
-        InputError: a wrong, missing or unknown field, or a format newer than :data:`FORMAT`.
-    """
-    if not isinstance(data, dict):
-        raise InputError(f"{file}: expected a JSON object, got {_shown(data)}")
-    if "format" not in data:
-        return _legacy(data, file, workload, mfs)
-    version = data["format"]
-    if not isinstance(version, int) or isinstance(version, bool) or version < 2:
-        raise InputError(f"{file}: format: expected an integer from 2 to {FORMAT}, got {_shown(version)}")
-    if version > FORMAT:
-        raise InputError(f"{file}: format: written by a newer collie (format {version}); this collie reads "
-                         f"formats up to {FORMAT}")
-    d = _Table(data, file, "", allowed=("format", "anomaly_id", "signature", "confirmed", "target", "case",
-                                        "original", "minimize_experiments", "minimize_steps", "minimized_from"))
-    return CaseRecord(
-        anomaly_id=d.text("anomaly_id"), signature=d.text("signature"), confirmed=d.flag("confirmed"),
-        workload=workload, mfs=mfs,
-        target=_target(d.sub("target", ("spec", "fingerprint"))) if "target" in data else None,
-        evidence=_case_evidence(d.sub("case", ("point", "signature", "verdict", "runs"))) if "case" in data
-        else None,
-        original=_original(d.sub("original", ("point", "found_at", "verdict"))) if "original" in data else None,
-        minimize_experiments=d.count("minimize_experiments"), minimize_steps=d.count("minimize_steps"),
-        minimized_from=d.text("minimized_from", default=""), format=version)
-
-
-def _legacy(data: dict[str, Any], file: str, workload: Workload, mfs: MFS | None) -> CaseRecord:
-    """Format 1: ``verdict`` (the original find's), ``point`` (the case's), ``original_point``; no target."""
-    d = _Table(data, file, "", allowed=("anomaly_id", "signature", "confirmed", "found_at_experiment",
-                                        "minimize_experiments", "minimize_steps", "point", "original_point",
-                                        "verdict", "minimized_from"))
-    point = d.table("point")
-    found_at = d.count("found_at_experiment") if "found_at_experiment" in data else None
-    original = OriginalFind(d.table("original_point", default=point), _verdict(d.sub("verdict", _VERDICT)),
-                            found_at)
-    return CaseRecord(
-        anomaly_id=d.text("anomaly_id"), signature=d.text("signature"), confirmed=d.flag("confirmed"),
-        workload=workload, mfs=mfs, original=original, minimize_experiments=d.count("minimize_experiments"),
-        minimize_steps=d.count("minimize_steps"), minimized_from=d.text("minimized_from", default=""), format=1)
-
-
-def _target(d: _Table) -> TargetRecord:
-    spec = d.text("spec")
-    if not spec.strip():
-        raise InputError(f"{d.field('spec')}: expected a target spec like sim:cx6-200g, got ''")
-    if "fingerprint" not in d.data:
-        return TargetRecord(spec)
-    return TargetRecord(spec, fingerprint_from_dict(d.get("fingerprint"), d.file, d.at("fingerprint")))
-
-
-def fingerprint_from_dict(data: Any, file: str, path: str) -> TargetInfo:
-    """Validate a :class:`TargetInfo` in its ``to_dict`` form, found at dotted ``path`` of ``file``.
-
-    Raises:
-        InputError: one sentence naming the file and the field.
-    """
-    f = _Table(data, file, path, tuple(TargetInfo.__dataclass_fields__))
-    hosts = f.items("hosts")
-    for i, h in enumerate(hosts):
-        if not isinstance(h, str):
-            raise InputError(f"{f.field(f'hosts[{i}]')}: expected a host name, got {_shown(h)}")
-    details = f.table("details", default={})
-    for k, v in details.items():
-        if not isinstance(v, str):
-            raise InputError(f"{f.field('details')}.{k}: expected a string, got {_shown(v)}")
-    return TargetInfo(
-        name=f.text("name"), kind=f.text("kind"), nic_model=f.text("nic_model"), firmware=f.text("firmware"),
-        driver=f.text("driver"), kernel=f.text("kernel"), counter_dialect=f.text("counter_dialect"),
-        line_rate_bps=f.number("line_rate_bps"), msg_rate_pps=f.number("msg_rate_pps"), hosts=tuple(hosts),
-        details=dict(details))
-
-
-def _case_evidence(d: _Table) -> CaseEvidence:
-    runs = []
-    for i, _ in enumerate(d.items("runs")):
-        r = _Table(d.data["runs"][i], d.file, d.at(f"runs[{i}]"),
-                   allowed=("anomalous", "signature", "score", "throughput"))
-        throughput = None if r.get("throughput") is None else r.number("throughput")
-        runs.append(CaseRun(r.flag("anomalous"), r.text("signature"), r.number("score"), throughput))
-    return CaseEvidence(d.table("point"), d.text("signature"), _verdict(d.sub("verdict", _VERDICT)), tuple(runs))
-
-
-def _original(d: _Table) -> OriginalFind:
-    found_at = None if d.get("found_at") is None else d.count("found_at")
-    return OriginalFind(d.table("point"), _verdict(d.sub("verdict", _VERDICT)), found_at)
-
-
-_VERDICT: Final = ("anomalous", "symptoms", "score", "signature", "metrics", "evidence", "levels")
-
-
-def _verdict(d: _Table) -> Verdict:
-    """A :class:`Verdict` from its ``to_dict`` form, every field checked."""
-    symptoms = []
-    for i, raw in enumerate(d.items("symptoms")):
-        s = _Table(raw, d.file, d.at(f"symptoms[{i}]"), allowed=tuple(Symptom.__dataclass_fields__))
-        symptoms.append(Symptom(kind=s.text("kind"), host=s.text("host"), end=s.text("end"), value=s.number("value"),
-                                threshold=s.number("threshold"), counter=s.text("counter", default=""),
-                                estimate=s.flag("estimate", default=False), source=s.text("source", default="")))
-    return Verdict(anomalous=d.flag("anomalous"), symptoms=tuple(symptoms), score=d.number("score"),
-                   signature=d.text("signature"), metrics=d.numbers("metrics"), evidence=d.table("evidence"),
-                   levels=d.numbers("levels"))
+    return MFS.from_dict(_json(path), Reader(str(path)))
 
 
 def _json(path: Path) -> Any:
@@ -453,106 +359,3 @@ def _json(path: Path) -> Any:
         raise InputError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except RecursionError:
         raise InputError(f"{path}: not valid JSON (nested too deeply)") from None
-
-
-_MISSING: Final = object()
-
-
-class _Table:
-    """Typed access to one JSON object, every failure one sentence naming the file and the field.
-
-    Args:
-        data: the object.
-        file: the file it came from.
-        path: its dotted path in the file (``""``: the whole file).
-        allowed: the fields it may have.
-    """
-
-    def __init__(self, data: Any, file: str, path: str, allowed: tuple[str, ...]) -> None:
-        self.file, self.path = file, path
-        if not isinstance(data, dict):
-            raise InputError(f"{self.where}: expected a JSON object, got {_shown(data)}")
-        for key in data:
-            if key not in allowed:
-                raise InputError(f"{self.where}: unknown field {key!r}; allowed fields are "
-                                 f"{', '.join(sorted(allowed))}")
-        self.data: dict[str, Any] = data
-
-    @property
-    def where(self) -> str:
-        """The file and this object's path, for messages."""
-        return f"{self.file}: {self.path}" if self.path else self.file
-
-    def at(self, key: str) -> str:
-        """The dotted path of field ``key``."""
-        return f"{self.path}.{key}" if self.path else key
-
-    def sub(self, key: str, allowed: tuple[str, ...]) -> _Table:
-        """Field ``key``, itself an object."""
-        return _Table(self.get(key), self.file, self.at(key), allowed)
-
-    def field(self, key: str) -> str:
-        """How messages name field ``key``."""
-        return f"{self.file}: {self.at(key)}"
-
-    def get(self, key: str, default: Any = _MISSING) -> Any:
-        if key in self.data:
-            return self.data[key]
-        if default is _MISSING:
-            raise InputError(f"{self.where}: missing field {key!r}")
-        return default
-
-    def text(self, key: str, default: Any = _MISSING) -> str:
-        value = self.get(key, default)
-        if not isinstance(value, str):
-            raise InputError(f"{self.field(key)}: expected a string, got {_shown(value)}")
-        return value
-
-    def flag(self, key: str, default: Any = _MISSING) -> bool:
-        value = self.get(key, default)
-        if not isinstance(value, bool):
-            raise InputError(f"{self.field(key)}: expected true or false, got {_shown(value)}")
-        return value
-
-    def number(self, key: str) -> float:
-        value = self.get(key)
-        if not _is_number(value):
-            raise InputError(f"{self.field(key)}: expected a number, got {_shown(value)}")
-        return float(value)
-
-    def count(self, key: str) -> int:
-        value = self.get(key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise InputError(f"{self.field(key)}: expected a whole number >= 0, got {_shown(value)}")
-        return value
-
-    def items(self, key: str) -> list[Any]:
-        value = self.get(key)
-        if not isinstance(value, list):
-            raise InputError(f"{self.field(key)}: expected a list, got {_shown(value)}")
-        return value
-
-    def table(self, key: str, default: Any = _MISSING) -> dict[str, Any]:
-        value = self.get(key, default)
-        if not isinstance(value, dict):
-            raise InputError(f"{self.field(key)}: expected a JSON object, got {_shown(value)}")
-        return value
-
-    def numbers(self, key: str) -> dict[str, float]:
-        """A JSON object of numbers (metrics, levels)."""
-        out = {}
-        for k, v in self.table(key).items():
-            if not _is_number(v):
-                raise InputError(f"{self.field(key)}.{k}: expected a number, got {_shown(v)}")
-            out[k] = float(v)
-        return out
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
-
-
-def _shown(value: Any) -> str:
-    """A short rendering of a wrong value for a message (long values cut)."""
-    text = "null" if value is None else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -11,20 +11,18 @@ journal) and the field, never a ``KeyError`` or ``ValueError``.
 
 from __future__ import annotations
 
-import json
 import time as clock
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
+from collie.codec import MISSING, Reader, decode, encode_fields
 from collie.errors import InputError
-from collie.oracle import Ceilings
-from collie.preset import preset_path
-from collie.strategies import STRATEGIES
-from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo
-from collie.tomlio import check_fields
+from collie.oracle import Ceilings, Verdict
+from collie.preset import same_preset
+from collie.targets.base import RunResult, TargetInfo
 
 #: The version of ``campaign.toml`` this collie writes; files without ``version`` (older collie) are read as 1.
 CONFIG_VERSION: Final = 1
@@ -55,35 +53,6 @@ class Phase(StrEnum):
     @property
     def budgeted(self) -> bool:
         return self in (Phase.EXPLORE, Phase.CONFIRM, Phase.MINIMIZE)
-
-
-def _choices(kind: type[StrEnum]) -> str:
-    return ", ".join(str(v) for v in kind)
-
-
-def _expect(value: Any, kinds: type | tuple[type, ...], where: str, what: str) -> Any:
-    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
-    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-        raise InputError(f"{where}: expected {what}, got {shown}")
-    return value
-
-
-def _number(value: Any, where: str) -> float:
-    return float(_expect(value, (int, float), where, "a number"))
-
-
-def _table(value: Any, where: str, allowed: Sequence[str], required: Sequence[str] = ()) -> dict[str, Any]:
-    table: dict[str, Any] = _expect(value, dict, where, "a table")
-    check_fields(table, where, allowed, required)
-    return table
-
-
-def _mapping_of(value: Any, where: str, kind: type | tuple[type, ...], what: str) -> dict[str, Any]:
-    table: dict[str, Any] = _expect(value, dict, where, "a table")
-    for k, v in table.items():
-        _expect(v, kind, f"{where}.{k}", what)
-    return table
 
 
 # -- campaign.toml -------------------------------------------------------------------------------------------
@@ -166,7 +135,7 @@ class CampaignConfig:
         given: list[tuple[str, Any, Any, bool]] = [
             ("--target", target, self.target, target is None or target == self.target),
             ("--seed", seed, self.seed, seed is None or seed == self.seed),
-            ("--preset", preset, self.preset, preset is None or _same_preset(preset, self.preset)),
+            ("--preset", preset, self.preset, preset is None or same_preset(preset, self.preset)),
             ("--strategy", strategy, self.strategy, strategy is None or strategy == self.strategy),
             ("--space", space, self.space or "the default space",
              space is None or (bool(self.space) and _same_path(space, self.space))),
@@ -219,38 +188,25 @@ class CampaignConfig:
         """
         if not raw:
             raise InputError(f"{where}: is empty; it should hold the campaign's {', '.join(_CONFIG_REQUIRED)}")
-        allowed = [f.name for f in fields(cls)]
-        table = _table(dict(raw), where, allowed, _CONFIG_REQUIRED)
-        version = _expect(table.get("version", 1), int, f"{where}: version", "an integer")
+        reader = Reader(where)
+        table = reader.table(dict(raw), [f.name for f in fields(cls)])
+        version = table.integer("version", 1)
         if version != CONFIG_VERSION:
             raise InputError(f"{where}: version: {version} is not a campaign layout this collie reads (it reads "
                              f"{CONFIG_VERSION}); use the collie that wrote it")
-        strings = {k: _expect(table.get(k, ""), str, f"{where}: {k}", "a string")
+        strings = {k: table.text(k, "" if k not in _CONFIG_REQUIRED else MISSING)
                    for k in ("target", "preset", "strategy", "space", "corpus", "created")}
-        seed = _expect(table["seed"], int, f"{where}: seed", "an integer")
-        budget = _expect(table["budget"], int, f"{where}: budget", "a positive integer")
-        earlier = _expect(table.get("earlier_budgets", []), list, f"{where}: earlier_budgets", "a list of budgets")
-        for i, b in enumerate(earlier):
-            _expect(b, int, f"{where}: earlier_budgets[{i}]", "a positive integer")
-        parallel = _expect(table.get("parallel", 1), int, f"{where}: parallel", "a positive integer")
-        info = None
-        if "target_info" in table:
-            info = _target_info(table["target_info"], f"{where}: target_info")
-        ceilings = None
-        if "ceilings" in table:
-            c = _table(table["ceilings"], f"{where}: ceilings", ("wire_bps", "pps", "line_rate_bps"),
-                       ("wire_bps", "pps"))
-            wire = _mapping_of(c["wire_bps"], f"{where}: ceilings.wire_bps", (int, float), "a number")
-            pps = _mapping_of(c["pps"], f"{where}: ceilings.pps", (int, float), "a number")
-            ceilings = Ceilings({k: float(v) for k, v in wire.items()}, {k: float(v) for k, v in pps.items()},
-                                _number(c.get("line_rate_bps", 0.0), f"{where}: ceilings.line_rate_bps"))
-        baseline = None
-        if "baseline" in table:
-            base = _mapping_of(table["baseline"], f"{where}: baseline", (int, float), "a number")
-            baseline = {k: float(v) for k, v in base.items()}
+        earlier = table.items("earlier_budgets", [], "a list of budgets")
+        info = TargetInfo.from_dict(table.data["target_info"], table.at("target_info")) \
+            if "target_info" in table else None
+        ceilings = decode(Ceilings, table.data["ceilings"], table.at("ceilings")) if "ceilings" in table else None
         try:
-            return cls(**strings, seed=seed, budget=budget, earlier_budgets=tuple(earlier), target_info=info,
-                       ceilings=ceilings, baseline=baseline, version=version, parallel=parallel)
+            return cls(**strings, seed=table.integer("seed"), budget=table.integer("budget", what="a positive integer"),
+                       earlier_budgets=tuple(table.at("earlier_budgets").at(i).integer(b, "a positive integer")
+                                             for i, b in enumerate(earlier)),
+                       target_info=info, ceilings=ceilings,
+                       baseline=table.numbers("baseline") if "baseline" in table else None,
+                       version=version, parallel=table.integer("parallel", 1, "a positive integer"))
         except InputError as exc:  # one sentence about the configuration: name the file instead
             raise InputError(str(exc).replace("the campaign's configuration", where, 1)) from None
 
@@ -271,9 +227,8 @@ def _check_config(config: CampaignConfig, where: str) -> None:
                              f"budget = {config.budget}), got {list(budgets)}")
     if config.parallel < 1:
         raise InputError(f"{where}: parallel: must be at least 1, got {config.parallel}")
-    if config.strategy not in STRATEGIES:
-        raise InputError(f"{where}: strategy: {config.strategy!r} is not a strategy; use one of "
-                         f"{', '.join(STRATEGIES)}")
+    if not config.strategy:
+        raise InputError(f"{where}: strategy: must name a strategy, got an empty string")
     if not config.preset:
         raise InputError(f"{where}: preset: must name a preset, got an empty string")
     if (config.ceilings is None) != (config.baseline is None):
@@ -284,30 +239,37 @@ def _same_path(given: Path, own: str) -> bool:
     return given.resolve() == Path(own).resolve()
 
 
-def _same_preset(given: str, own: str) -> bool:
-    return given == own or preset_path(given).resolve() == preset_path(own).resolve()
-
-
-_INFO_STRINGS: Final = ("name", "kind", "nic_model", "firmware", "driver", "kernel", "counter_dialect")
-
-
-def _target_info(value: Any, where: str) -> TargetInfo:
-    t = _table(value, where, [f.name for f in fields(TargetInfo)], [*_INFO_STRINGS, "line_rate_bps", "hosts"])
-    for k in _INFO_STRINGS:
-        _expect(t[k], str, f"{where}.{k}", "a string")
-    hosts = _expect(t["hosts"], list, f"{where}.hosts", "a list of host names")
-    for i, h in enumerate(hosts):
-        _expect(h, str, f"{where}.hosts[{i}]", "a host name")
-    details = _mapping_of(t.get("details", {}), f"{where}.details", str, "a string")
-    return TargetInfo(**{k: t[k] for k in _INFO_STRINGS}, line_rate_bps=_number(t["line_rate_bps"],
-                      f"{where}.line_rate_bps"), msg_rate_pps=_number(t.get("msg_rate_pps", 0.0),
-                      f"{where}.msg_rate_pps"), hosts=tuple(hosts), details=details)
-
-
 # -- trials.jsonl --------------------------------------------------------------------------------------------
 
 _ROW_FIELDS: Final = ("trial", "phase", "key", "point", "status", "time", "reason", "result", "verdict", "chain")
-_VERDICT_FIELDS: Final = ("anomalous", "signature", "score", "metrics")
+
+
+@dataclass(frozen=True)
+class TrialVerdict:
+    """The oracle's verdict as a journal row keeps it: enough to read the journal without re-judging.
+
+    Invariant: the same four fields as the :class:`~collie.oracle.Verdict` it summarises (a resumed campaign
+    re-judges the result instead of reading this).
+    """
+
+    anomalous: bool
+    signature: str
+    score: float
+    metrics: Mapping[str, float]
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> TrialVerdict:
+        """The summary of ``verdict``."""
+        return cls(verdict.anomalous, verdict.signature, verdict.score, dict(verdict.metrics))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{anomalous, signature, score, metrics}``."""
+        return encode_fields(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, reader: Reader) -> TrialVerdict:
+        """Read :meth:`to_dict`'s form, every field required and checked (raises ``reader``'s error)."""
+        return decode(cls, data, reader)
 
 
 @dataclass(frozen=True)
@@ -327,7 +289,7 @@ class TrialRecord:
         time: when the row was written (seconds since the epoch).
         reason: why it was pruned or failed.
         result: what the target measured.
-        verdict: ``anomalous``, ``signature``, ``score`` and ``metrics`` of the oracle's verdict.
+        verdict: the oracle's verdict, in brief.
         chain: the search chain that ran it, from 0 (``--parallel K`` with K > 1; None, and left out of the
             row, otherwise). Chain ``i`` runs on host group ``i``; calibration and corpus replays run on chain 0.
     """
@@ -340,7 +302,7 @@ class TrialRecord:
     time: float
     reason: str = ""
     result: RunResult | None = None
-    verdict: Mapping[str, Any] | None = field(default=None)
+    verdict: TrialVerdict | None = None
     chain: int | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -352,7 +314,7 @@ class TrialRecord:
         if self.result is not None:
             row["result"] = self.result.to_dict()
         if self.verdict is not None:
-            row["verdict"] = dict(self.verdict)
+            row["verdict"] = self.verdict.to_dict()
         if self.chain is not None:
             row["chain"] = self.chain
         return row
@@ -364,95 +326,34 @@ class TrialRecord:
         Raises:
             InputError: a row that is not an object, or an unknown, missing or mistyped field.
         """
-        if not isinstance(row, dict):
-            raise InputError(f"{where}: expected a JSON object (a trial record), got {json.dumps(row)[:60]}")
-        r = _table(row, where, _ROW_FIELDS, ("trial", "phase", "key", "point", "status", "time"))
-        trial = _expect(r["trial"], int, f"{where}: trial", "a trial number")
-        if trial < 1:
-            raise InputError(f"{where}: trial: must be 1 or more, got {trial}")
-        phase = r["phase"]
-        if phase not in Phase.__members__.values():
-            raise InputError(f"{where}: phase: {phase!r} is not a phase; one of {_choices(Phase)}")
-        status = r["status"]
-        if status not in TrialState.__members__.values():
-            raise InputError(f"{where}: status: {status!r} is not a trial state; one of {_choices(TrialState)}")
-        state = TrialState(status)
-        key = _expect(r["key"], str, f"{where}: key", "a workload key")
+        reader = Reader(where)
+        r = reader.table(row, _ROW_FIELDS, what="a JSON object (a trial record)")
+        trial = r.integer("trial", what="a trial number", minimum=1)
+        phase = r.choice("phase", Phase, "a phase")
+        state = r.choice("status", TrialState, "a trial state")
+        key = r.text("key", what="a workload key")
         if not key:
-            raise InputError(f"{where}: key: must be a workload key, got an empty string")
-        point = _expect(r["point"], dict, f"{where}: point", "a table of parameters")
-        time = _number(r["time"], f"{where}: time")
-        reason = _expect(r.get("reason", ""), str, f"{where}: reason", "a string")
+            reader.at("key").fail("must be a workload key, got an empty string")
+        point = r.table("point").data
+        time = r.number("time")
+        reason = r.text("reason", "")
         if state in (TrialState.PRUNED, TrialState.FAILED) and not reason:
-            raise InputError(f"{where}: reason: a {state} trial says why, but it is missing")
+            reader.at("reason").fail(f"a {state} trial says why, but it is missing")
         if state is TrialState.RUNNING and reason:
-            raise InputError(f"{where}: reason: a RUNNING trial has none, got {reason!r}")
-        raw_result = r.get("result")
+            reader.at("reason").fail(f"a RUNNING trial has none, got {reason!r}")
+        raw_result = r.get("result", None)
         if state is TrialState.COMPLETE and raw_result is None:
-            raise InputError(f"{where}: result: a COMPLETE trial needs its run result, got "
-                             f"{'null' if 'result' in r else 'none'}")
+            got = "null" if "result" in r else "none"
+            reader.at("result").fail(f"a COMPLETE trial needs its run result, got {got}")
         if state is not TrialState.COMPLETE and raw_result is not None:
-            raise InputError(f"{where}: result: only a COMPLETE trial has one, this one is {state}")
-        result = _run_result(raw_result, f"{where}: result") if raw_result is not None else None
-        verdict = r.get("verdict")
-        if verdict is not None:
-            if state is not TrialState.COMPLETE:
-                raise InputError(f"{where}: verdict: only a COMPLETE trial has one, this one is {state}")
-            v = _table(verdict, f"{where}: verdict", _VERDICT_FIELDS, _VERDICT_FIELDS)
-            _expect(v["anomalous"], bool, f"{where}: verdict.anomalous", "true or false")
-            _expect(v["signature"], str, f"{where}: verdict.signature", "a string")
-            _number(v["score"], f"{where}: verdict.score")
-            _mapping_of(v["metrics"], f"{where}: verdict.metrics", (int, float), "a number")
-        chain = r.get("chain")
-        if chain is not None:
-            _expect(chain, int, f"{where}: chain", "a chain number")
-            if chain < 0:
-                raise InputError(f"{where}: chain: must be 0 or more, got {chain}")
-        return cls(trial, Phase(phase), key, point, state, time, reason, result, verdict, chain)
-
-
-_FLOW_NUMBERS: Final = ("bps", "pps", "msg_rate", "lat_p50_us", "lat_p99_us", "lat_p999_us")
-_HOST_NUMBERS: Final = ("tx_bps", "rx_bps", "tx_pps", "rx_pps")
-_RESULT_REQUIRED: Final = ("workload_key", "target", "duration_s", "setup_s", "flows", "hosts")
-
-
-def _run_result(value: Any, where: str) -> RunResult:
-    """A journal row's ``result``, checked to the leaves before it is turned into a :class:`RunResult`."""
-    d = _table(value, where, (*_RESULT_REQUIRED, "errors", "engine_bound", "truth"), _RESULT_REQUIRED)
-    for k in ("workload_key", "target"):
-        _expect(d[k], str, f"{where}.{k}", "a string")
-    duration, setup = _number(d["duration_s"], f"{where}.duration_s"), _number(d["setup_s"], f"{where}.setup_s")
-    flows = []
-    for i, f in enumerate(_expect(d["flows"], list, f"{where}.flows", "a list of flow results")):
-        w = f"{where}.flows[{i}]"
-        names = [x.name for x in fields(FlowResult)]
-        f = _table(f, w, names, names)
-        _expect(f["flow"], int, f"{w}.flow", "a flow index")
-        for k in ("client", "server"):
-            _expect(f[k], str, f"{w}.{k}", "a host name")
-        flows.append(FlowResult(f["flow"], f["client"], f["server"], *(_number(f[k], f"{w}.{k}")
-                                                                       for k in _FLOW_NUMBERS)))
-    hosts = []
-    for i, h in enumerate(_expect(d["hosts"], list, f"{where}.hosts", "a list of host results")):
-        w = f"{where}.hosts[{i}]"
-        h = _table(h, w, ("host", *_HOST_NUMBERS, "counters", "sources", "unreadable"),
-                   ("host", *_HOST_NUMBERS, "counters"))
-        _expect(h["host"], str, f"{w}.host", "a host name")
-        counters = _mapping_of(h["counters"], f"{w}.counters", (int, float), "a number")
-        sources = _mapping_of(h.get("sources", {}), f"{w}.sources", str, "a string")
-        unreadable = _mapping_of(h.get("unreadable", {}), f"{w}.unreadable", str, "a string")
-        rates = {k: _number(h[k], f"{w}.{k}") for k in _HOST_NUMBERS}
-        hosts.append(HostResult(h["host"], rates["tx_bps"], rates["rx_bps"], rates["tx_pps"], rates["rx_pps"],
-                                counters=counters, sources=sources, unreadable=unreadable))
-    lists = {}
-    for k in ("errors", "truth"):
-        items = _expect(d.get(k, []), list, f"{where}.{k}", "a list of strings")
-        for i, item in enumerate(items):
-            _expect(item, str, f"{where}.{k}[{i}]", "a string")
-        lists[k] = tuple(items)
-    engine_bound = _expect(d.get("engine_bound", False), bool, f"{where}.engine_bound", "true or false")
-    return RunResult(d["workload_key"], d["target"], duration, setup, tuple(flows), tuple(hosts),
-                     errors=lists["errors"], engine_bound=engine_bound, truth=lists["truth"])
+            reader.at("result").fail(f"only a COMPLETE trial has one, this one is {state}")
+        result = RunResult.from_dict(raw_result, r.at("result")) if raw_result is not None else None
+        raw_verdict = r.get("verdict", None)
+        if raw_verdict is not None and state is not TrialState.COMPLETE:
+            reader.at("verdict").fail(f"only a COMPLETE trial has one, this one is {state}")
+        verdict = TrialVerdict.from_dict(raw_verdict, r.at("verdict")) if raw_verdict is not None else None
+        chain = r.integer("chain", what="a chain number", minimum=0) if r.get("chain", None) is not None else None
+        return cls(trial, phase, key, point, state, time, reason, result, verdict, chain)
 
 
 def check_sequence(records: Sequence[TrialRecord], lines: Sequence[int], path: str, in_flight: int = 1) -> None:

@@ -18,10 +18,11 @@ Invariants of a :class:`RunResult`:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
+from collie.codec import Reader, decode, encode_fields
 from collie.model.workload import Workload
 
 
@@ -60,14 +61,17 @@ class TargetInfo:
     details: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["hosts"] = list(self.hosts)
-        d["details"] = dict(self.details)
-        return d
+        """Plain JSON-ready form, every field (``hosts`` a list)."""
+        return encode_fields(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> TargetInfo:
-        return cls(**{**d, "hosts": tuple(d["hosts"]), "details": dict(d.get("details", {}))})
+    def from_dict(cls, data: Any, reader: Reader) -> TargetInfo:
+        """Read :meth:`to_dict`'s form (``details`` may be absent), every field checked.
+
+        Raises:
+            ``reader``'s error: one sentence naming the field (missing, mistyped or unknown).
+        """
+        return decode(cls, data, reader)
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,15 @@ class FlowResult:
     lat_p50_us: float
     lat_p99_us: float
     lat_p999_us: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form, every field."""
+        return encode_fields(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, reader: Reader) -> FlowResult:
+        """Read :meth:`to_dict`'s form, every field checked (raises ``reader``'s error)."""
+        return decode(cls, data, reader)
 
 
 @dataclass(frozen=True)
@@ -125,10 +138,9 @@ class HostResult:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> HostResult:
-        return cls(host=d["host"], tx_bps=float(d["tx_bps"]), rx_bps=float(d["rx_bps"]),
-                   tx_pps=float(d["tx_pps"]), rx_pps=float(d["rx_pps"]), counters=dict(d["counters"]),
-                   sources=dict(d.get("sources", {})), unreadable=dict(d.get("unreadable", {})))
+    def from_dict(cls, data: Any, reader: Reader) -> HostResult:
+        """Read :meth:`to_dict`'s form, every field checked (raises ``reader``'s error)."""
+        return decode(cls, data, reader)
 
 
 @dataclass(frozen=True)
@@ -159,7 +171,7 @@ class RunResult:
             "target": self.target,
             "duration_s": self.duration_s,
             "setup_s": self.setup_s,
-            "flows": [asdict(f) for f in self.flows],
+            "flows": [f.to_dict() for f in self.flows],
             "hosts": [h.to_dict() for h in self.hosts],
             "errors": list(self.errors),
             "engine_bound": self.engine_bound,
@@ -169,18 +181,13 @@ class RunResult:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> RunResult:
-        return cls(
-            workload_key=d["workload_key"],
-            target=d["target"],
-            duration_s=float(d["duration_s"]),
-            setup_s=float(d["setup_s"]),
-            flows=tuple(FlowResult(**f) for f in d["flows"]),
-            hosts=tuple(HostResult.from_dict(h) for h in d["hosts"]),
-            errors=tuple(d.get("errors", ())),
-            engine_bound=bool(d.get("engine_bound", False)),
-            truth=tuple(d.get("truth", ())),
-        )
+    def from_dict(cls, data: Any, reader: Reader) -> RunResult:
+        """Read :meth:`to_dict`'s form (with or without ``truth``), every field checked to the leaves.
+
+        Raises:
+            ``reader``'s error: one sentence naming the field (missing, mistyped or unknown).
+        """
+        return decode(cls, data, reader)
 
 
 @runtime_checkable

@@ -41,13 +41,13 @@ def _one_sentence(r: subprocess.CompletedProcess[str], *fragments: str) -> None:
 
 @pytest.mark.parametrize(("text", "fragments"), [
     ("", ["campaign.toml: is empty"]),
-    ("target = 'sim'\nbudget = 25\npreset = 'collie'\nstrategy = 'anneal'\n", ["missing required field 'seed'"]),
+    ("target = 'sim'\nbudget = 25\npreset = 'collie'\nstrategy = 'anneal'\n", ["seed: missing (an integer)"]),
     ("target = 'sim'\nseed = 0\nbudget = -3\npreset = 'collie'\nstrategy = 'anneal'\n",
      ["budget: must be at least 1, got -3"]),
     ("target = 'sim'\nseed = 'zero'\nbudget = 25\npreset = 'collie'\nstrategy = 'anneal'\n",
      ["seed: expected an integer, got 'zero'"]),
     ("target = 'sim'\nseed = 0\nbudget = 25\npreset = 'collie'\nstrategy = 'anneal'\n[ceilings]\nwire_bps = 3\n"
-     "pps = {}\n[baseline]\n", ["ceilings.wire_bps: expected a table, got 3"]),
+     "pps = {}\n[baseline]\n", ["ceilings: wire_bps: expected a table of numbers, got 3"]),
     ("version = 9\ntarget = 'sim'\nseed = 0\nbudget = 25\npreset = 'collie'\nstrategy = 'anneal'\n",
      ["version: 9 is not a campaign layout"]),
     ("target = 'sim'\nseed = 0\nbudget = 25\npreset = 'collie'\nstrategy = 'anneal'\ncolour = 1\n",
@@ -77,14 +77,14 @@ def _row(out: Path, index: int) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(("change", "fragment"), [
-    (lambda row: {}, "missing required field 'trial'"),
+    (lambda row: {}, "trial: missing (a trial number)"),
     (lambda row: {**row, "trial": "abc"}, "trial: expected a trial number, got 'abc'"),
     (lambda row: {**row, "result": None}, "result: a COMPLETE trial needs its run result, got null"),
     (lambda row: {**row, "status": "DONE"}, "status: 'DONE' is not a trial state"),
     (lambda row: {**row, "trial": 99}, "expected trial 6 here, got 99"),
     (lambda row: {**row, "key": 7}, "key: expected a workload key, got 7"),
     (lambda row: {**row, "result": {**row["result"], "flows": [{**row["result"]["flows"][0], "bps": "fast"}]}},
-     "result.flows[0].bps: expected a number, got 'fast'"),
+     "result: flows[0]: bps: expected a number, got 'fast'"),
 ])
 def test_a_damaged_journal_row_is_one_sentence_naming_the_line(finished: Path, tmp_path: Path, change: object,
                                                                fragment: str) -> None:

@@ -127,12 +127,13 @@ def test_an_unreachable_target_is_an_infrastructure_failure(lab: Path) -> None:
 @pytest.mark.parametrize(("text", "expected"), [
     ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = 2027-01-31\nowner = "me"\n',
      "waiver[0]: unknown field 'owner'"),
-    ('[[waiver]]\nsignature = "pause@receiver"\nexpires = 2027-01-31\n', "waiver[0]: missing required field 'reason'"),
+    ('[[waiver]]\nsignature = "pause@receiver"\nexpires = 2027-01-31\n',
+     "waiver[0]: reason: missing (a non-empty string)"),
     ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = "next spring"\n',
-     "waiver[0].expires: expected a date like 2027-01-31, got 'next spring'"),
+     "waiver[0]: expires: expected a date like 2027-01-31, got 'next spring'"),
     ('[[waiver]]\nsignature = "pause@receiver"\nreason = "r"\nexpires = 2027-02-30\n', "malformed TOML"),
     ('[[waiver]]\nsignature = "stall@nic"\nreason = "r"\nexpires = 2027-01-31\n',
-     "waiver[0].signature: 'stall@nic' is not a symptom"),
+     "waiver[0]: signature: 'stall@nic' is not a symptom"),
 ])
 def test_a_bad_waiver_file_is_one_sentence_and_exit_2(lab: Path, text: str, expected: str) -> None:
     bad = lab / "bad.toml"

@@ -167,11 +167,11 @@ def test_random_damage_through_the_real_cli(tmp_path: Path, seed: int) -> None:
 
 @pytest.mark.parametrize(("file", "text", "field"), [
     ("evidence.json", "", "not valid JSON"),
-    ("evidence.json", '{"format": 2}', "missing field 'anomaly_id'"),
+    ("evidence.json", '{"format": 2}', "anomaly_id: missing (a string)"),
     ("evidence.json", '{"format": 9}', "format: written by a newer collie (format 9)"),
     ("mfs.json", b"\xff\xfe garbage", "not a UTF-8 text file"),
     ("mfs.json", '{"signature": "pause@receiver", "conditions": [{"feature": "qps_total", "op": ">=", '
-                 '"value": "many"}]}', "conditions[0].value: expected a number (feature qps_total)"),
+                 '"value": "many"}]}', "conditions[0]: value: expected a number (feature qps_total)"),
     ("case.toml", "[[flows]]\nclient = 3\nserver = \"b\"\n", "flows[0].client: expected a host name"),
 ])
 def test_damage_names_the_file_and_the_field(tmp_path: Path, file: str, text: str | bytes, field: str) -> None:
@@ -191,4 +191,4 @@ def test_a_field_deep_in_the_evidence_is_named_by_its_path(tmp_path: Path) -> No
     (case / "evidence.json").write_text(json.dumps(evidence))
     r = run_cli("replay", str(case))
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
-        f"collie: error: {case / 'evidence.json'}: case.verdict.symptoms[0].value: expected a number, got 'high'"]
+        f"collie: error: {case / 'evidence.json'}: case: verdict: symptoms[0]: value: expected a number, got 'high'"]

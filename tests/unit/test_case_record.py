@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from collie.campaign.runlog import RunLog
 from collie.errors import InputError
 from collie.oracle import Verdict
 from collie.storage.case import (
@@ -17,7 +18,6 @@ from collie.storage.case import (
     CaseEvidence,
     CaseRecord,
     OriginalFind,
-    RunLog,
     TargetRecord,
     read_case_folder,
     write_case_folder,

@@ -36,7 +36,7 @@ def test_a_bad_case_or_mfs_is_named_before_anything_runs(tmp_path: Path) -> None
     (tmp_path / "junk.toml").unlink()
     shutil.copy(EXAMPLES / "bi-rc-read-80qp.toml", tmp_path / "case.toml")
     (tmp_path / "case.mfs.json").write_text('{"signature": "pause@receiver"}')
-    with pytest.raises(InputError, match=r"case\.mfs\.json: missing field 'conditions'"):
+    with pytest.raises(InputError, match=r"case\.mfs\.json: conditions: missing \(a list of conditions\)"):
         load_corpus(tmp_path)
     (tmp_path / "case.mfs.json").write_text("{not json")
     with pytest.raises(InputError, match=r"case\.mfs\.json: not valid JSON"):

@@ -12,7 +12,7 @@ import tomli_w
 from collie.errors import InputError
 from collie.model.workload import Workload
 from collie.oracle import Ceilings
-from collie.storage.records import CampaignConfig, Phase, TrialRecord, TrialState, check_sequence
+from collie.storage.records import CampaignConfig, Phase, TrialRecord, TrialState, TrialVerdict, check_sequence
 from collie.targets.sim import SimTarget
 from tests.conftest import EXAMPLES
 
@@ -35,20 +35,21 @@ def test_a_config_without_version_is_read_as_the_first_layout() -> None:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"seed": None}, "c.toml: missing required field 'seed'"),
+    ({"seed": None}, "c.toml: seed: missing (an integer)"),
     ({"budget": -3}, "c.toml: budget: must be at least 1, got -3"),
     ({"budget": "300"}, "c.toml: budget: expected a positive integer, got '300'"),
     ({"budget": True}, "c.toml: budget: expected a positive integer, got True"),
     ({"seed": -1}, "c.toml: seed: must be 0 or more, got -1"),
-    ({"strategy": "genetic"}, "c.toml: strategy: 'genetic' is not a strategy"),
+    ({"strategy": ""}, "c.toml: strategy: must name a strategy"),
     ({"target": ""}, "c.toml: target: must name a target"),
     ({"earlier_budgets": [300]}, "c.toml: earlier_budgets: each budget must be below the next"),
     ({"earlier_budgets": [0]}, "c.toml: earlier_budgets[0]: must be at least 1, got 0"),
     ({"version": 2}, "c.toml: version: 2 is not a campaign layout this collie reads"),
     ({"colour": "red"}, "c.toml: unknown field 'colour'"),
     ({"baseline": None}, "c.toml: ceilings and baseline: calibration writes both, but only one is there"),
-    ({"ceilings": {"wire_bps": {"oneway": "fast"}, "pps": {}}}, "c.toml: ceilings.wire_bps.oneway: expected a number"),
-    ({"target_info": {"name": "x"}}, "c.toml: target_info: missing required field"),
+    ({"ceilings": {"wire_bps": {"oneway": "fast"}, "pps": {}}},
+     "c.toml: ceilings: wire_bps: oneway: expected a number"),
+    ({"target_info": {"name": "x"}}, "c.toml: target_info: kind: missing (a string)"),
 ])
 def test_a_damaged_config_is_one_sentence(change: dict[str, Any], message: str) -> None:
     raw = CONFIG.to_toml_dict()
@@ -89,7 +90,7 @@ def test_resuming_extends_the_budget_and_refuses_any_other_change(tmp_path: Path
 def _complete(trial: int = 1) -> TrialRecord:
     result = SimTarget().run(Workload.load(EXAMPLES / "rc-write-64k.toml"), 1.0)
     return TrialRecord(trial, Phase.EXPLORE, result.workload_key, {"qps": 1}, TrialState.COMPLETE, 1.5,
-                       result=result, verdict={"anomalous": False, "signature": "", "score": 0.0, "metrics": {}})
+                       result=result, verdict=TrialVerdict(anomalous=False, signature="", score=0.0, metrics={}))
 
 
 def test_a_row_round_trips() -> None:
@@ -98,23 +99,24 @@ def test_a_row_round_trips() -> None:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    (lambda r: {}, "j: line 1: missing required field 'trial'"),
+    (lambda r: {}, "j: line 1: trial: missing (a trial number)"),
     (lambda r: None, "j: line 1: expected a JSON object (a trial record), got null"),
     (lambda r: {**r, "trial": "abc"}, "j: line 1: trial: expected a trial number, got 'abc'"),
     (lambda r: {**r, "trial": 0}, "j: line 1: trial: must be 1 or more, got 0"),
     (lambda r: {**r, "result": None}, "j: line 1: result: a COMPLETE trial needs its run result, got null"),
     (lambda r: {k: v for k, v in r.items() if k != "result"}, "j: line 1: result: a COMPLETE trial needs its run"),
-    (lambda r: {**r, "status": "DONE"}, "j: line 1: status: 'DONE' is not a trial state; one of RUNNING, COMPLETE"),
+    (lambda r: {**r, "status": "DONE"}, "j: line 1: status: 'DONE' is not a trial state; use one of RUNNING, COMPLETE"),
     (lambda r: {**r, "phase": "warmup"}, "j: line 1: phase: 'warmup' is not a phase"),
     (lambda r: {**r, "status": "PRUNED"}, "j: line 1: reason: a PRUNED trial says why, but it is missing"),
     (lambda r: {**r, "status": "FAILED", "reason": "x"}, "j: line 1: result: only a COMPLETE trial has one"),
     (lambda r: {**r, "time": "noon"}, "j: line 1: time: expected a number, got 'noon'"),
     (lambda r: {**r, "extra": 1}, "j: line 1: unknown field 'extra'"),
     (lambda r: {**r, "verdict": {**r["verdict"], "anomalous": 1}},
-     "j: line 1: verdict.anomalous: expected true or false"),
+     "j: line 1: verdict: anomalous: expected true or false"),
     (lambda r: {**r, "result": {**r["result"], "hosts": [{**r["result"]["hosts"][0], "counters": {"x": "1"}}]}},
-     "j: line 1: result.hosts[0].counters.x: expected a number, got '1'"),
-    (lambda r: {**r, "result": {**r["result"], "flows": "none"}}, "j: line 1: result.flows: expected a list"),
+     "j: line 1: result: hosts[0]: counters: x: expected a number, got '1'"),
+    (lambda r: {**r, "result": {**r["result"], "flows": "none"}},
+     "j: line 1: result: flows: expected a list of tables"),
 ])
 def test_a_damaged_row_is_one_sentence_naming_the_line_and_field(change: Any, message: str) -> None:
     with pytest.raises(InputError) as err:

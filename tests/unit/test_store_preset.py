@@ -13,7 +13,7 @@ from collie.errors import InputError
 from collie.mfs import MFS, Condition
 from collie.model.workload import Workload
 from collie.oracle import Ceilings
-from collie.preset import load_preset
+from collie.preset import campaign_preset, load_preset
 from collie.storage.campaign import CampaignStore
 from collie.storage.case import CaseRecord
 from collie.storage.records import CampaignConfig, Phase, TrialRecord, TrialState
@@ -220,6 +220,15 @@ def test_builtin_presets_load() -> None:
         assert p.budget > 0 and p.duration > 0
     assert load_preset("random").minimize is None and not load_preset("random").exclude_known
     assert load_preset("collie").minimize is not None and load_preset("collie").exclude_known
+
+
+def test_a_campaign_runs_its_preset_with_its_own_strategy() -> None:
+    assert campaign_preset("collie", "anneal", "c.toml") == load_preset("collie")
+    other = campaign_preset("collie", "random", "c.toml")
+    assert (other.strategy, other.strategy_options) == ("random", {})
+    with pytest.raises(InputError) as err:  # a damaged campaign.toml: the sentence its reader used to give
+        campaign_preset("collie", "genetic", "c.toml")
+    assert str(err.value) == "c.toml: strategy: 'genetic' is not a strategy; use one of anneal, random, bayes"
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,7 @@ def test_sizes_accept_units_and_single_values() -> None:
     ("text", "fragment"),
     [
         ('[[flows]]\nclient = "a"\nserver = "b"\nqpz = 3\n', "unknown field 'qpz'"),
-        ('[[flows]]\nclient = "a"\n', "missing required field 'server'"),
+        ('[[flows]]\nclient = "a"\n', "server: missing (a required field)"),
         ('[[flows]]\nclient = "a"\nserver = "b"\nqps = 0\n', "qps: 0 is out of range; allowed is 1"),
         ('[[flows]]\nclient = "a"\nserver = "b"\nqps = "many"\n', "qps: expected an integer"),
         ('[[flows]]\nclient = "a"\nserver = "b"\nmtu = 1500\n', "mtu: 1500 is not allowed; use one of 256"),

@@ -21,9 +21,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
+from collie.codec import check_fields, expect_type
 from collie.errors import InputError
 from collie.targets.sim.quirks import GPU_PLACEMENTS, Quirk, parse_quirks
-from collie.tomlio import check_fields, expect_type, parse_toml
+from collie.tomlio import parse_toml
 
 PROFILE_DIR: Final = Path(__file__).resolve().parent / "profiles"
 LIBRARY_PATH: Final = Path(__file__).resolve().parent / "quirks.toml"

@@ -26,10 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from collie.codec import check_fields, expect_type
 from collie.errors import InputError
 from collie.model.features import FEATURE_NAMES, Features
 from collie.model.units import parse_size
-from collie.tomlio import check_fields, expect_type
 
 #: The simulator's NIC-internal diagnostic counters (also listed in ``counters/sim.toml``).
 DIAGNOSTIC_COUNTERS: Final = (

@@ -138,7 +138,7 @@ def test_merging_two_catalogs_with_one_name_is_an_error() -> None:
     (('unit = "events"', 'unit = "furlongs"'), "unit: 'furlongs' is not allowed"),
     (('source = "sim"', 'source = "snmp"'), "source: 'snmp' is not allowed"),
     (('meaning = "receive WQE cache misses"\n', 'colour = "red"\nmeaning = "x"\n'), "unknown field 'colour'"),
-    (('meaning = "receive WQE cache misses"\n', ''), "missing required field 'meaning'"),
+    (('meaning = "receive WQE cache misses"\n', ''), "meaning: missing (a required field)"),
     (('diagnostic = true', 'diagnostic = "yes"'), "diagnostic: expected true or false"),
     (('diagnostic = true', 'diagnostic = false'), "role 'diagnostic' needs diagnostic = true"),
     (('driver = "toy"', 'driver = "other"'), "driver 'other' must equal the file name 'toy'"),

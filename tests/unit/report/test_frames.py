@@ -7,15 +7,15 @@ import io
 import pandas as pd
 
 from collie.report.frames import TRIAL_COLUMNS, read_trials_csv, trials_frame
-from collie.storage.records import Phase, TrialRecord, TrialState
+from collie.storage.records import Phase, TrialRecord, TrialState, TrialVerdict
 from collie.targets.base import FlowResult, HostResult, RunResult
 
 RESULT = RunResult("k1", "sim", 5.0, 0.1,
                    (FlowResult(0, "a", "b", 1e9, 1e5, 1e4, 2.0, 3.0, 4.0),
                     FlowResult(1, "b", "a", 2e9, 2e5, 2e4, 2.5, 7.5, 9.0)),
                    (HostResult("a", 1e9, 2e9, 1e5, 2e5), HostResult("b", 2e9, 1e9, 2e5, 1e5)))
-VERDICT = {"anomalous": True, "signature": "pause@receiver", "score": 12.5,
-           "metrics": {"throughput": 0.4, "diag:x": 1.0}}
+VERDICT = TrialVerdict(anomalous=True, signature="pause@receiver", score=12.5,
+                       metrics={"throughput": 0.4, "diag:x": 1.0})
 
 
 def _records() -> list[TrialRecord]:
