@@ -32,7 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.targets.verbs import VerbsTarget
 from collie.targets.verbs.spec import parse_spec
 

@@ -14,8 +14,9 @@ from typing import Final
 from collie.collectors.catalog import Catalog
 from collie.collectors.normalize import catalog_for
 from collie.model import rocev2
+from collie.model.flow import Endpoint, Flow
 from collie.model.space import DIRECTION_PAIRS
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.workload import Workload
 from collie.oracle import (
     DIRECTION_KINDS,
     Ceilings,

@@ -17,7 +17,8 @@ from typing import Any
 
 from collie.collectors.catalog import load_catalogs
 from collie.mfs import MFS
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.oracle import Ceilings, Oracle, Verdict
 from collie.storage.case import CaseRecord
 from collie.storage.corpus import load_case, load_corpus
@@ -193,7 +194,7 @@ def random_workload(rng: random.Random, *, gpu: bool = True, remote: bool = True
     else:
         flows = (base,)
     w = Workload(flows=flows)
-    return None if violations(w) else w
+    return None if violations(w.flows) else w
 
 
 PERFTEST_DEFAULTS: tuple[Workload, ...] = (

@@ -1,21 +1,19 @@
 """Named legality constraints of RDMA workloads, shared by workload files and the search space.
 
 Each constraint looks at one flow and returns ``None`` when it holds, or a sentence that says what is wrong and
-what is allowed. :func:`violations` lists every broken one; :func:`validate_workload` raises on the first.
+what is allowed. :func:`violations` lists every broken one; :func:`validate_flows` raises on the first.
 The names are stable: presets, docs and tests refer to them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from collie.errors import ConstraintError
+from collie.model.flow import Flow
 from collie.model.units import format_size
-
-if TYPE_CHECKING:  # the workload validates itself through this module: no import back at run time
-    from collie.model.workload import Flow, Workload
 
 ATOMIC_OPCODES: Final = ("ATOMIC_FA", "ATOMIC_CS")
 LEGAL_OPCODES: Final = {
@@ -102,34 +100,36 @@ CONSTRAINTS: Final[tuple[Constraint, ...]] = (
 )
 
 
-def pinned_bytes_per_host(workload: Workload) -> dict[str, int]:
-    """Registered memory each host pins: every flow registers ``mrs x mr_size`` on both of its ends."""
-    out: dict[str, int] = {h: 0 for h in workload.hosts}
-    for f in workload.flows:
+def pinned_bytes_per_host(flows: Sequence[Flow]) -> dict[str, int]:
+    """Registered memory each host pins (hosts sorted): every flow registers ``mrs x mr_size`` on both of its
+    ends."""
+    out: dict[str, int] = dict.fromkeys(sorted({h for f in flows for h in (f.client.host, f.server.host)}), 0)
+    for f in flows:
         out[f.client.host] += f.mrs * f.mr_size
         out[f.server.host] += f.mrs * f.mr_size
     return out
 
 
-def violations(workload: Workload) -> list[tuple[str, str]]:
-    """Every broken constraint as ``(name, sentence)``, flows in order; empty when the workload is legal."""
+def violations(flows: Sequence[Flow]) -> list[tuple[str, str]]:
+    """Every broken constraint of a workload's ``flows`` as ``(name, sentence)``, flows in order; empty when the
+    workload is legal."""
     found: list[tuple[str, str]] = []
-    many = len(workload.flows) > 1
-    for i, flow in enumerate(workload.flows):
+    many = len(flows) > 1
+    for i, flow in enumerate(flows):
         for c in CONSTRAINTS:
             msg = c.check(flow)
             if msg is not None:
                 found.append((c.name, f"flows[{i}]: {msg}" if many else msg))
-    for host, pinned in pinned_bytes_per_host(workload).items():
+    for host, pinned in pinned_bytes_per_host(flows).items():
         if pinned > MAX_PINNED_BYTES:
             found.append(("pinned_memory", f"host {host} would pin {format_size(pinned)} B of MRs; allowed is "
                           f"at most {format_size(MAX_PINNED_BYTES)} B (fewer or smaller MRs)"))
     return found
 
 
-def validate_workload(workload: Workload, source: str = "workload") -> None:
-    """Raise :class:`ConstraintError` for the first broken constraint."""
-    found = violations(workload)
+def validate_flows(flows: Sequence[Flow], source: str = "workload") -> None:
+    """Raise :class:`ConstraintError` for the first broken constraint of a workload's ``flows``."""
+    found = violations(flows)
     if found:
         name, msg = found[0]
         raise ConstraintError(name, f"{source}: {msg}")

@@ -27,7 +27,8 @@ from collie.data import data_dir
 from collie.errors import ConstraintError, InputError
 from collie.model.constraints import CONSTRAINTS, violations
 from collie.model.dimensions import Choice, Dimension, Flag, IntRange, SizeVector
-from collie.model.workload import MEMORY_PLACEMENTS, MTUS, Endpoint, Flow, Workload
+from collie.model.flow import MEMORY_PLACEMENTS, MTUS, Endpoint, Flow
+from collie.model.workload import Workload
 from collie.tomlio import read_toml
 
 OPS: Final = ("RC_SEND", "RC_WRITE", "RC_READ", "UC_SEND", "UC_WRITE", "UD_SEND")
@@ -173,7 +174,7 @@ class SearchSpace:
                     found.append((d.name, msg))
         if found:
             return found
-        return violations(self.build(point))
+        return violations(self.build(point).flows)
 
     def validate(self, point: Mapping[str, Any]) -> None:
         """Raise :class:`ConstraintError` naming the first problem of ``point``."""

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from collie.mfs import MFS, Condition
+from collie.model.flow import Flow
 from collie.model.units import format_size
-from collie.model.workload import Flow
 from collie.oracle import Symptom, Verdict
 from collie.report.load import CampaignData
 from collie.report.perftest import PerftestLines, perftest_lines

@@ -36,7 +36,8 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from collie.errors import TargetError
-from collie.model.workload import Flow, Workload
+from collie.model.flow import Flow
+from collie.model.workload import Workload
 from collie.targets.registry import parse_target
 from collie.targets.verbs.spec import VerbsSpec
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from simhelpers import CORPUS, DURATION, KnownCase, corpus, expected_quirks, kinds, max_pause, near_misses, oracle_for
 
-from collie.model.constraints import validate_workload
+from collie.model.constraints import validate_flows
 from collie.model.features import features
 from collie.model.space import load_space
 from collie.oracle import Oracle
@@ -75,7 +75,7 @@ def test_the_recorded_symptom_is_the_published_one(case: KnownCase) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_case_reproduces_its_symptom_and_fires_exactly_its_quirk(case: KnownCase) -> None:
-    validate_workload(case.workload)
+    validate_flows(case.workload.flows)
     expected = expected_quirks(case.profile, case.workload)
     assert case.quirk in expected
     quirk = library()[case.quirk]
@@ -96,7 +96,7 @@ def test_case_reproduces_its_symptom_and_fires_exactly_its_quirk(case: KnownCase
 
 @pytest.mark.parametrize("miss", MISSES, ids=lambda m: m.name)
 def test_breaking_one_condition_removes_it(miss: KnownCase) -> None:
-    validate_workload(miss.workload)
+    validate_flows(miss.workload.flows)
     run = SimTarget(miss.profile, seed=3).run(miss.workload, DURATION)
     assert miss.quirk not in run.truth
     assert set(run.truth) == expected_quirks(miss.profile, miss.workload)

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from collie.calibrate import catalog_of
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.oracle import DIRECTION_KINDS, Ceilings, Oracle
 from collie.targets.base import Unsupported
 from tests.softroce.conftest import rdma_resources

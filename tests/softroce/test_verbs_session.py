@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from collie.collectors.host import HostCollector, SourceUse
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.targets.session import HostPart, RunPlan
 from collie.targets.verbs import VerbsTarget
 from collie.targets.verbs.session import VerbsSession

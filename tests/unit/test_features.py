@@ -4,8 +4,9 @@ import math
 from pathlib import Path
 
 from collie.model.features import FEATURE_NAMES, encode, features, point_encoder
+from collie.model.flow import Endpoint, Flow
 from collie.model.space import load_space
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.workload import Workload
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "workloads" / "examples"
 

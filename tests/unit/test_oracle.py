@@ -3,7 +3,8 @@ from __future__ import annotations
 import dataclasses
 
 from collie.collectors.catalog import load_catalog, load_catalogs
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.oracle import Ceilings, Oracle, Thresholds
 from collie.targets.base import FlowResult, HostResult, RunResult
 

@@ -30,7 +30,7 @@ def test_samples_are_legal_and_cover_every_value(space) -> None:  # type: ignore
     points = [space.sample(rng) for _ in range(600)]
     for p in points:
         assert space.problems(p) == []
-        assert violations(space.build(p)) == []
+        assert violations(space.build(p).flows) == []
     assert {p["op"] for p in points} == set(space.dimension("op").values)
     assert {p["direction"] for p in points} == set(space.dimension("direction").values)
     qps = np.array([p["qps"] for p in points])
@@ -88,7 +88,7 @@ def test_same_seed_same_stream(space) -> None:  # type: ignore[no-untyped-def]
 
 def test_simplest_is_legal_and_builds_perftest_like_write(space) -> None:  # type: ignore[no-untyped-def]
     w = space.build(space.simplest())
-    assert violations(w) == []
+    assert violations(w.flows) == []
     f = w.flows[0]
     assert (f.transport, f.opcode, f.qps, f.batch, f.sges, f.sizes) == ("RC", "WRITE", 1, 1, 1, (65536,))
 
@@ -98,7 +98,7 @@ def test_build_projects_inapplicable_parameters(space) -> None:  # type: ignore[
          "signal_every": 128, "sges": 16, "inline": 64}
     f = space.build(p).flows[0]
     assert f.sizes == (2048, 256) and f.sq_depth == f.rq_depth == 64 and f.signal_every == 64
-    assert f.sges == 16 and f.inline == 64 and violations(space.build(p)) == []
+    assert f.sges == 16 and f.inline == 64 and violations(space.build(p).flows) == []
     read = space.build({**p, "op": "RC_READ", "sizes": [64], "sges": 16, "mr_size": 4096}).flows[0]
     assert read.inline == 0 and read.sges == 16 and read.sizes == (64,)
     big = space.build({**p, "op": "RC_WRITE", "sizes": [1 << 23], "sges": 2, "mr_size": 4096}).flows[0]
@@ -190,7 +190,8 @@ def test_point_of_inverts_build(space) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_point_of_rejects_workloads_outside_the_space(space) -> None:  # type: ignore[no-untyped-def]
-    from collie.model.workload import Endpoint, Flow, Workload
+    from collie.model.flow import Endpoint, Flow
+    from collie.model.workload import Workload
 
     odd = Workload((Flow(Endpoint("a"), Endpoint("b"), qps=2), Flow(Endpoint("b"), Endpoint("a"), qps=3)))
     with pytest.raises(InputError, match="not a point of the search space"):

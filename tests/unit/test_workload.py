@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from collie.errors import ConstraintError, InputError
-from collie.model.workload import OPCODES, Endpoint, Flow, Workload
+from collie.model.flow import OPCODES, Endpoint, Flow
+from collie.model.workload import Workload
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "workloads" / "examples"
 

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from collie.model.features import Features
-from collie.model.workload import Flow, Workload
+from collie.model.flow import Flow
+from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
 from collie.targets.sim.profile import Profile
 from collie.targets.sim.quirks import Quirk, soft_fraction

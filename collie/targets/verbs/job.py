@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from collie.collectors.host import HostCollector
-from collie.model.workload import Flow
+from collie.model.flow import Flow
 from collie.targets.verbs.spec import VerbsSpec
 
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from collie.model.constraints import ATOMIC_OPCODES
+from collie.model.flow import Flow
 from collie.model.units import format_size
-from collie.model.workload import Flow, Workload
+from collie.model.workload import Workload
 
 #: IBV MTU enum value -> bytes.
 MTU_BYTES: Final = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}

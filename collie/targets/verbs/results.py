@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from collie.model.workload import Flow, Workload
+from collie.model.flow import Flow
+from collie.model.workload import Workload
 from collie.targets.base import FlowResult
 from collie.targets.verbs.counters import counter_delta
 from collie.targets.verbs.engine import WorkerReport

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collie import calibrate
 from collie.cli.verdict_view import magnitude, moved_counters, sentence, strength, symptom_rows
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.oracle import Ceilings, Oracle, Symptom, Verdict
 
 

@@ -15,7 +15,8 @@ from collie.collectors.rdma_stat import parse_rdma_stat
 from collie.collectors.snapshot import Snapshot
 from collie.collectors.sysfs import PortRef, port_netdev
 from collie.errors import InputError
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.oracle import Ceilings, Oracle, Verdict
 from collie.targets.verbs import VerbsTarget
 from collie.targets.verbs.engine import run_job

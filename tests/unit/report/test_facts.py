@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from collie.mfs import MFS, Condition
-from collie.model.workload import Endpoint, Flow
+from collie.model.flow import Endpoint, Flow
 from collie.oracle import Symptom
 from collie.report.facts import flow_words, mfs_words, moved_counters, replay_command, symptom_text
 

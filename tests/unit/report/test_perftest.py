@@ -6,7 +6,8 @@ import shlex
 
 import pytest
 
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.report.perftest import Device, device_of, lacks, perftest_lines
 
 #: perftest's own option names for the bandwidth tests (its usage text, src/perftest_parameters.c), with

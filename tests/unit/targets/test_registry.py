@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from collie.errors import TargetError
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.remote.kind import REMOTE, RemoteSpec  # importing it registers remote:, as the CLI does
 from collie.targets.kind import TargetKind
 from collie.targets.registry import (

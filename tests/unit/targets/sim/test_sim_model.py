@@ -10,7 +10,8 @@ import pytest
 from simhelpers import bi, one, random_workload
 
 from collie.collectors.catalog import load_catalogs
-from collie.model.workload import Endpoint, Workload
+from collie.model.flow import Endpoint
+from collie.model.workload import Workload
 from collie.targets.base import Unsupported
 from collie.targets.sim import SimTarget, load_profile
 from collie.targets.sim.model import workload_key

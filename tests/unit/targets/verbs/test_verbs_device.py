@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from collie.errors import InputError, TargetError
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.targets.base import Unsupported
 from collie.targets.verbs import VerbsTarget, compat
 from collie.targets.verbs.device import NO_DEVICE

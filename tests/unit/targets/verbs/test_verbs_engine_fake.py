@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from collie.model.workload import Endpoint, Flow
+from collie.model.flow import Endpoint, Flow
 from collie.targets.verbs import engine
 from collie.targets.verbs.engine import run_job
 from collie.targets.verbs.job import Share, Timing, WorkerJob

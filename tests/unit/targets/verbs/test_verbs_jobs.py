@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.targets.verbs.job import Timing
 from collie.targets.verbs.spec import VerbsSpec
 from collie.targets.verbs.target import default_warmup, plan_jobs

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.targets.verbs.device import available_memory_bytes
 from collie.targets.verbs.limits import DeviceLimits, check_workload, registered_bytes, send_cqes_per_qp
 

@@ -18,7 +18,8 @@ import pytest
 
 from collie.collectors.host import HostCollector, SourceUse
 from collie.errors import TargetError
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.targets.base import Unsupported
 from collie.targets.session import RunPlan
 from collie.targets.verbs.session import VerbsSession

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from collie.errors import TargetError
-from collie.model.workload import Endpoint, Flow, Workload
+from collie.model.flow import Endpoint, Flow
+from collie.model.workload import Workload
 from collie.targets.verbs.endpoints import EndpointData, index, peer_of
 from collie.targets.verbs.engine import WorkerReport, run_job
 from collie.targets.verbs.job import Side, Timing, WorkerJob
