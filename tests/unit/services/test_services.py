@@ -37,7 +37,7 @@ from collie.targets.base import RunResult, Unsupported
 from collie.targets.registry import parse_target
 from collie.targets.sim import SimTarget
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "workloads" / "examples"
 CASES = ROOT / "tests" / "fixtures" / "cases"
 THRESHOLDS = load_preset("collie").thresholds

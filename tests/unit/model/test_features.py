@@ -8,7 +8,7 @@ from collie.model.flow import Endpoint, Flow
 from collie.model.space import load_space
 from collie.model.workload import Workload
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "workloads" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "workloads" / "examples"
 
 
 def test_bidirectional_read_example() -> None:

@@ -9,7 +9,7 @@ from collie.errors import ConstraintError, InputError
 from collie.model.flow import OPCODES, Endpoint, Flow
 from collie.model.workload import Workload
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "workloads" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "workloads" / "examples"
 
 
 def flow(**kw: object) -> Flow:
