@@ -171,15 +171,16 @@ class Reader:
         self.fail(f"{shown(value)} is not {what or 'allowed'}; use one of {', '.join(str(a) for a in allowed)}")
 
     def table(self, value: Any, allowed: Iterable[str] | None = None, required: Iterable[str] = (),
-              what: str = "a table") -> Table:
+              what: str = "a table", fields: Callable[[str], Reader] | None = None) -> Table:
         """A table (a JSON object); with ``allowed``, a field not in it is an error, and one of ``required``
-        that is absent is ``missing (a required field)``."""
-        table = Table(self.typed(value, dict, what), self)
+        that is absent is ``missing (a required field)``. ``fields`` gives the reader of each field when it
+        says more than this reader's :meth:`at` (see :class:`Table`)."""
+        table = Table(self.typed(value, dict, what), self, fields)
         if allowed is not None:
             table.only(allowed)
         for key in required:
             if key not in table.data:
-                self.at(key).missing("a required field")
+                table.at(key).missing("a required field")
         return table
 
 
@@ -188,12 +189,16 @@ class Table:
 
     A getter's ``default`` is returned, unchecked, when the field is absent (except :meth:`table`'s); without
     one, an absent field is ``missing (<what is allowed>)``.
+
+    ``fields``, when given, is the reader of field ``key`` (default ``reader.at(key)``): a file that names the
+    line of each field (``hosts.toml:5``) gives readers whose ``where`` holds it; an unknown field is then named
+    in the table's path at that field's ``where``.
     """
 
-    __slots__ = ("data", "reader")
+    __slots__ = ("data", "fields", "reader")
 
-    def __init__(self, data: dict[str, Any], reader: Reader) -> None:
-        self.data, self.reader = data, reader
+    def __init__(self, data: dict[str, Any], reader: Reader, fields: Callable[[str], Reader] | None = None) -> None:
+        self.data, self.reader, self.fields = data, reader, fields
 
     def __contains__(self, key: str) -> bool:
         return key in self.data
@@ -203,11 +208,13 @@ class Table:
         names = list(allowed)
         for key in self.data:
             if key not in names:
-                self.reader.fail(f"unknown field {key!r}; allowed fields are {', '.join(sorted(names))}")
+                here = self.reader if self.fields is None else \
+                    Reader(self.fields(key).where, self.reader.error, self.reader.path)
+                here.fail(f"unknown field {key!r}; allowed fields are {', '.join(sorted(names))}")
         return self
 
     def at(self, key: str) -> Reader:
-        return self.reader.at(key)
+        return self.reader.at(key) if self.fields is None else self.fields(key)
 
     def get(self, key: str, default: Any = MISSING, what: str = "a value") -> Any:
         if key in self.data:

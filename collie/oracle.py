@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
+from collie.codec import Reader, decode
 from collie.collectors.catalog import Catalog
 from collie.collectors.normalize import NormalizedCounters, Work, normalize
 from collie.metrics import DIAG_PREFIX, THROUGHPUT
@@ -65,8 +66,13 @@ class Ceilings:
         return {"wire_bps": dict(self.wire_bps), "pps": dict(self.pps), "line_rate_bps": self.line_rate_bps}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Ceilings:
-        return cls(dict(d["wire_bps"]), dict(d["pps"]), float(d.get("line_rate_bps", 0.0)))
+    def from_dict(cls, data: Any, reader: Reader) -> Ceilings:
+        """Read :meth:`to_dict`'s form (``line_rate_bps`` may be absent), every field checked.
+
+        Raises:
+            ``reader``'s error: one sentence naming the field (missing, mistyped or unknown).
+        """
+        return decode(cls, data, reader)
 
 
 @dataclass(frozen=True)

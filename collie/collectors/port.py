@@ -17,11 +17,11 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from collie.codec import Reader, decode
 from collie.collectors.sysfs import PortRef, class_dir, port_netdev
 
 IB_MTUS: Final = (4096, 2048, 1024, 512, 256)
@@ -84,31 +84,14 @@ class PortStatus:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> PortStatus:
-        """The inverse of :meth:`to_dict`.
+    def from_dict(cls, data: Any, reader: Reader) -> PortStatus:
+        """Read :meth:`to_dict`'s form (``device`` and ``port`` required, the rest may be absent), every field
+        checked.
 
         Raises:
-            TypeError, ValueError: a field of the wrong type.
+            ``reader``'s error: one sentence naming the field (missing, mistyped or unknown).
         """
-        fields = dict(d)
-        for key in ("device", "state", "phys_state", "link_layer", "gid", "gid_type"):
-            if not isinstance(fields.get(key, ""), str):
-                raise TypeError(f"port.{key} is not a string")
-        for key in ("port", "gid_index"):
-            if not isinstance(fields.get(key, 0), int) or isinstance(fields.get(key), bool):
-                raise TypeError(f"port.{key} is not an integer")
-        for key in ("netdev_mtu", "active_mtu"):
-            v = fields.get(key)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
-                raise TypeError(f"port.{key} is not an integer")
-        if fields.get("netdev") is not None and not isinstance(fields["netdev"], str):
-            raise TypeError("port.netdev is not a string")
-        for key in ("problems", "notes"):
-            v = fields.get(key, [])
-            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-                raise TypeError(f"port.{key} is not a list of strings")
-            fields[key] = tuple(v)
-        return cls(**fields)
+        return decode(cls, data, reader)
 
 
 def _read(path: Path) -> str | None:

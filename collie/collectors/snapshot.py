@@ -21,10 +21,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
+from collie.codec import Reader, Table
 from collie.collectors.catalog import Catalog
 from collie.errors import InputError
 from collie.tomlio import read_text
@@ -63,37 +64,35 @@ class Snapshot:
                 "unreadable": dict(self.unreadable)}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], where: str = "snapshot") -> Snapshot:
-        """Rebuild a snapshot; ``where`` names it in error messages.
+    def from_dict(cls, data: Any, reader: Reader) -> Snapshot:
+        """Read :meth:`to_dict`'s form, every field checked: ``timestamp`` and ``values`` are required, the rest
+        may be absent (``source`` is then ``file``). Counter values stay as written (an int stays an int).
 
         Raises:
-            InputError: a missing field or a value that is not a number or null.
+            ``reader``'s error: one sentence naming the field (missing, mistyped or unknown).
         """
-        for key in ("timestamp", "values"):
-            if key not in d:
-                raise InputError(f"{where}: missing field {key!r}; a snapshot has timestamp, source, device, "
-                                 f"values")
-        ts = d["timestamp"]
-        if isinstance(ts, bool) or not isinstance(ts, int | float):
-            raise InputError(f"{where}: timestamp must be a number of seconds, got {ts!r}")
-        raw = d["values"]
-        if not isinstance(raw, Mapping):
-            raise InputError(f"{where}: values must be an object of counter name -> number")
-        values: dict[str, float | None] = {}
-        for name, v in raw.items():
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
-                raise InputError(f"{where}: counter {name!r} has value {v!r}; expected a number or null")
-            values[str(name)] = v
-        sources = _str_map(d.get("sources", {}), f"{where}: sources")
-        unreadable = _str_map(d.get("unreadable", {}), f"{where}: unreadable")
-        return cls(float(ts), values, str(d.get("source", "file")), str(d.get("device", "")),
-                   tuple(str(p) for p in d.get("problems", ())), sources, unreadable)
+        d = reader.table(data, [f.name for f in fields(cls)])
+        timestamp = d.number("timestamp", what="a number of seconds")
+        values = d.table("values")
+        problems = d.items("problems", [], "a list of strings")
+        return cls(timestamp, {name: _counter(values.at(name), v) for name, v in values.data.items()},
+                   d.text("source", "file"), d.text("device", ""),
+                   tuple(d.at("problems").at(i).string(p) for i, p in enumerate(problems)),
+                   _names(d, "sources"), _names(d, "unreadable"))
 
 
-def _str_map(raw: Any, where: str) -> dict[str, str]:
-    if not isinstance(raw, Mapping) or not all(isinstance(v, str) for v in raw.values()):
-        raise InputError(f"{where} must be an object of names to strings")
-    return {str(k): v for k, v in raw.items()}
+def _counter(reader: Reader, value: Any) -> float | None:
+    """A counter's value as written: null (unreadable), or a number (an int kept exact)."""
+    if value is None:
+        return None
+    number = reader.number(value, "a number or null")
+    return value if isinstance(value, int) else number
+
+
+def _names(d: Table, key: str) -> dict[str, str]:
+    """Field ``key`` of ``d``: a table of names to strings (empty when absent)."""
+    table = d.table(key, default={})
+    return {name: table.at(name).string(v) for name, v in table.data.items()}
 
 
 def now() -> float:
@@ -251,30 +250,30 @@ def read_snapshot_file(path: str | Path) -> list[Snapshot]:
         InputError: unreadable file, not JSON, or JSON of another shape (one sentence).
     """
     p = Path(path)
+    reader = Reader(str(p))
+    saved = "counter snapshots saved by 'collie counters show --save'"
     try:
         doc = json.loads(read_text(p, "a JSON file of counter snapshots"))
     except json.JSONDecodeError as exc:
-        raise InputError(f"{p}: not JSON ({exc.msg} at line {exc.lineno}); expected counter snapshots saved "
-                         f"by 'collie counters show --save'") from None
+        reader.fail(f"not JSON ({exc.msg} at line {exc.lineno}); expected {saved}")
     if isinstance(doc, dict):
         doc = [doc]
     if not isinstance(doc, list) or not doc or not all(isinstance(x, dict) for x in doc):
-        raise InputError(f"{p}: expected a JSON object or list of counter snapshots saved by "
-                         f"'collie counters show --save'")
+        reader.wrong(doc, f"a JSON object or list of {saved}")
     if all("values" in x for x in doc):
-        return [Snapshot.from_dict(x, f"{p}: snapshot {i}") for i, x in enumerate(doc)]
+        return [Snapshot.from_dict(x, Reader(f"{p}: snapshot {i}")) for i, x in enumerate(doc)]
     if all({"device", "name", "value", "timestamp"} <= set(x) for x in doc):
-        return _from_rows(doc, str(p))
-    raise InputError(f"{p}: expected counter snapshots (objects with 'timestamp' and 'values') as saved by "
-                     f"'collie counters show --save'")
+        return _from_rows(doc, reader)
+    reader.fail("expected counter snapshots (objects with 'timestamp' and 'values') as saved by "
+                "'collie counters show --save'")
 
 
-def _from_rows(rows: list[dict[str, Any]], where: str) -> list[Snapshot]:
+def _from_rows(rows: list[dict[str, Any]], reader: Reader) -> list[Snapshot]:
     grouped: dict[str, dict[str, Any]] = {}
     for i, r in enumerate(rows):
         g = grouped.setdefault(str(r["device"]), {"timestamp": r["timestamp"], "values": {},
                                                   "device": str(r["device"]), "source": "rows"})
         g["values"][str(r["name"])] = r["value"]
-        if r["timestamp"] != g["timestamp"] and not isinstance(r["timestamp"], int | float):
-            raise InputError(f"{where}: row {i}: timestamp must be a number")
-    return [Snapshot.from_dict(g, f"{where}: device {dev}") for dev, g in grouped.items()]
+        if r["timestamp"] != g["timestamp"]:
+            reader.at(f"row {i}").at("timestamp").number(r["timestamp"])
+    return [Snapshot.from_dict(g, Reader(f"{reader.where}: device {dev}")) for dev, g in grouped.items()]

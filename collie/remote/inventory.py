@@ -49,7 +49,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Final
 
-from collie.codec import expect_type
+from collie.codec import Reader, Table
 from collie.errors import CollieError, InputError
 from collie.tomlio import parse_toml, read_text
 
@@ -70,6 +70,22 @@ _NETDEV_RE: Final = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _ADDRESS_RE: Final = re.compile(r"^[A-Za-z0-9_.:%-]{1,253}$")
 _USER_RE: Final = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.@-]{0,63}$")
 TARGET_USAGE: Final = "sim, sim:PROFILE or verbs:DEVICE[:PORT[:GID_INDEX]]"
+
+# What each field must be, as the codec's sentences say it (``expected <what>, got ...``, ``missing (<what>)``).
+_NAME: Final = "a non-empty host name without NUL characters"
+_ADDRESS: Final = "a host name or IP address"
+_PORT: Final = "a TCP port (an integer from 1 to 65535)"
+_USER: Final = "a user name (letters, digits, '_', '.', '-', '@')"
+_TARGET: Final = f"a device target: {TARGET_USAGE}"
+_NO_TARGET: Final = f"a device target, in the host or in [defaults]: {TARGET_USAGE}"
+_NETDEV: Final = "a network interface name (at most 15 letters, digits, '_', '.', ':', '@', '-')"
+_NUMA: Final = "a NUMA node (an integer)"
+_TAG: Final = "a non-empty string"
+_TAGS: Final = "a list of non-empty strings"
+_HOSTS: Final = "at least one [[host]] table with a name and an address"
+_TIMEOUT: Final = "a timeout (a number of seconds above 0 and at most 3600)"
+_PLACE: Final = 'a host name or "tag:TAG"'
+_PLACE_TABLE: Final = 'a table of role = "HOST" or "tag:TAG"'
 
 
 class TargetKind(Enum):
@@ -127,6 +143,56 @@ class Host:
     def endpoint(self) -> str:
         """``user@address:port``, for messages."""
         return f"{self.user}@{self.address}:{self.port}"
+
+    @classmethod
+    def from_dict(cls, data: Any, reader: Reader, *, base: Path, defaults: Mapping[str, Any] | None = None,
+                  fields: Callable[[str], Reader] | None = None, line: int = 0) -> Host:
+        """Read one ``[[host]]`` table, every field checked; a field it does not set is taken from ``defaults``.
+
+        Args:
+            data: the host's table.
+            reader: the reader of the table.
+            base: the folder a relative ``identity`` is taken from.
+            defaults: the inventory's ``[defaults]`` (already checked to hold host fields only).
+            fields: the reader of each field (default ``reader.at``); an inventory's names the field's line, in
+                the host or, for a field taken from them, in ``[defaults]``.
+            line: the line of the host's ``[[host]]`` header (0: not from a file).
+
+        Raises:
+            ``reader``'s error: one sentence naming the field (missing, mistyped, unknown or breaking a rule).
+        """
+        own = reader.table(data, HOST_FIELDS, what="a [[host]] table", fields=fields)
+        d = Table({**(defaults or {}), **own.data}, reader, fields)
+        name = d.text("name", what=_NAME)
+        if not name or "\0" in name:
+            d.at("name").wrong(name, _NAME)
+        address = d.text("address", what=_ADDRESS)
+        if not _ADDRESS_RE.match(address):
+            d.at("address").wrong(address, _ADDRESS)
+        port = d.integer("port", DEFAULT_SSH_PORT, _PORT)
+        if not 1 <= port <= 65535:
+            d.at("port").wrong(port, _PORT)
+        user = d.text("user", what=_USER) if "user" in d else _local_user()
+        if not _USER_RE.match(user):
+            d.at("user").wrong(user, _USER)
+        target = parse_host_target(d.at("target").string(d.get("target", what=_NO_TARGET), _TARGET),
+                                   d.at("target").location)
+        identity = _path(d.text("identity", what="a private key file"), base, d.at("identity")) \
+            if "identity" in d else None
+        netdev = d.text("netdev", what=_NETDEV) if "netdev" in d else None
+        if netdev is not None and not _NETDEV_RE.match(netdev):
+            d.at("netdev").wrong(netdev, _NETDEV)
+        if netdev is not None and target.kind is not TargetKind.VERBS:
+            d.at("netdev").fail(f"a netdev only applies to a verbs target, and this host runs {target.spec}")
+        numa = d.integer("numa", what=_NUMA, minimum=0) if "numa" in d else None
+        tags: list[str] = []
+        for j, raw in enumerate(d.items("tags", [], _TAGS)):
+            tag = d.at("tags").at(j).string(raw, _TAG)
+            if not tag:
+                d.at("tags").at(j).wrong(raw, _TAG)
+            tags.append(tag)
+        return cls(name=name, address=address, port=port, user=user, target=target, identity=identity,
+                   netdev=netdev, numa=numa, tags=tuple(tags), line=line)
 
 
 @dataclass(frozen=True)
@@ -210,122 +276,66 @@ def load_inventory(path: str | Path) -> Inventory:
 def parse_inventory(text: str, path: Path) -> Inventory:
     """Validate inventory text read from ``path`` (relative paths inside are taken from ``path``'s folder)."""
     source = str(path)
-    data = parse_toml(text, source)
     lines = _Lines(text, source)
-    _check_known(data, TOP_FIELDS, lines.top)
+    top = lines.table(None, parse_toml(text, source), TOP_FIELDS, "a table")
     base = path.resolve().parent
-    known = data.get("known_hosts")
-    known_path = None
-    if known is not None:
-        known_path = _path(expect_type(known, str, lines.top("known_hosts"), "a file name"), base,
-                           lines.top("known_hosts"))
-    connect_timeout = _timeout(data, "connect_timeout", DEFAULT_CONNECT_TIMEOUT, lines)
-    request_timeout = _timeout(data, "request_timeout", DEFAULT_REQUEST_TIMEOUT, lines)
-    defaults = data.get("defaults", {})
-    expect_type(defaults, dict, f"{source}: [defaults]", "a table")
-    _check_known(defaults, DEFAULT_FIELDS, lines.default)
-    raw_hosts = data.get("host", [])
-    expect_type(raw_hosts, list, f"{source}: host", "a list of [[host]] tables")
+    known_path = _path(top.text("known_hosts", what="a file name"), base, top.at("known_hosts")) \
+        if "known_hosts" in top else None
+    connect_timeout = _timeout(top, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+    request_timeout = _timeout(top, "request_timeout", DEFAULT_REQUEST_TIMEOUT)
+    defaults = lines.table("defaults", top.get("defaults", {}), DEFAULT_FIELDS, "a table")
+    raw_hosts = top.items("host", [], _HOSTS)
     if not raw_hosts:
-        raise InputError(f"{source}: no hosts; add at least one [[host]] table with a name and an address")
+        if "host" in top:
+            top.at("host").wrong(raw_hosts, _HOSTS)
+        top.at("host").missing(_HOSTS)
     hosts: list[Host] = []
     seen: dict[str, int] = {}
     for i, raw in enumerate(raw_hosts):
-        where = lines.host(i)
-        expect_type(raw, dict, where, "a [[host]] table")
-        _check_known(raw, HOST_FIELDS, lambda key, i=i: lines.host(i, key))  # type: ignore[misc]
-        host = _host(i, {**defaults, **raw}, set(raw), base, lines)
+        def field(key: str, i: int = i, raw: Any = raw) -> Reader:
+            own = isinstance(raw, dict) and key in raw
+            return lines.field(i, key) if own or key not in defaults else lines.field("defaults", key)
+
+        host = Host.from_dict(raw, lines.reader(i), base=base, defaults=defaults.data, fields=field,
+                              line=lines.host_line(i))
         if host.name in seen:
-            raise InputError(f"{lines.host(i, 'name')}: {host.name!r} is already the name of host[{seen[host.name]}]; "
-                             f"host names must be unique")
+            lines.field(i, "name").fail(f"host names must be unique, got {host.name!r} (already the name of "
+                                        f"host[{seen[host.name]}])")
         seen[host.name] = i
         hosts.append(host)
-    place = _place(data.get("place", {}), hosts, lines)
+    place = _place(lines.table("place", top.get("place", {}), ROLES, _PLACE_TABLE), hosts)
     return Inventory(path=path, hosts=tuple(hosts), known_hosts=known_path, connect_timeout=connect_timeout,
                      request_timeout=request_timeout, place=place)
 
 
-def _place(raw: Any, hosts: list[Host], lines: _Lines) -> dict[str, str]:
-    expect_type(raw, dict, lines.section("place"), "a table of role = \"HOST\" or \"tag:TAG\"")
+def _place(place: Table, hosts: list[Host]) -> dict[str, str]:
     names = [h.name for h in hosts]
     out: dict[str, str] = {}
-    for role, value in raw.items():
-        where = lines.in_section("place", role)
-        if role not in ROLES:
-            raise InputError(f"{where}: {role!r} is not a workload role; roles are {', '.join(ROLES)}")
-        if not isinstance(value, str) or not value:
-            raise InputError(f"{where}: expected a host name or \"tag:TAG\" (a string), got {value!r}")
-        if value.startswith(TAG_PREFIX):
-            tag = value[len(TAG_PREFIX):]
+    for role, value in place.data.items():
+        reader = place.at(role)
+        text = reader.string(value, _PLACE)
+        if not text:
+            reader.wrong(value, _PLACE)
+        if text.startswith(TAG_PREFIX):
+            tag = text[len(TAG_PREFIX):]
             if not any(tag in h.tags for h in hosts):
-                raise InputError(f"{where}: no host carries the tag {tag!r}")
-        elif value not in names:
-            raise InputError(f"{where}: no host named {value!r}; hosts are {', '.join(map(repr, names))}")
-        out[role] = value
+                reader.fail(f"no host carries the tag {tag!r}")
+        elif text not in names:
+            reader.fail(f"no host named {text!r}; hosts are {', '.join(map(repr, names))}")
+        out[role] = text
     return out
 
 
-def _host(i: int, merged: Mapping[str, Any], own: set[str], base: Path, lines: _Lines) -> Host:
-    def where(key: str) -> str:
-        return lines.host(i, key) if key in own else lines.default(key)
-
-    for key in ("name", "address"):
-        if key not in merged:
-            raise InputError(f"{lines.host(i)}: missing required field {key!r}")
-    if "target" not in merged:
-        raise InputError(f"{lines.host(i)}: missing required field 'target' (in the host or in [defaults]); use "
-                         f"{TARGET_USAGE}")
-    name = expect_type(merged["name"], str, where("name"), "a host name (a string)")
-    if not name or "\0" in name:
-        raise InputError(f"{where('name')}: a host name must be a non-empty string without NUL characters")
-    address = expect_type(merged["address"], str, where("address"), "a host name or IP address")
-    if not _ADDRESS_RE.match(address):
-        raise InputError(f"{where('address')}: {address!r} is not a host name or IP address")
-    port = merged.get("port", DEFAULT_SSH_PORT)
-    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-        raise InputError(f"{where('port')}: {port!r} is not a TCP port; use an integer from 1 to 65535")
-    user = expect_type(merged.get("user", _local_user()), str, where("user"), "a user name")
-    if not _USER_RE.match(user):
-        raise InputError(f"{where('user')}: {user!r} is not a user name (letters, digits, '_', '.', '-', '@')")
-    target = parse_host_target(expect_type(merged["target"], str, where("target"), TARGET_USAGE), where("target"))
-    identity = None
-    if "identity" in merged:
-        identity = _path(expect_type(merged["identity"], str, where("identity"), "a private key file"), base,
-                         where("identity"))
-    netdev = merged.get("netdev")
-    if netdev is not None and (not isinstance(netdev, str) or not _NETDEV_RE.match(netdev)):
-        raise InputError(f"{where('netdev')}: {netdev!r} is not a network interface name (at most 15 letters, "
-                         f"digits, '_', '.', ':', '@', '-')")
-    if netdev is not None and target.kind is not TargetKind.VERBS:
-        raise InputError(f"{where('netdev')}: a netdev only applies to a verbs target, and this host runs "
-                         f"{target.spec}")
-    numa = merged.get("numa")
-    if numa is not None and (isinstance(numa, bool) or not isinstance(numa, int) or numa < 0):
-        raise InputError(f"{where('numa')}: {numa!r} is not a NUMA node; use an integer >= 0")
-    tags_raw = merged.get("tags", [])
-    if not isinstance(tags_raw, list) or not all(isinstance(t, str) and t for t in tags_raw):
-        raise InputError(f"{where('tags')}: expected a list of non-empty strings, got {tags_raw!r}")
-    return Host(name=name, address=address, port=port, user=user, target=target, identity=identity,
-                netdev=netdev, numa=numa, tags=tuple(tags_raw), line=lines.host_line(i))
+def _timeout(top: Table, key: str, default: float) -> float:
+    value = top.number(key, default, _TIMEOUT)
+    if not 0 < value <= 3600:
+        top.at(key).wrong(top.data[key], _TIMEOUT)
+    return value
 
 
-def _check_known(table: Mapping[str, Any], allowed: tuple[str, ...], where: Callable[[str], str]) -> None:
-    for key in table:
-        if key not in allowed:
-            raise InputError(f"{where(key)}: unknown field; allowed fields are {', '.join(allowed)}")
-
-
-def _timeout(data: Mapping[str, Any], key: str, default: float, lines: _Lines) -> float:
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 3600:
-        raise InputError(f"{lines.top(key)}: {value!r} is not a timeout; use a number of seconds above 0 and at "
-                         f"most 3600")
-    return float(value)
-
-
-def _path(text: str, base: Path, where: str) -> Path:
+def _path(text: str, base: Path, reader: Reader) -> Path:
     if not text:
-        raise InputError(f"{where}: expected a file name, got an empty string")
+        reader.wrong(text, "a file name")
     p = Path(text).expanduser()
     return p if p.is_absolute() else base / p
 
@@ -337,58 +347,59 @@ def _local_user() -> str:
         return "root"
 
 
+#: A place in the inventory: the top level (None), a section (``defaults``, ``place``) or a host by index.
+_Where = str | int | None
+
+
 class _Lines:
-    """Finds the line of a field for messages (``hosts.toml:12: host[1].port``); best effort, never fails."""
+    """Finds the line of a field for messages (``hosts.toml:12: host[1]: port``); best effort, never fails."""
 
     def __init__(self, text: str, source: str) -> None:
         self.source = source
         self.lines = text.splitlines()
         self.headers = [i for i, ln in enumerate(self.lines) if re.match(r"^\s*\[\[\s*host\s*\]\]", ln)]
 
-    def _find(self, start: int, key: str) -> int | None:
+    def _header(self, table: _Where) -> int | None:
+        """The index of ``table``'s header line (None: the top level, or no header)."""
+        if table is None:
+            return None
+        if isinstance(table, int):
+            return self.headers[table] if table < len(self.headers) else None
+        pat = re.compile(rf"^\s*\[\s*{re.escape(table)}\s*\]")
+        return next((i for i, ln in enumerate(self.lines) if pat.match(ln)), None)
+
+    def _line(self, table: _Where, key: str) -> int | None:
+        """The line (from 1) where ``table`` sets ``key``, or None."""
+        header = self._header(table)
+        if header is None and table is not None:
+            return None
+        start = header or 0  # the top level: from the first line to the first header
         pat = re.compile(rf"^\s*{re.escape(key)}\s*=")
         for i in range(start, len(self.lines)):
-            if i > start and self.lines[i].lstrip().startswith("["):
+            if (header is None or i > start) and self.lines[i].lstrip().startswith("["):
                 return None
             if pat.match(self.lines[i]):
                 return i + 1
         return None
 
-    def _fmt(self, line: int | None, path: str) -> str:
-        return f"{self.source}:{line}: {path}" if line else f"{self.source}: {path}"
+    def reader(self, table: _Where, key: str | None = None) -> Reader:
+        """The reader of ``table``, its ``where`` the file and the line of field ``key`` (else of the header)."""
+        line = self._line(table, key) if key is not None else None
+        if line is None:
+            header = self._header(table)
+            line = header + 1 if header is not None else None
+        if line is None and isinstance(table, str):  # ``defaults = 3``: a section set at the top level
+            line = self._line(None, table)
+        path = () if table is None else (f"host[{table}]",) if isinstance(table, int) else (table,)
+        return Reader(f"{self.source}:{line}" if line else self.source, InputError, path)
 
-    def top(self, key: str) -> str:
-        pat = re.compile(rf"^\s*{re.escape(key)}\s*=")
-        for i, ln in enumerate(self.lines):
-            if ln.lstrip().startswith("["):
-                break
-            if pat.match(ln):
-                return self._fmt(i + 1, key)
-        return self._fmt(None, key)
+    def field(self, table: _Where, key: str) -> Reader:
+        """The reader of field ``key`` of ``table``, on its line."""
+        return self.reader(table, key).at(key)
 
-    def section(self, name: str) -> str:
-        for i, ln in enumerate(self.lines):
-            if re.match(rf"^\s*\[\s*{re.escape(name)}\s*\]", ln):
-                return self._fmt(i + 1, f"[{name}]")
-        return self._fmt(None, f"[{name}]")
-
-    def in_section(self, name: str, key: str) -> str:
-        for i, ln in enumerate(self.lines):
-            if re.match(rf"^\s*\[\s*{re.escape(name)}\s*\]", ln):
-                return self._fmt(self._find(i, key), f"{name}.{key}")
-        return self._fmt(None, f"{name}.{key}")
-
-    def default(self, key: str) -> str:
-        for i, ln in enumerate(self.lines):
-            if re.match(r"^\s*\[\s*defaults\s*\]", ln):
-                return self._fmt(self._find(i, key), f"defaults.{key}")
-        return self._fmt(None, f"defaults.{key}")
+    def table(self, table: _Where, value: Any, allowed: tuple[str, ...], what: str) -> Table:
+        """``value`` checked as ``table`` (no field outside ``allowed``), each field read on its own line."""
+        return self.reader(table).table(value, allowed, what=what, fields=lambda key: self.field(table, key))
 
     def host_line(self, i: int) -> int:
         return self.headers[i] + 1 if i < len(self.headers) else 0
-
-    def host(self, i: int, key: str | None = None) -> str:
-        if key is None:
-            return self._fmt(self.host_line(i) or None, f"host[{i}]")
-        line = self._find(self.headers[i], key) if i < len(self.headers) else None
-        return self._fmt(line, f"host[{i}].{key}")

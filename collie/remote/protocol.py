@@ -78,11 +78,12 @@ class ErrorKind(Enum):
     INTERNAL = "internal"  # a bug in the agent
 
 
-#: How the fields of types other modules own are read off the wire (their own readers, errors adopted).
+#: How the fields of types other modules own and read with a reader of their own are read off the wire (their
+#: errors adopted). The records with a ``from_dict(data, reader)`` (``TargetInfo``, ``RunResult``, ``Snapshot``,
+#: ``PortStatus``, ...) are read by :func:`collie.codec.decode` with the message's reader: their sentences are
+#: the protocol's.
 _FOREIGN: Final[Custom] = {
     Workload: lambda v, r: r.adopt(lambda: Workload.from_dict(v, r.location)),
-    Snapshot: lambda v, r: r.adopt(lambda: Snapshot.from_dict(r.table(v).data, r.location)),
-    PortStatus: lambda v, r: r.adopt(lambda: PortStatus.from_dict(r.table(v).data)),
 }
 
 

@@ -199,7 +199,7 @@ class CampaignConfig:
         earlier = table.items("earlier_budgets", [], "a list of budgets")
         info = TargetInfo.from_dict(table.data["target_info"], table.at("target_info")) \
             if "target_info" in table else None
-        ceilings = decode(Ceilings, table.data["ceilings"], table.at("ceilings")) if "ceilings" in table else None
+        ceilings = Ceilings.from_dict(table.data["ceilings"], table.at("ceilings")) if "ceilings" in table else None
         try:
             return cls(**strings, seed=table.integer("seed"), budget=table.integer("budget", what="a positive integer"),
                        earlier_budgets=tuple(table.at("earlier_budgets").at(i).integer(b, "a positive integer")

@@ -31,7 +31,8 @@ KIND_NAMES = re.compile(r"_(str|string|int|integer|float|number|numbers|bool|fla
 GETTERS = frozenset({"text", "string", "number", "integer", "flag", "items", "table", "numbers", "strings", "count"})
 #: The modules whose records the codec reads: they raise no reading error of their own.
 ON_THE_CODEC = ("targets/base.py", "storage/records.py", "storage/case.py", "gate/waivers.py", "mfs.py",
-                "remote/protocol.py", "tomlio.py", "campaign/runlog.py")
+                "remote/protocol.py", "tomlio.py", "campaign/runlog.py", "collectors/snapshot.py", "collectors/port.py",
+                "oracle.py")
 ERRORS = frozenset({"InputError", "ProtocolError"})
 
 

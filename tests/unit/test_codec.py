@@ -145,3 +145,18 @@ def test_types_are_described_as_messages_say_them() -> None:
     assert describe(int | None) == "an integer or null"
     assert describe(Colour) == "one of red, blue"
     assert describe(Inner) == "a table"
+
+
+def test_a_table_whose_fields_name_their_own_line() -> None:
+    lines = {"b": "f.toml:3", "a": "f.toml:2"}
+
+    def field(key: str) -> Reader:
+        return Reader(lines.get(key, "f.toml:1"), path=("t", key))
+
+    reader = Reader("f.toml:1", path=("t",))
+    with pytest.raises(InputError, match=r"^f\.toml:3: t: unknown field 'b'; allowed fields are a$"):
+        reader.table({"a": 1, "b": 2}, ["a"], fields=field)
+    with pytest.raises(InputError, match=r"^f\.toml:2: t: a: expected a number, got 'x'$"):
+        reader.table({"a": "x"}, ["a", "c"], fields=field).number("a")
+    with pytest.raises(InputError, match=r"^f\.toml:1: t: c: missing \(a required field\)$"):
+        reader.table({"a": 1}, ["a", "c"], required=["c"], fields=field)

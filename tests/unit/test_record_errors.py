@@ -17,12 +17,15 @@ import pytest
 import tomli_w
 
 from collie.codec import Reader, shown
+from collie.collectors.port import PortStatus
+from collie.collectors.snapshot import Snapshot
 from collie.errors import InputError
 from collie.gate.waivers import Waiver
 from collie.mfs import MFS
 from collie.model.workload import Workload
 from collie.oracle import Ceilings
 from collie.remote import protocol
+from collie.remote.inventory import Host
 from collie.remote.protocol import ProtocolError
 from collie.storage.case import CaseEvidence, CaseRecord, CaseRun, OriginalFind, TargetRecord, read_case_folder
 from collie.storage.corpus import load_case, recorded_target
@@ -38,9 +41,11 @@ RESULT = SIM.run(Workload.load(EXAMPLES / "rc-write-64k.toml"), 1.0)
 VERDICT = TrialVerdict(anomalous=True, signature="pause@receiver", score=2.5, metrics={"throughput": 0.4})
 ROW = TrialRecord(7, Phase.EXPLORE, RESULT.workload_key, {"qps": 1}, TrialState.COMPLETE, 1.5, result=RESULT,
                   verdict=VERDICT)
+CEILINGS = Ceilings({"oneway": 2e11}, {"oneway": 1e8}, 2e11)
 CONFIG = CampaignConfig(target="sim:cx6-200g-amd", seed=3, budget=300, preset="collie", strategy="anneal",
-                        created="2026-01-01T00:00:00Z", target_info=INFO,
-                        ceilings=Ceilings({"oneway": 2e11}, {"oneway": 1e8}, 2e11), baseline={"a:x": 1.0})
+                        created="2026-01-01T00:00:00Z", target_info=INFO, ceilings=CEILINGS, baseline={"a:x": 1.0})
+SNAPSHOT = Snapshot(1.5, {"a": 1, "b": None}, "sysfs", "mlx5_0/1", ("b: N/A",), {"a": "port", "b": "hw"})
+PORT = PortStatus("mlx5_0", 1, "ACTIVE", "LinkUp", "Ethernet", 3, "fe80::1", "RoCE v2", "ens1f0", 9000, 4096)
 EVIDENCE = json.loads((CASES / "v2-A003-pause" / "evidence.json").read_text())
 MFS_JSON = json.loads((CASES / "v2-A003-pause" / "mfs.json").read_text())
 CASE_WORKLOAD = Workload.load(CASES / "v2-A003-pause" / "case.toml")
@@ -111,6 +116,20 @@ KINDS = [
     Kind("Prepare", {"plan": {"run": 1, "workload": CASE_WORKLOAD.to_dict(), "roles": ["a"], "warmup": 0.5,
                               "duration": 1.0, "repetition": None}},
          _wire("prepare", lambda d: d), "'prepare' message: ", ProtocolError, "plan", "a table", 3),
+    Kind("Host", {"name": "a", "address": "192.0.2.1", "target": "sim", "port": 22},
+         lambda d: Host.from_dict(d, Reader("hosts.toml:3").at("host").at(0), base=Path("/")),
+         "hosts.toml:3: host[0]: ", InputError, "address", "a host name or IP address", 3),
+    Kind("Snapshot", SNAPSHOT.to_dict(), lambda d: Snapshot.from_dict(d, Reader("s.json: snapshot 0")),
+         "s.json: snapshot 0: ", InputError, "timestamp", "a number of seconds", "noon"),
+    Kind("Snapshot-wire", SNAPSHOT.to_dict(), _wire("sampled", lambda d: {"snapshots": [d]}),
+         "'sampled' message: snapshots[0]: ", ProtocolError, "values", "a table", [1]),
+    Kind("PortStatus-wire", PORT.to_dict(), _wire("inspected", lambda d: {"port": d}), "'inspected' message: port: ",
+         ProtocolError, "port", "an integer", "1"),
+    Kind("Ceilings", CEILINGS.to_dict(), lambda d: Ceilings.from_dict(d, Reader("c.toml").at("ceilings")),
+         "c.toml: ceilings: ", InputError, "wire_bps", "a table of numbers", 3),
+    Kind("Ceilings-campaign", CEILINGS.to_dict(),
+         lambda d: CampaignConfig.from_toml({**CONFIG.to_toml_dict(), "ceilings": d}, "c.toml"), "c.toml: ceilings: ",
+         InputError, "pps", "a table of numbers", "lots"),
 ]
 
 
@@ -152,6 +171,15 @@ def test_a_format_1_evidence_without_original_point_takes_the_case_point() -> No
     legacy.pop("original_point")
     record = CaseRecord.from_evidence(legacy, Reader("e.json"), Workload.load(folder / "case.toml"), None)
     assert record.format == 1 and record.original is not None and record.original.point == legacy["point"]
+
+
+def test_a_counter_of_the_wrong_type_inside_a_record_is_named_by_its_path() -> None:
+    with pytest.raises(InputError, match=r"^c\.toml: ceilings: pps: oneway: expected a number, got 'fast'$"):
+        CampaignConfig.from_toml(
+            {**CONFIG.to_toml_dict(), "ceilings": {**CEILINGS.to_dict(), "pps": {"oneway": "fast"}}}, "c.toml")
+    with pytest.raises(ProtocolError, match=r"^'sampled' message: snapshots\[0\]: values: a: expected a number or "
+                                            r"null, got 'lots'$"):
+        _wire("sampled", lambda d: {"snapshots": [d]})({**SNAPSHOT.to_dict(), "values": {"a": "lots"}})
 
 
 def test_a_bool_is_never_a_number() -> None:

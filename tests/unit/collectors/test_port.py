@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from collie.codec import Reader
 from collie.collectors.port import PortStatus, read_port_status, roce_mtu
 
 V4_GID = "0000:0000:0000:0000:0000:ffff:c000:020a"
@@ -57,7 +58,7 @@ def test_an_active_rocev2_port_is_usable_with_its_mtu(mlx5_root: Path) -> None:
     assert (st.state, st.phys_state, st.link_layer) == ("ACTIVE", "LinkUp", "Ethernet")
     assert (st.gid, st.gid_type, st.netdev) == (V4_GID, "RoCE v2", "ens1f0np0")
     assert (st.netdev_mtu, st.active_mtu) == (9000, 4096)
-    assert PortStatus.from_dict(st.to_dict()) == st
+    assert PortStatus.from_dict(st.to_dict(), Reader("p.json")) == st
 
 
 def test_a_down_port_is_one_sentence_saying_how_to_bring_it_up(mlx5_root: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from collie.codec import Reader
 from collie.collectors.catalog import load_catalog
 from collie.collectors.snapshot import WRAP32, Snapshot, combine, delta, read_snapshot_file
 from collie.collectors.sysfs import read_sysfs
@@ -116,13 +117,27 @@ def test_snapshot_file_round_trip_and_errors(tmp_path: Path) -> None:
     assert r.values == {"a": 3.0} and r.timestamp == 9.0
     for text, msg in [("{", "not JSON"), ("[]", "expected a JSON object or list"),
                       ('{"timestamp": 1}', "objects with 'timestamp' and 'values'"),
-                      ('{"timestamp": "x", "values": {}}', "timestamp must be a number"),
-                      ('{"timestamp": 1, "values": {"a": "lots"}}', "counter 'a' has value 'lots'"),
+                      ('{"timestamp": "x", "values": {}}',
+                       "s.json: snapshot 0: timestamp: expected a number of seconds, got 'x'$"),
+                      ('{"timestamp": 1, "values": {"a": "lots"}}',
+                       "s.json: snapshot 0: values: a: expected a number or null, got 'lots'$"),
+                      ('{"timestamp": 1, "values": {}, "colour": 1}',
+                       "s.json: snapshot 0: unknown field 'colour'; allowed fields are device, problems, "),
+                      ('{"timestamp": 1, "values": {}, "sources": {"a": 3}}',
+                       "s.json: snapshot 0: sources: a: expected a string, got 3$"),
                       ('[{"foo": 1}]', "expected counter snapshots")]:
         p.write_text(text)
         with pytest.raises(InputError, match=msg):
             read_snapshot_file(p)
     with pytest.raises(InputError, match="no such file"):
         read_snapshot_file(tmp_path / "missing.json")
-    with pytest.raises(InputError, match="missing field 'timestamp'"):
-        Snapshot.from_dict({"values": {}})
+    with pytest.raises(InputError, match=r"^snap: timestamp: missing \(a number of seconds\)$"):
+        Snapshot.from_dict({"values": {}}, Reader("snap"))
+
+
+def test_a_snapshot_read_back_keeps_64_bit_counters_exact_and_its_defaults() -> None:
+    big = (1 << 64) - 3
+    s = Snapshot.from_dict(json.loads(json.dumps({"timestamp": 2, "values": {"a": big, "b": None, "c": 1.5}})),
+                           Reader("snap"))
+    assert s.values == {"a": big, "b": None, "c": 1.5} and isinstance(s.values["a"], int)
+    assert (s.timestamp, s.source, s.device, s.problems, s.sources, s.unreadable) == (2.0, "file", "", (), {}, {})

@@ -200,11 +200,11 @@ def test_placement_by_name_and_tag_and_replacement_rules(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(("extra", "hosts", "message"), [
-    ('[place]\nc = "x"', None, r"hosts.toml:2: place.c: 'c' is not a workload role; roles are a, b"),
-    ('[place]\na = "nope"', None, r"hosts.toml:2: place.a: no host named 'nope'; hosts are 'x', 'y'"),
-    ('[place]\na = "tag:gpu"', None, r"hosts.toml:2: place.a: no host carries the tag 'gpu'"),
-    ('[place]\na = 3', None, r"place.a: expected a host name or \"tag:TAG\" \(a string\), got 3"),
-    ('place = 3', None, r"\[place\]: expected a table"),
+    ('[place]\nc = "x"', None, r"hosts.toml:2: place: unknown field 'c'; allowed fields are a, b$"),
+    ('[place]\na = "nope"', None, r"hosts.toml:2: place: a: no host named 'nope'; hosts are 'x', 'y'"),
+    ('[place]\na = "tag:gpu"', None, r"hosts.toml:2: place: a: no host carries the tag 'gpu'"),
+    ('[place]\na = 3', None, r"hosts.toml:2: place: a: expected a host name or \"tag:TAG\", got 3$"),
+    ('place = 3', None, r"place: expected a table of role = \"HOST\" or \"tag:TAG\", got 3$"),
     ("", [("x", "sim:cx6-200g", []), ("y", "sim:p2100g-100g", [])],
      r"role 'a' is on host 'x' running sim:cx6-200g and role 'b' on host 'y' running sim:p2100g-100g; every sim host "
      r"of a remote target must run the same profile"),
