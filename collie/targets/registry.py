@@ -1,7 +1,8 @@
 """The target kinds by name: parse a spec string once, open its target, open a host session of it.
 
 ``sim`` and ``verbs`` are registered when this module is imported; ``remote`` registers itself when
-:mod:`collie.remote.kind` is imported (the CLI does), so this layer never imports the remote layer.
+:mod:`collie.remote.kind` is imported (:mod:`collie.services` does, so every command knows it), so this layer
+never imports the remote layer.
 
 Invariants:
     * a spec string is split into ``KIND`` and ``REST`` here and nowhere else (``REST`` only by its kind's
