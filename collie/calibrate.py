@@ -78,12 +78,12 @@ def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, in
     baseline: dict[str, float] = {}
     for kind, measure, workload in calibration_workloads(kinds):
         result = run(workload)
-        receivers = {f.server.host for f in workload.flows}
+        into = receivers(workload)  # calibration flows are WRITEs: the payload flows into their servers
         if measure == "bps":
-            best = max(sum(fr.bps for fr in result.flows if fr.server == h) for h in receivers)
+            best = max(sum(fr.bps for fr in result.flows if fr.server == h) for h in into)
             wire[kind] = wire_bps_from_payload(best)
         else:
-            pps[kind] = max(sum(fr.pps for fr in result.flows if fr.server == h) for h in receivers)
+            pps[kind] = max(sum(fr.pps for fr in result.flows if fr.server == h) for h in into)
         for name, rate in event_rates(normalized_hosts(result, catalog, info.line_rate_bps)).items():
             baseline[name] = max(baseline.get(name, 0.0), rate)
     return Oracle(catalog, Ceilings(wire, pps, info.line_rate_bps), thresholds, baseline)

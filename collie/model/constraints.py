@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from collie.errors import ConstraintError
-from collie.model.flow import Flow
+from collie.model.flow import Flow, hosts_of
 from collie.model.units import format_size
 
 ATOMIC_OPCODES: Final = ("ATOMIC_FA", "ATOMIC_CS")
@@ -103,7 +103,7 @@ CONSTRAINTS: Final[tuple[Constraint, ...]] = (
 def pinned_bytes_per_host(flows: Sequence[Flow]) -> dict[str, int]:
     """Registered memory each host pins (hosts sorted): every flow registers ``mrs x mr_size`` on both of its
     ends."""
-    out: dict[str, int] = dict.fromkeys(sorted({h for f in flows for h in (f.client.host, f.server.host)}), 0)
+    out: dict[str, int] = dict.fromkeys(hosts_of(flows), 0)
     for f in flows:
         out[f.client.host] += f.mrs * f.mr_size
         out[f.server.host] += f.mrs * f.mr_size

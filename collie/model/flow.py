@@ -12,7 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
@@ -132,6 +132,11 @@ class Flow:
 
 
 _FLOW_FIELDS: Final = tuple(Flow.__dataclass_fields__)
+
+
+def hosts_of(flows: Iterable[Flow]) -> tuple[str, ...]:
+    """Every host one of ``flows`` touches (either end), sorted."""
+    return tuple(sorted({h for f in flows for h in (f.client.host, f.server.host)}))
 
 
 def flow_to_dict(flow: Flow) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import tomli_w
 from collie.codec import check_fields, expect_type
 from collie.errors import InputError
 from collie.model.constraints import validate_flows
-from collie.model.flow import Flow, flow_from_dict, flow_to_dict
+from collie.model.flow import Flow, flow_from_dict, flow_to_dict, hosts_of
 from collie.tomlio import parse_toml, read_text, read_toml
 
 
@@ -41,7 +41,7 @@ class Workload:
     @property
     def hosts(self) -> tuple[str, ...]:
         """Every host a flow touches, sorted."""
-        return tuple(sorted({h for f in self.flows for h in (f.client.host, f.server.host)}))
+        return hosts_of(self.flows)
 
     def key(self) -> str:
         """A stable 16-hex-digit identity of the experiment (flows only, order-independent)."""
