@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collie.oracle import Verdict
+from collie.storage.case import HitKind
 from collie.storage.records import TrialState
 from collie.targets.base import RunResult
 
@@ -103,13 +104,19 @@ class AnomalyFound:
 
 @dataclass(frozen=True)
 class KnownAnomaly:
-    """A find a known anomaly explains; ``widened`` is its MFS when its edges were moved to take it in; ``chain``:
-    the search chain whose find it was (``--parallel``; None with one chain)."""
+    """A find of trial ``trial`` that known anomaly ``anomaly_id`` explains, and how (``kind``); ``widened`` is
+    the known MFS when its edges were moved to take the find in (``WIDENED``); ``mfs``: the find's own MFS when
+    it was minimized to a region that nests with the known one (``NESTED``); ``joined``: the anomaly saved
+    earlier that this find was, when finishing edges showed it to be the known one (its folder is gone, its hits
+    moved over); ``chain``: the search chain whose find it was (``--parallel``; None with one chain)."""
 
     trial: int
     anomaly_id: str
     widened: str = ""
     chain: int | None = None
+    kind: HitKind = HitKind.INSIDE
+    mfs: str = ""
+    joined: str = ""
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,28 @@ class Condition:
         return cls(feature, op, tuple(values) if op == "in" else values[0])
 
 
+def _implied(condition: Condition, given: list[Condition]) -> bool:
+    """Whether every value of the feature that satisfies all of ``given`` (conditions on that same feature)
+    satisfies ``condition``; False when ``given`` is empty (the feature is free)."""
+    if not given:
+        return False
+    allowed: set[Any] | None = None
+    for g in given:
+        if g.op in ("==", "in"):
+            values = {g.value} if g.op == "==" else set(g.value)
+            allowed = values if allowed is None else allowed & values
+    if allowed is not None:  # a finite set of values: check each one that the bounds let through
+        return all(condition.holds({condition.feature: v}) for v in allowed
+                   if all(g.holds({g.feature: v}) for g in given))
+    lows = [g.value for g in given if g.op == ">="]
+    highs = [g.value for g in given if g.op == "<="]
+    if condition.op == ">=":
+        return bool(lows) and max(lows) >= condition.value
+    if condition.op == "<=":
+        return bool(highs) and min(highs) <= condition.value
+    return False  # an interval never implies ==/in on a feature free to vary in it
+
+
 def _is_feature_value(value: Any, kind: str, numeric_only: bool) -> bool:
     if kind == "bool":
         return isinstance(value, bool) and not numeric_only
@@ -101,6 +123,21 @@ class MFS:
 
     def describe(self) -> str:
         return " and ".join(map(str, self.conditions)) or "(always)"
+
+    def within(self, other: MFS) -> bool:
+        """Whether this MFS's region lies inside ``other``'s: every workload it holds for, ``other`` holds for.
+
+        Decided condition by condition, without sampling: each condition of ``other`` must follow from this
+        MFS's conditions on the same feature (``qps_total >= 512`` follows from ``qps_total >= 1024``;
+        ``opcode in {READ, WRITE}`` from ``opcode == READ``). A feature this MFS leaves free cannot satisfy a
+        condition of ``other`` on it, so ``a.within(b) and b.within(a)`` exactly when both say the same.
+        Symptoms are not compared (see :meth:`nests`).
+        """
+        return all(_implied(c, [d for d in self.conditions if d.feature == c.feature]) for c in other.conditions)
+
+    def nests(self, other: MFS) -> bool:
+        """Whether the two regions are equal or one holds the other (the symptoms are not compared)."""
+        return self.within(other) or other.within(self)
 
     def widened_to(self, f: Features, factor: float = 2.0) -> MFS | None:
         """This MFS with its numeric edges moved just far enough to hold for ``f``, or None.

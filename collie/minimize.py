@@ -108,10 +108,13 @@ class MinimizeResult:
 class Minimizer:
     """Shrinks one anomalous point of a space (see the module docstring)."""
 
-    def __init__(self, space: SearchSpace, probe: Probe, settings: MinimizeSettings | None = None) -> None:
+    def __init__(self, space: SearchSpace, probe: Probe, settings: MinimizeSettings | None = None,
+                 explained: Callable[[Mapping[str, Any]], bool] | None = None) -> None:
         self.space = space
         self._probe = probe
         self.settings = settings or MinimizeSettings()
+        # points another anomaly already known explains (its region, the same symptom): never run, read as masked
+        self._explained = explained or (lambda point: False)
         self.experiments = 0
         self.steps: list[dict[str, Any]] = []
         # moves of the simplified case still to be probed, in groups, once every dimension is simplified
@@ -135,6 +138,14 @@ class Minimizer:
         key = point_key(point)
         if key in self._lost:
             return False  # settled: vanished in a probe and its recheck
+        if self._explained(point):
+            # a known anomaly of the same symptom explains whatever runs there: it decides nothing about this
+            # one (masked), and it is not run; as a loss it keeps the case out of the known region
+            self._masked.add(key)
+            self._lost.add(key)
+            self.steps.append({"why": f"{why} (a known anomaly's region)", "kept": False, "point": dict(point),
+                               "runs": 0})
+            return False
         if not recheck and key in self._vanished:
             return False  # seen without the anomaly, and one run is all this probe would have had
         # a grouped probe of this very point already saw the anomaly vanish: this run is its recheck
@@ -220,17 +231,21 @@ class Minimizer:
         return len(self._open)
 
     def open_cost(self) -> int:
-        """At most how many probes :meth:`finish` takes."""
-        return sum(e.cost() for e in self._open)
+        """At most how many probes :meth:`finish` takes (with the confirmation of a case it moves)."""
+        moves = any(e.places_case for e in self._open)
+        return sum(e.cost() for e in self._open) + (self.settings.runs if moves else 0)
 
     def finish(self, result: MinimizeResult) -> MinimizeResult:
         """``result`` of a deferred :meth:`run` with every open edge finished on its case.
 
         Each open edge takes its remaining bisection steps and the refine probe with the other dimensions at
         ``result.point`` (the confirmed case, where the edge's dimension holds a value that kept the anomaly);
-        the finished condition replaces the wide one. A wide condition no longer in ``result.mfs`` (a campaign
-        widened it to take in a confirmed point beyond it) is left as it is. Raises whatever the probe raises
-        (a spent budget): the edges not finished then stay open.
+        the finished condition replaces the wide one. An edge that placed the case (found from the dimension's
+        simplest value) moves the case to the finished edge, the simplest value that keeps the condition, as a
+        run without deferral leaves it; a case that moved is confirmed again (``required`` of ``runs``), and if
+        it does not hold up the confirmed case of ``result`` stays. A wide condition no longer in ``result.mfs``
+        (a campaign widened it to take in a confirmed point beyond it) is left as it is, and so is the case on
+        its dimension. Raises whatever the probe raises (a spent budget): the edges not finished then stay open.
         """
         conditions = list(result.mfs.conditions)
         case = dict(result.point)
@@ -244,7 +259,12 @@ class Minimizer:
                 at = conditions.index(edge.wide[0])
                 conditions = [c for c in conditions if c not in edge.wide]
                 conditions[at:at] = finished
-        return MinimizeResult(MFS(result.mfs.signature, tuple(conditions)), result.point, result.confirmed,
+                if edge.places_case:
+                    case[edge.name] = value
+        point, confirmed = result.point, result.confirmed
+        if case != result.point and self._confirm(case, self._signature):
+            point, confirmed = case, True
+        return MinimizeResult(MFS(result.mfs.signature, tuple(conditions)), point, confirmed,
                               self.experiments, self.steps)
 
     def _single(self, d: Dimension, current: dict[str, Any], signature: str,
@@ -406,7 +426,8 @@ class Minimizer:
             else:
                 op = ">=" if _index(values, value) > _index(values, simplest) else "<="
                 current[d.name], found = self._bisect(d.name, values, simplest, value, current, signature,
-                                                      partial(self._edge_condition, d.name, feature, op))
+                                                      partial(self._edge_condition, d.name, feature, op),
+                                                      places_case=True)
                 return out + found
         if not self.settings.far_side:
             return out
@@ -455,14 +476,15 @@ class Minimizer:
         return self._far_sides(group[:mid], current, signature) + self._far_sides(group[mid:], current, signature)
 
     def _bisect(self, name: str, values: list[Any], bad: Any, good: Any, current: dict[str, Any],
-                signature: str, make: Callable[[Any, Mapping[str, Any]], list[Condition]]
-                ) -> tuple[Any, list[Condition]]:
+                signature: str, make: Callable[[Any, Mapping[str, Any]], list[Condition]],
+                places_case: bool = False) -> tuple[Any, list[Condition]]:
         """The edge between ``bad`` (the anomaly vanished there) and ``good`` (it showed) on ``values``: the
         value nearest ``bad`` that still shows the anomaly, and its conditions, ``make(edge, case)``.
 
         In a deferred run an edge takes ``search_bisect_steps`` steps; if it is still open, its conditions are
         those of the wide end (the ladder value next to the last one that lost the anomaly) until
-        :meth:`finish`, and the value returned is the last one that kept it.
+        :meth:`finish`, and the value returned is the last one that kept it. ``places_case``: the caller puts
+        the case at the value returned, so :meth:`finish` moves the case to the finished edge.
         """
         lo, hi = _index(values, bad), _index(values, good)
         steps = self.settings.bisect_steps
@@ -472,7 +494,7 @@ class Minimizer:
             refine = self._refinable(name, values[lo], values[hi]) if abs(hi - lo) == 1 else \
                 self.settings.refine and isinstance(self.space.dimension(name), IntRange)
             wide = tuple(make(values[lo + (1 if hi > lo else -1)] if abs(hi - lo) > 1 else values[hi], current))
-            edge = _OpenEdge(name, tuple(values), lo, hi, steps - taken, make, refine, wide)
+            edge = _OpenEdge(name, tuple(values), lo, hi, steps - taken, make, refine, wide, places_case)
             if edge.cost() and wide:  # an edge without a condition only places the case: nothing to finish
                 self._open.append(edge)
                 return values[hi], list(wide)
@@ -549,7 +571,8 @@ class Minimizer:
 
     def _size_edge(self, d: SizeVector, sizes: list[int], exps: list[int], end: int, current: dict[str, Any],
                    signature: str) -> list[Condition]:
-        """The edge between the current single size (anomalous) and ``end`` (not), as a condition.
+        """The edge between the current single size (anomalous) and ``end`` (not), as a condition; a lower edge
+        (``end`` smaller) puts the case's size at the edge.
 
         When the original pattern ``sizes`` held no message beyond the edge's side, it cannot tell whether the
         anomaly needs every message on this side of the edge or only one: one probe of the case with a message
@@ -562,8 +585,11 @@ class Minimizer:
             if self._test({**current, d.name: mix}, signature, f"sizes -> {mix} (one message beyond)",
                           recheck=False):
                 pattern.append(end)
-        return self._bisect(d.name, [[e] for e in exps], [end], [v], current, signature,
-                            partial(_size_condition, pattern, lower))[1]
+        value, conditions = self._bisect(d.name, [[e] for e in exps], [end], [v], current, signature,
+                                         partial(_size_condition, pattern, lower), places_case=lower)
+        if lower:  # smaller messages are simpler: the case moves down to the edge, as to a numeric one's
+            current[d.name] = value
+        return conditions
 
 
 def _size_condition(sizes: list[int], lower: bool, edge: list[int], case: Mapping[str, Any]) -> list[Condition]:
@@ -593,6 +619,8 @@ class _OpenEdge:
     #: a refine probe may follow the bisection
     refine: bool
     wide: tuple[Condition, ...]
+    #: the case sits at the edge's value (an edge found from the simplest value), so finishing moves it there
+    places_case: bool = False
 
     def cost(self) -> int:
         """At most how many probes finishing takes (the bisection steps left, and the refine probe)."""
@@ -703,6 +731,29 @@ def _categorical_conditions(space: SearchSpace, name: str, value: Any) -> list[C
             return [Condition("remote_numa", "==", False), Condition("gpu", "==", False)]
         return [Condition("remote_numa" if value == "remote" else "gpu", "==", True)]
     return []
+
+
+def off_edges(space: SearchSpace, mfs: MFS, point: Mapping[str, Any]) -> list[Condition]:
+    """The numeric conditions of ``mfs`` that the case ``point`` does not sit at (none for a minimized case).
+
+    A minimized case sits at each edge of its MFS, the simplest value that keeps the condition: the feature
+    equals the condition's value, unless the dimension driving it holds its simplest value inside the region
+    (an upper edge found from the simplest value) or, for a message size, the case's messages lie below an
+    upper edge (smaller is simpler).
+    """
+    f = features(space.build(point))
+    off: list[Condition] = []
+    for c in mfs.conditions:
+        if c.op not in (">=", "<=") or getattr(f, c.feature) == c.value:
+            continue
+        if c.feature in _SIZE_FEATURES:
+            if c.op == ">=":
+                off.append(c)
+            continue
+        drivers = [p for p, feature in PARAM_FEATURE.items() if feature == c.feature and p in point]
+        if not any(point[p] == space.dimension(p).simplest() for p in drivers):
+            off.append(c)
+    return off
 
 
 def moved_to(space: SearchSpace, case: Mapping[str, Any], point: Mapping[str, Any],

@@ -41,10 +41,10 @@ from collie.minimize import Minimizer, MinimizeResult, MinimizeSettings, moved_t
 from collie.model.features import features
 from collie.model.space import SearchSpace
 from collie.model.workload import Workload
-from collie.oracle import Verdict
+from collie.oracle import Verdict, leading_symptom
 from collie.preset import Preset
 from collie.storage.campaign import CampaignStore
-from collie.storage.case import CaseRecord, OriginalFind, TargetRecord
+from collie.storage.case import CaseEvidence, CaseRecord, Hit, HitKind, OriginalFind, TargetRecord
 from collie.storage.records import Phase
 from collie.strategies import Outcome, Strategy
 from collie.targets.base import TargetInfo
@@ -64,11 +64,23 @@ def chain_seed(seed: int, chain: int) -> int:
 
 @dataclass(frozen=True)
 class _OpenEdges:
-    """A minimized anomaly whose MFS still has open edges, finished when the search ends."""
+    """A minimized anomaly whose MFS still has open edges, finished when the search ends.
+
+    Attributes:
+        anomaly_id: the anomaly.
+        minimizer: the minimizer that left the edges open (it finishes them).
+        result: what its deferred run gave.
+        runs: every run of its confirmation and minimization (the evidence of a case that moves to its edges).
+        leading: its leading symptom.
+        trial: the trial that found it.
+    """
 
     anomaly_id: str
     minimizer: Minimizer
     result: MinimizeResult
+    runs: RunLog
+    leading: str
+    trial: int
 
 
 class Chain:
@@ -179,54 +191,57 @@ class Chain:
             self.strategy.tell(point, Outcome(v.metrics, v.anomalous))
             self._emit(_search_step(self.runner.trial, self.strategy))
             if v.anomalous:
-                self._handle_anomaly(point, v, found_at=self._spent())
+                self._handle_anomaly(point, v, found_at=self._spent(), trial=self.runner.trial)
                 self.strategy.restart()
         return True
 
     def _handle_anomaly(self, point: dict[str, Any], verdict: Verdict, side_findings: bool = True, *,
-                        found_at: int) -> None:
-        """Confirm, minimize and record one anomaly (first shown by experiment ``found_at``) unless a known MFS
-        explains it.
+                        found_at: int, trial: int) -> None:
+        """Confirm, minimize and record one anomaly (first shown by experiment ``found_at``, trial ``trial``)
+        unless a known anomaly explains it.
 
         A minimization probe that shows a *different* leading symptom met another anomaly on the way; up to
         :data:`MAX_SIDE_FINDINGS` such points are handled in turn afterwards, as if the search had asked them
         (their own side findings are not followed).
         """
-        side: dict[str, tuple[dict[str, Any], Verdict, int]] = {}
+        side: dict[str, tuple[dict[str, Any], Verdict, int, int]] = {}
 
         def probe(p: Mapping[str, Any]) -> Verdict | None:
             v = self._probe(Phase.MINIMIZE, p)
             if side_findings and v is not None and v.anomalous and v.leading != verdict.leading:
-                side.setdefault(v.leading, (dict(p), v, self._spent()))
+                side.setdefault(v.leading, (dict(p), v, self._spent(), self.runner.trial))
             return v
 
-        self._record_anomaly(point, verdict, probe, found_at)
-        for p, v, at in list(side.values())[:MAX_SIDE_FINDINGS]:
+        self._record_anomaly(point, verdict, probe, found_at, trial)
+        for p, v, at, t in list(side.values())[:MAX_SIDE_FINDINGS]:
             if self._spent() >= self._free():
                 break
-            self._handle_anomaly(p, v, side_findings=False, found_at=at)
+            self._handle_anomaly(p, v, side_findings=False, found_at=at, trial=t)
 
     # -- recording a find: confirm, minimize, save (kept together) -------------------------------------------
 
     def _record_anomaly(self, point: dict[str, Any], verdict: Verdict,
-                        probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int) -> None:
+                        probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int, trial: int) -> None:
         """Record a find (see :meth:`_record_find`). In a campaign of several chains, a find whose leading
         symptom another chain is confirming or minimizing right now waits (its turns pass) until that chain has
         recorded its own, and is then looked up again: two chains never minimize one anomaly twice."""
         chain = self.runner.chain
         if chain is None:
-            self._record_find(point, verdict, probe, found_at)
+            self._record_find(point, verdict, probe, found_at, trial)
             return
         while self.registry.held_elsewhere(chain, verdict.signature):
             self.runner.idle()
         self.registry.hold(chain, verdict.signature)
         try:
-            self._record_find(point, verdict, probe, found_at)
+            self._record_find(point, verdict, probe, found_at, trial)
         finally:
             self.registry.release(chain)
 
     def _record_find(self, point: dict[str, Any], verdict: Verdict,
-                     probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int) -> None:
+                     probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int, trial: int) -> None:
+        """Record one find (see :meth:`_handle_anomaly`): a further hit of the known anomaly whose region holds
+        it (nothing spent), of the one just past whose edge it lies (its MFS widened), or of the one its
+        minimized MFS nests with; else a new anomaly, confirmed, minimized and saved."""
         workload = self.space.build(point)
         feats = features(workload)
         # every run of every point from here on, for the evidence of whichever point becomes the case
@@ -235,13 +250,12 @@ class Chain:
         probe = runs.watch(probe)
         known = self.registry.match(feats, verdict.signature)
         if known is not None:
-            self.summary.known_hits += 1
-            self._emit(KnownAnomaly(self.runner.trial, known.anomaly_id))
+            self._hit(known, HitKind.INSIDE, verdict.signature, trial)
             return
         settings = self.preset.minimize
         anomaly_id = self.registry.next_id(verdict.primary)
         if settings is None:
-            record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False)
+            record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False, trial)
             self._save(record, workload, verdict, None, 0, runs=runs)
             return
         before = self.summary.experiments
@@ -253,11 +267,14 @@ class Chain:
                 self._emit(Warned(f"trial {self.runner.trial}: anomaly did not reproduce ({hits} of "
                                    f"{counted(tries, 'run')}); not recorded"))
                 return
-            if near is not None and self._edge_holds(*near, point, verdict, probe):
-                self._widen(*near)
-                self.summary.minimize_experiments += self.summary.experiments - before
+            moved = self._moved_case(*near, point, verdict, probe) if near is not None else None
+            if near is not None and moved is not None:
+                cost = self.summary.experiments - before
+                self.summary.minimize_experiments += cost
+                self._widen(near[0], near[1], moved, runs.evidence(moved, verdict.leading), verdict.signature,
+                            trial, cost)
                 return
-            minimizer = Minimizer(self.space, probe, settings)
+            minimizer = Minimizer(self.space, probe, settings, self._explained(verdict, trial, anomaly_id))
             result = minimizer.run(point, verdict, defer=True)
         except BudgetSpent as spent:
             kept = spent.kept
@@ -265,18 +282,54 @@ class Chain:
             self._emit(Warned(f"the budget ran out{why} while confirming or minimizing {anomaly_id}; it is "
                                "saved as found, not minimized"))
             self.summary.minimize_experiments += self.summary.experiments - before
-            record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False)
+            record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False, trial)
             self._save(record, workload, verdict, None, self.summary.experiments - before, runs=runs)
             return
         cost = self.summary.experiments - before
         self.summary.minimize_experiments += cost
+        same = self.registry.nesting(result.mfs)
+        if same is not None and same.mfs is not None and (result.mfs.within(same.mfs) or _corpus(same)):
+            self._hit(same, HitKind.NESTED, verdict.signature, trial, result.mfs, cost=cost)
+            return
         record = AnomalyRecord(anomaly_id, verdict.signature, result.mfs, result.point, found_at,
-                               result.confirmed)
+                               result.confirmed, trial)
         self._save(record, self.space.build(result.point), verdict, result.mfs, cost,
                    original=point, steps=len(result.steps), runs=runs)
         if minimizer.open_edges:
-            self._open.append(_OpenEdges(anomaly_id, minimizer, result))
+            self._open.append(_OpenEdges(anomaly_id, minimizer, result, runs, verdict.leading, trial))
             self.budget.reserve(self.index, minimizer)
+        self._join_nested(record)  # known anomalies inside its region join it
+
+    def _explained(self, verdict: Verdict, trial: int, anomaly_id: str) -> Callable[[Mapping[str, Any]], bool]:
+        """Whether another known anomaly explains a point that minimizing the find of ``trial`` (``verdict``, as
+        ``anomaly_id``) may probe: the point lies in its region and it leads with the same symptom. The
+        minimizer does not run such points and reads them as masked, so it never moves the find into a known
+        region; the first one is announced."""
+        said = False
+
+        def explained(point: Mapping[str, Any]) -> bool:
+            nonlocal said
+            known = self.registry.explaining(features(self.space.build(point)), verdict.signature,
+                                             besides=anomaly_id)
+            if known is not None and not said:
+                said = True
+                self._emit(Warned(f"trial {self.runner.trial}: minimizing the find of trial {trial} reached the "
+                                  f"region of {known.anomaly_id} ({leading_symptom(known.signature)}); such points "
+                                  "decide nothing and are not run"))
+            return known is not None
+
+        return explained
+
+    def _hit(self, record: AnomalyRecord, kind: HitKind, signature: str, trial: int, mfs: MFS | None = None,
+             widened: str = "", cost: int = 0) -> None:
+        """Count the find of ``trial`` (signature ``signature``, recognised after ``cost`` experiments) as a
+        further hit of known anomaly ``record``, in the campaign and in its folder (a corpus case has none);
+        ``mfs``: the find's own MFS (``NESTED``)."""
+        self.summary.known_hits += 1
+        if not _corpus(record):
+            self.store.add_hit(record.anomaly_id, Hit(trial, kind, signature, cost))
+        self._emit(KnownAnomaly(trial, record.anomaly_id, widened=widened, kind=kind,
+                                mfs=mfs.describe() if mfs is not None else ""))
 
     def _confirm(self, point: dict[str, Any], verdict: Verdict, settings: MinimizeSettings,
                  log: RunLog) -> tuple[int, int]:
@@ -321,10 +374,15 @@ class Chain:
         self.budget.open_reserve(self.index)
         while self._open:
             edges = self._open[0]
-            record = self.registry.get(edges.anomaly_id)
+            record = self.registry.find(edges.anomaly_id)
+            if record is None:  # it joined another anomaly whose finished region turned out to hold it
+                self._open.pop(0)
+                self.budget.release(self.index, edges.minimizer)
+                continue
             before = self.summary.experiments
             try:
-                finished = edges.minimizer.finish(dataclasses.replace(edges.result, mfs=record.mfs or edges.result.mfs))
+                finished = edges.minimizer.finish(dataclasses.replace(
+                    edges.result, mfs=record.mfs or edges.result.mfs, point=dict(record.point)))
             except BudgetSpent:
                 left = ", ".join(o.anomaly_id for o in self._open)
                 self._emit(Warned(f"the budget ran out while finishing the edges of {left}; their MFSs keep "
@@ -334,14 +392,46 @@ class Chain:
                 self.summary.minimize_experiments += self.summary.experiments - before
             self._open.pop(0)
             self.budget.release(self.index, edges.minimizer)
-            self._replace_mfs(record, finished.mfs, self.summary.experiments - before)
-            self._emit(MfsFinished(record.anomaly_id, finished.mfs.describe(), self.summary.experiments - before))
+            cost = self.summary.experiments - before
+            moved = finished.point != record.point
+            self._replace_mfs(record, finished.mfs, cost, finished.point,
+                              edges.runs.evidence(finished.point, edges.leading) if moved else None)
+            self._emit(MfsFinished(record.anomaly_id, finished.mfs.describe(), cost))
+            self._join_nested(self.registry.get(record.anomaly_id))
 
-    def _edge_holds(self, index: int, widened: MFS, point: Mapping[str, Any], verdict: Verdict,
-                    probe: Callable[[Mapping[str, Any]], Verdict | None]) -> bool:
-        """Whether known anomaly ``index``'s simplest case, moved past its edge to ``point``'s values, still
-        shows ``verdict``'s symptom (one probe; False without a case). Without this, a point of another anomaly
-        of the same symptom just past the edge (a READ + SGE pause beside the READ-at-small-MTU one) widens it.
+    def _join_nested(self, record: AnomalyRecord) -> None:
+        """Join each known anomaly whose region nests with that of ``record`` (just saved, or its edges just
+        finished) on the same symptom with it: the one inside joins the one around it as a further hit (the
+        later one, when the regions are equal; a corpus case never joins a find), its folder removed and its
+        hits moved over."""
+        while record.mfs is not None and \
+                (other := self.registry.nesting(record.mfs, besides=record.anomaly_id)) is not None:
+            assert other.mfs is not None
+            later = self.registry.known.index(record) > self.registry.known.index(other)
+            inside, around = record.mfs.within(other.mfs), other.mfs.within(record.mfs)
+            inner, outer = (record, other) if _corpus(other) or (inside and (later or not around)) else (other, record)
+            assert inner.mfs is not None
+            self.registry.remove(inner)
+            for edges in [e for e in self._open if e.anomaly_id == inner.anomaly_id]:
+                self._open.remove(edges)
+                self.budget.release(self.index, edges.minimizer)
+            hit = Hit(inner.trial, HitKind.NESTED, inner.signature)
+            if _corpus(outer):
+                self.store.remove_anomaly(inner.anomaly_id)
+            else:
+                self.store.merge_anomaly(inner.anomaly_id, outer.anomaly_id, hit)
+            self.summary.known_hits += 1
+            self._emit(KnownAnomaly(hit.trial, outer.anomaly_id, kind=HitKind.NESTED, mfs=inner.mfs.describe(),
+                                    joined=inner.anomaly_id))
+            if inner is record:
+                return
+
+    def _moved_case(self, index: int, widened: MFS, point: Mapping[str, Any], verdict: Verdict,
+                    probe: Callable[[Mapping[str, Any]], Verdict | None]) -> dict[str, Any] | None:
+        """Known anomaly ``index``'s simplest case moved past its edges to ``point``'s values, if it still shows
+        ``verdict``'s symptom there (one probe; None without a case or when it does not). Without this, a point
+        of another anomaly of the same symptom just past the edge (a READ + SGE pause beside the
+        READ-at-small-MTU one) widens it.
         """
         known = self.known[index]
         assert known.mfs is not None
@@ -349,24 +439,32 @@ class Chain:
         failing = [c.feature for c in known.mfs.broken(f)]
         moved = moved_to(self.space, known.point, point, failing) if known.point else None
         if moved is None or not self.space.is_valid(moved) or not widened.holds(features(self.space.build(moved))):
-            return False
+            return None
         again = probe(moved)
-        return again is not None and again.anomalous and again.leading == verdict.leading
+        return moved if again is not None and again.anomalous and again.leading == verdict.leading else None
 
-    def _widen(self, index: int, mfs: MFS) -> None:
-        """Replace known anomaly ``index``'s MFS by ``mfs`` (a confirmed point just past its edge)."""
+    def _widen(self, index: int, mfs: MFS, moved: dict[str, Any], evidence: CaseEvidence | None, signature: str,
+               trial: int, cost: int) -> None:
+        """Replace known anomaly ``index``'s MFS by ``mfs``, widened to take in the find of ``trial`` just past
+        its edges; its case moves to ``moved`` (its old case moved to the find's values, which kept the
+        anomaly, with ``evidence``) when every edge it moved past held the old case (the case stays at its
+        edges), else it stays."""
         old = self.known[index]
-        self._replace_mfs(old, mfs)
-        self.summary.known_hits += 1
-        self._emit(KnownAnomaly(self.runner.trial, old.anomaly_id, widened=mfs.describe()))
+        assert old.mfs is not None
+        f = features(self.space.build(old.point))
+        at_edges = all(c.value == getattr(f, c.feature) for c in old.mfs.conditions if c not in mfs.conditions)
+        self._replace_mfs(old, mfs, 0, moved if at_edges else None, evidence if at_edges else None)
+        self._hit(self.registry.get(old.anomaly_id), HitKind.WIDENED, signature, trial, widened=mfs.describe(),
+                  cost=cost)
 
-    def _replace_mfs(self, record: AnomalyRecord, mfs: MFS, cost: int = 0) -> None:
-        """Give known anomaly ``record`` the MFS ``mfs`` (found at a further ``cost`` in experiments), in the
-        campaign and in its store (the MFS, the case's description, the evidence's cost)."""
-        record = self.registry.replace_mfs(record, mfs)
-        if not record.anomaly_id.startswith("corpus:"):
+    def _replace_mfs(self, record: AnomalyRecord, mfs: MFS, cost: int = 0, point: Mapping[str, Any] | None = None,
+                     evidence: CaseEvidence | None = None) -> None:
+        """Give known anomaly ``record`` the MFS ``mfs`` (found at a further ``cost`` in experiments), and the
+        case ``point`` with the runs ``evidence`` of it if the case moved, in the campaign and in its store."""
+        record = self.registry.replace_mfs(record, mfs, point)
+        if not _corpus(record):
             case = _described(self.space.build(record.point), record, mfs)
-            self.store.update_mfs(record.anomaly_id, mfs, case, cost)
+            self.store.update_mfs(record.anomaly_id, mfs, case, cost, evidence)
 
 
 def _search_step(trial: int, strategy: Any) -> SearchStep:
@@ -376,6 +474,11 @@ def _search_step(trial: int, strategy: Any) -> SearchStep:
     objective = str(getattr(strategy, "objective", ""))
     temperature = getattr(strategy, "temperature", None)
     return SearchStep(trial, objectives, objective, float(temperature) if temperature is not None else None)
+
+
+def _corpus(record: AnomalyRecord) -> bool:
+    """Whether ``record`` is a corpus case that reproduced (it has no folder in the campaign)."""
+    return record.anomaly_id.startswith("corpus:")
 
 
 def _described(case: Workload, record: AnomalyRecord, mfs: MFS | None) -> Workload:

@@ -1,9 +1,10 @@
 """The anomaly registry: what a campaign knows of the anomalies it met, and the questions its search asks.
 
-Which known anomaly explains a find (:meth:`AnomalyRegistry.match`), which one a find lies just past the edge
-of (:meth:`AnomalyRegistry.near`), the regions of the space the strategy is kept out of or steered around
-(:meth:`AnomalyRegistry.regions`, :meth:`AnomalyRegistry.inside`), and the replacement of an MFS that was
-widened or whose edges were finished (:meth:`AnomalyRegistry.replace_mfs`).
+Which known anomaly explains a find (:meth:`AnomalyRegistry.match`) or a run of minimization
+(:meth:`AnomalyRegistry.explaining`), which one a minimized find is (:meth:`AnomalyRegistry.nesting`), which one
+a find lies just past the edge of (:meth:`AnomalyRegistry.near`), the regions of the space the strategy is kept
+out of or steered around (:meth:`AnomalyRegistry.regions`, :meth:`AnomalyRegistry.inside`), and the replacement
+of an MFS that was widened or whose edges were finished (:meth:`AnomalyRegistry.replace_mfs`).
 
 Invariants: records are frozen; a replaced record takes the place of the old one in both :attr:`known` and
 :attr:`found`, so both lists always hold the current record of each anomaly, in the order met.
@@ -36,6 +37,7 @@ class AnomalyRecord:
         found_at: the experiment that first showed it, counting explore, confirm and minimize runs from 1
             (calibration and corpus replays aside); 0 for a corpus case.
         confirmed: it reproduced ``required`` of ``runs`` times (after minimizing, on the simplest case).
+        trial: the journal's trial that found it (0 for a corpus case).
     """
 
     anomaly_id: str
@@ -44,6 +46,7 @@ class AnomalyRecord:
     point: Mapping[str, Any]
     found_at: int
     confirmed: bool
+    trial: int = 0
 
 
 class AnomalyRegistry:
@@ -59,18 +62,27 @@ class AnomalyRegistry:
         #: every known anomaly: the corpus's that reproduced, then the campaign's own finds, in order
         self.known: list[AnomalyRecord] = []
         self.found = found
+        #: ids given so far (an anomaly that joins another later keeps its number unused)
+        self._issued = 0
         #: chain -> the signature of the find it is confirming and minimizing now (several chains only)
         self._held: dict[int, str] = {}
 
     def next_id(self, primary: str) -> str:
-        """The id of the next find whose primary symptom is ``primary`` (``A003-low-throughput``)."""
-        return f"A{len(self.found) + 1:03d}-{primary.replace('_', '-')}"
+        """A new id for a find whose primary symptom is ``primary`` (``A003-low-throughput``), numbered in the
+        order asked."""
+        self._issued += 1
+        return f"A{self._issued:03d}-{primary.replace('_', '-')}"
 
     def add(self, record: AnomalyRecord, *, found: bool = True) -> None:
         """Know ``record``; ``found``: the campaign found it (else a corpus case)."""
         self.known.append(record)
         if found:
             self.found.append(record)
+
+    def remove(self, record: AnomalyRecord) -> None:
+        """Forget ``record`` (it joined another anomaly as a further hit)."""
+        for records in (self.known, self.found):
+            records[:] = [a for a in records if a.anomaly_id != record.anomaly_id]
 
     def hold(self, chain: int, signature: str) -> None:
         """Chain ``chain`` is confirming and minimizing a find of ``signature`` (until :meth:`release`)."""
@@ -88,10 +100,14 @@ class AnomalyRegistry:
 
     def get(self, anomaly_id: str) -> AnomalyRecord:
         """The current record of a known anomaly (KeyError if none)."""
-        for a in self.known:
-            if a.anomaly_id == anomaly_id:
-                return a
-        raise KeyError(anomaly_id)
+        record = self.find(anomaly_id)
+        if record is None:
+            raise KeyError(anomaly_id)
+        return record
+
+    def find(self, anomaly_id: str) -> AnomalyRecord | None:
+        """The current record of a known anomaly (None if none, or no longer: it joined another)."""
+        return next((a for a in self.known if a.anomaly_id == anomaly_id), None)
 
     def regions(self) -> list[Region]:
         """The known anomalies with a minimized case and a minimal feature set, as regions of the space."""
@@ -114,12 +130,23 @@ class AnomalyRegistry:
         A run inside one anomaly's region that leads with another symptom has met a second anomaly overlapping
         it (an RC SEND pause inside the region of a low-throughput anomaly that any RC verb shows).
         """
-        for a in self.known:
-            if a.mfs is not None and a.mfs.holds(f) and leading_symptom(a.signature) == leading_symptom(signature):
-                return a
-            if a.mfs is None and a.signature == signature:
-                return a
-        return None
+        return self.explaining(f, signature) or next(
+            (a for a in self.known if a.mfs is None and a.signature == signature), None)
+
+    def explaining(self, f: Features, signature: str, besides: str = "") -> AnomalyRecord | None:
+        """The known anomaly (other than ``besides``) whose region holds ``f``, leading with the same symptom as
+        ``signature`` (None if none): a run there is that anomaly, whatever else it may be too."""
+        lead = leading_symptom(signature)
+        return next((a for a in self.known if a.mfs is not None and a.mfs.holds(f) and a.anomaly_id != besides
+                     and leading_symptom(a.signature) == lead), None)
+
+    def nesting(self, mfs: MFS, besides: str = "") -> AnomalyRecord | None:
+        """The known anomaly (other than ``besides``) with the same leading symptom as ``mfs`` whose region
+        equals, holds or lies inside ``mfs``'s (None if none): ``mfs`` is that anomaly (docs/search.md, "the
+        same anomaly")."""
+        lead = leading_symptom(mfs.signature)
+        return next((a for a in self.known if a.mfs is not None and a.anomaly_id != besides
+                     and leading_symptom(a.signature) == lead and a.mfs.nests(mfs)), None)
 
     def near(self, f: Features, signature: str) -> tuple[int, MFS] | None:
         """A known anomaly of the same signature whose MFS, widened a little, explains ``f``: (index, MFS)."""
@@ -130,9 +157,11 @@ class AnomalyRegistry:
                     return i, widened
         return None
 
-    def replace_mfs(self, record: AnomalyRecord, mfs: MFS) -> AnomalyRecord:
-        """Give known anomaly ``record`` the MFS ``mfs``; returns its new record (in place of the old one)."""
-        new = replace(record, mfs=mfs)
+    def replace_mfs(self, record: AnomalyRecord, mfs: MFS, point: Mapping[str, Any] | None = None
+                    ) -> AnomalyRecord:
+        """Give known anomaly ``record`` the MFS ``mfs`` (and the case ``point``, if given); returns its new
+        record (in place of the old one)."""
+        new = replace(record, mfs=mfs, point=record.point if point is None else dict(point))
         for records in (self.known, self.found):
             for i, a in enumerate(records):
                 if a.anomaly_id == record.anomaly_id:

@@ -32,7 +32,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,7 +43,7 @@ import tomli_w
 from collie.errors import InputError, StoreError
 from collie.mfs import MFS
 from collie.model.workload import Workload
-from collie.storage.case import CaseRecord, read_case_folder, write_case_folder
+from collie.storage.case import CaseEvidence, CaseRecord, Hit, read_case_folder, write_case_folder
 from collie.storage.records import CampaignConfig, TrialRecord, TrialState, check_sequence
 from collie.targets.base import TargetInfo
 from collie.tomlio import read_toml
@@ -325,15 +325,38 @@ class CampaignStore:
             base.mkdir(exist_ok=True)
             return write_case_folder(base / record.anomaly_id, record)
 
-    def update_mfs(self, anomaly_id: str, mfs: MFS, case: Workload, cost: int = 0) -> None:
+    def update_mfs(self, anomaly_id: str, mfs: MFS, case: Workload, cost: int = 0,
+                   evidence: CaseEvidence | None = None) -> None:
         """Rewrite a saved anomaly's folder with a new MFS and ``case.toml`` (whose description names the MFS),
-        adding ``cost`` experiments to its ``minimize_experiments`` (its MFS was widened or its edges finished).
-        The folder is rewritten as a whole, so it is the old one or the new one, never a mix."""
+        adding ``cost`` experiments to its ``minimize_experiments`` (its MFS was widened or its edges finished);
+        ``evidence``: the runs of ``case`` when the case moved (None: the case's point is the same). The folder
+        is rewritten as a whole, so it is the old one or the new one, never a mix."""
+        self._rewrite(anomaly_id, lambda r: replace(r, mfs=mfs, workload=case,
+                                                    evidence=evidence or r.evidence,
+                                                    minimize_experiments=r.minimize_experiments + cost))
+
+    def add_hit(self, anomaly_id: str, hit: Hit) -> None:
+        """Record in a saved anomaly's folder that a later find was that anomaly (rewritten as a whole)."""
+        self._rewrite(anomaly_id, lambda r: replace(r, hits=(*r.hits, hit)))
+
+    def remove_anomaly(self, anomaly_id: str) -> None:
+        """Remove a saved anomaly's folder (it joined another anomaly as a further hit)."""
+        with self._writing():
+            shutil.rmtree(self.root / ANOMALIES / anomaly_id)
+
+    def merge_anomaly(self, anomaly_id: str, into: str, hit: Hit) -> None:
+        """Fold saved anomaly ``anomaly_id`` into ``into`` as a further ``hit`` (costing what minimizing it
+        cost), with the hits it had; the hits are recorded before its folder goes, so a crash between the two
+        loses none."""
+        joining = read_case_folder(self.root / ANOMALIES / anomaly_id)
+        hits = (replace(hit, experiments=joining.minimize_experiments), *joining.hits)
+        self._rewrite(into, lambda r: replace(r, hits=tuple(sorted((*r.hits, *hits), key=lambda h: h.trial))))
+        self.remove_anomaly(anomaly_id)
+
+    def _rewrite(self, anomaly_id: str, change: Callable[[CaseRecord], CaseRecord]) -> None:
         folder = self.root / ANOMALIES / anomaly_id
         with self._writing():
-            record = read_case_folder(folder)
-            write_case_folder(folder, replace(record, mfs=mfs, workload=case,
-                                              minimize_experiments=record.minimize_experiments + cost))
+            write_case_folder(folder, change(read_case_folder(folder)))
 
     def anomaly_dirs(self) -> Iterator[Path]:
         base = self.root / ANOMALIES

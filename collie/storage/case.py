@@ -16,6 +16,8 @@ A case folder holds::
     case                   {point, signature, verdict, runs}: case.toml's *own* runs (absent: unknown)
     original               {point, found_at, verdict}: the original find, as it was found
     minimize_experiments, minimize_steps, minimized_from (``collie minimize --out`` only)
+    hits                   [{trial, kind, signature, experiments}]: later finds the anomaly explained (absent:
+                           none)
 
 Invariants:
     * ``case.verdict`` and ``case.runs`` are runs of exactly the workload in ``case.toml``: replaying the case
@@ -37,6 +39,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
@@ -60,7 +63,7 @@ FINGERPRINT_FIELDS: Final = (("nic_model", "NIC"), ("firmware", "firmware"), ("d
 
 #: ``evidence.json``'s fields (format 2 on; format 1, without ``format``, had :data:`_LEGACY_FIELDS`).
 _FIELDS: Final = ("format", "anomaly_id", "signature", "confirmed", "target", "case", "original",
-                  "minimize_experiments", "minimize_steps", "minimized_from")
+                  "minimize_experiments", "minimize_steps", "minimized_from", "hits")
 _LEGACY_FIELDS: Final = ("anomaly_id", "signature", "confirmed", "found_at_experiment", "minimize_experiments",
                          "minimize_steps", "point", "original_point", "verdict", "minimized_from")
 
@@ -205,6 +208,43 @@ class OriginalFind:
                    None if found_at is None else t.integer("found_at", what="a whole number >= 0", minimum=0))
 
 
+class HitKind(StrEnum):
+    """How a later find was recognised as an anomaly already known (see docs/search.md, "the same anomaly")."""
+
+    #: its workload lies inside the anomaly's MFS: recognised before confirming, nothing spent on it
+    INSIDE = "inside"
+    #: confirmed just past an edge of the MFS, and the anomaly's own case moved there still showed it: the MFS
+    #: was widened to take it in
+    WIDENED = "widened"
+    #: confirmed and minimized to an MFS equal to, inside or around this anomaly's (on the same symptom)
+    NESTED = "nested"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A later find of a campaign that this anomaly explained (one more sighting, not a new anomaly).
+
+    Attributes:
+        trial: the journal's trial that found it.
+        kind: how it was recognised.
+        signature: its verdict's signature.
+        experiments: what confirming (and minimizing) it cost before it was recognised (0 for ``INSIDE``).
+    """
+
+    trial: int
+    kind: HitKind
+    signature: str
+    experiments: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return encode_fields(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, reader: Reader) -> Hit:
+        """Read :meth:`to_dict`'s form, every field required (raises ``reader``'s error)."""
+        return decode(cls, data, reader)
+
+
 @dataclass(frozen=True)
 class CaseRecord:
     """One case folder (see the module docstring for the files and the invariants).
@@ -220,6 +260,7 @@ class CaseRecord:
         original: the original find (None: unknown).
         minimize_experiments, minimize_steps: what confirming and minimizing cost.
         minimized_from: the case ``collie minimize --out`` started from (``""`` for a campaign's case).
+        hits: the campaign's later finds this anomaly explained, in order.
         format: the ``evidence.json`` format it was read from (0: the folder has none; written: always
             :data:`FORMAT`).
     """
@@ -235,6 +276,7 @@ class CaseRecord:
     minimize_experiments: int = 0
     minimize_steps: int = 0
     minimized_from: str = ""
+    hits: tuple[Hit, ...] = ()
     format: int = FORMAT
 
     def evidence_dict(self) -> dict[str, Any]:
@@ -251,6 +293,8 @@ class CaseRecord:
         d["minimize_steps"] = self.minimize_steps
         if self.minimized_from:
             d["minimized_from"] = self.minimized_from
+        if self.hits:
+            d["hits"] = [h.to_dict() for h in self.hits]
         return d
 
     @classmethod
@@ -277,7 +321,9 @@ class CaseRecord:
             original=OriginalFind.from_dict(d.data["original"], d.at("original")) if "original" in d else None,
             minimize_experiments=d.integer("minimize_experiments", what="a whole number >= 0", minimum=0),
             minimize_steps=d.integer("minimize_steps", what="a whole number >= 0", minimum=0),
-            minimized_from=d.text("minimized_from", ""), format=version)
+            minimized_from=d.text("minimized_from", ""),
+            hits=tuple(Hit.from_dict(h, d.at("hits").at(i)) for i, h in enumerate(d.items("hits", default=[]))),
+            format=version)
 
     @classmethod
     def _legacy(cls, data: dict[str, Any], reader: Reader, workload: Workload, mfs: MFS | None) -> CaseRecord:

@@ -28,21 +28,22 @@ RARE = frozenset({"f04-bi-read-sge", "f06-rc-send-sge", "f07-write-many-mr", "f0
 def _campaign(tmp: Path, seed: int, budget: int) -> list[tuple[str, MFS]]:
     """(planted quirk, MFS) per recorded anomaly; the quirk is what the minimized case's last run fired."""
     last: list[tuple[str, ...]] = [()]
-    found: list[tuple[str, ...]] = []
+    found: dict[str, tuple[str, ...]] = {}
 
     def listen(e: Event) -> None:
         if isinstance(e, TrialFinished) and e.phase == "minimize" and e.verdict is not None \
                 and e.verdict.anomalous and e.result is not None:
             last[0] = e.result.truth
         if isinstance(e, AnomalyFound) and e.confirmed:
-            found.append(last[0])
+            found[e.anomaly_id] = last[0]
 
     store = CampaignStore.create(tmp, CampaignConfig(f"sim:{PROFILE}", seed, budget, "collie", "anneal"))
     c = Campaign(targets=[SimTarget(PROFILE, seed=seed)], space=SPACE, preset=load_preset("collie"),
                  store=store, seed=seed, budget=budget, listener=listen)
     summary = c.run()
-    confirmed = [a for a in summary.anomalies if a.confirmed and a.mfs is not None]
-    return [(truth[0], a.mfs) for truth, a in zip(found, confirmed, strict=True) if len(truth) == 1 and a.mfs]
+    # an anomaly that joined another as a further hit is no longer in the summary
+    return [(found[a.anomaly_id][0], a.mfs) for a in summary.anomalies
+            if a.confirmed and a.mfs is not None and len(found.get(a.anomaly_id, ())) == 1]
 
 
 def _agreement(mfs: MFS, quirk: str, rng: np.random.Generator) -> tuple[float, float]:

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from collie.minimize import Minimizer, MinimizeSettings
+from collie.mfs import MFS, Condition
+from collie.minimize import Minimizer, MinimizeSettings, off_edges
 from collie.model.features import features
 from collie.model.space import load_space
 from collie.oracle import Verdict
@@ -298,7 +299,8 @@ def test_a_deferred_run_leaves_wide_edges_that_finish_like_an_undeferred_run() -
     finished = m.finish(deferred)
     assert 0 < finished.experiments - deferred.experiments <= budget
     assert finished.mfs == whole.mfs and m.open_edges == 0 and m.open_cost() == 0
-    assert finished.point == deferred.point  # the confirmed case is kept
+    # the case moves to the finished edges, where an undeferred run leaves it, and is confirmed there
+    assert finished.point == whole.point != deferred.point and finished.confirmed
     # the deferred run took fewer probes before the search could go on
     assert deferred.experiments < whole.experiments
 
@@ -368,3 +370,55 @@ def test_a_size_edge_from_one_size_is_told_apart_as_largest_or_every_message() -
         result = Minimizer(SPACE, planted_fn, MinimizeSettings()).run(start, PAUSE)
         sizes = [c for c in result.mfs.conditions if c.feature in ("max_msg", "min_msg")]
         assert [(c.feature, c.op, c.value) for c in sizes] == [(feature, ">=", 16384)], result.mfs.describe()
+
+
+def two_pauses(point: Any) -> Verdict:
+    """Pause for RC WRITE and RC READ alike on 100+ QPs (two anomalies of one symptom); RC SEND does not."""
+    f = features(SPACE.build(point))
+    return PAUSE if f.transport == "RC" and f.opcode in ("WRITE", "READ") and f.qps_total >= 100 else CLEAN
+
+
+def test_points_a_known_anomaly_explains_are_not_run_and_decide_nothing() -> None:
+    # the WRITE pause is known; minimizing the READ one tries the simplest verb, RC WRITE, which would keep the
+    # pause for the known anomaly's reason and make the READ find its duplicate. Explained, that point is not
+    # run and reads as masked: the next verb (RC SEND) decides, and the READ stays a condition
+    def known_write(point: Any) -> bool:
+        f = features(SPACE.build(point))
+        return f.transport == "RC" and f.opcode == "WRITE" and f.qps_total >= 100
+
+    probe, calls = _counted(two_pauses)
+    m = Minimizer(SPACE, probe, MinimizeSettings(), explained=known_write)
+    result = m.run({**SPACE.simplest(), "op": "RC_READ", "qps": 300}, PAUSE)
+    assert "opcode == READ" in result.mfs.describe() and result.point["op"] == "RC_READ"
+    assert not any(known_write(s["point"]) for s in m.steps if s["runs"])  # never run in the known region
+    assert any(s["runs"] == 0 and known_write(s["point"]) for s in m.steps)
+    assert calls[0] == result.experiments
+    # without the hook the simplest verb keeps the pause and the find becomes the WRITE anomaly
+    plain = Minimizer(SPACE, two_pauses, MinimizeSettings()).run({**SPACE.simplest(), "op": "RC_READ", "qps": 300},
+                                                                  PAUSE)
+    assert plain.point["op"] == "RC_WRITE"
+
+
+def test_a_lower_size_edge_puts_the_case_at_the_edge() -> None:
+    # a pause for READs of 16 KB or more: found with 1 MB messages, the case comes down to 16 KB
+    def big_reads(point: Any) -> Verdict:
+        f = features(SPACE.build(point))
+        return PAUSE if f.opcode == "READ" and f.max_msg >= 16384 else CLEAN
+
+    result = Minimizer(SPACE, big_reads, MinimizeSettings()).run(
+        {**SPACE.simplest(), "op": "RC_READ", "sizes": [1 << 20], "mr_size": 1 << 22}, PAUSE)
+    assert "max_msg >= 16384" in result.mfs.describe() or "min_msg >= 16384" in result.mfs.describe()
+    assert result.point["sizes"] == [16384] and result.confirmed
+    assert off_edges(SPACE, result.mfs, result.point) == []
+
+
+def test_off_edges_names_the_conditions_a_case_does_not_sit_at() -> None:
+    mfs = MFS("pause@receiver", (Condition("batch", ">=", 64), Condition("mtu", "<=", 1024),
+                                 Condition("wq_depth", ">=", 256)))
+    at = {**SPACE.simplest(), "batch": 64, "mtu": 1024, "wq_depth": 256}
+    assert off_edges(SPACE, mfs, at) == []
+    # the simplest MTU is 4096: the simplest value that keeps mtu <= 1024 is 1024, not 256
+    assert off_edges(SPACE, mfs, {**at, "mtu": 256}) == [mfs.conditions[1]]
+    inside = MFS("pause@receiver", (Condition("qps_total", "<=", 4096),))  # the simplest QP count is inside
+    assert off_edges(SPACE, inside, {**SPACE.simplest()}) == []
+    assert off_edges(SPACE, mfs, {**at, "batch": 126, "wq_depth": 1448}) == [mfs.conditions[0], mfs.conditions[2]]

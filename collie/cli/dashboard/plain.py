@@ -14,6 +14,7 @@ from collie.events import (
     Warned,
     counted,
 )
+from collie.storage.case import HitKind
 from collie.storage.records import TrialState
 
 
@@ -42,8 +43,12 @@ def plain_line(event: Event, every: int, each: Collection[str] = ()) -> str | No
                 f"({counted(event.minimize_experiments, 'more experiment')} to confirm and minimize, {state}): "
                 f"{what}")
     if isinstance(event, KnownAnomaly):
-        widened = f"; its MFS widened to {event.widened}" if event.widened else ""
-        return f"   trial {event.trial}{_by(event.chain)}: known anomaly {event.anomaly_id}{widened}"
+        if event.joined:
+            return (f"   {event.joined} is {event.anomaly_id}: its region ({event.mfs}) nests with "
+                    f"{event.anomaly_id}'s; it joins it as a further hit")
+        how = {HitKind.INSIDE: "", HitKind.WIDENED: f"; its MFS widened to {event.widened}",
+               HitKind.NESTED: f"; minimized to {event.mfs}, the same region"}[event.kind]
+        return f"   trial {event.trial}{_by(event.chain)}: known anomaly {event.anomaly_id}{how}"
     if isinstance(event, MfsFinished):
         return f"   {event.anomaly_id}: edges finished ({counted(event.experiments, 'experiment')}): {event.mfs}"
     if isinstance(event, Warned):

@@ -124,6 +124,7 @@ class DashboardState:
                               if a.anomaly_id == event.anomaly_id else a for a in self.anomalies]
         elif isinstance(event, KnownAnomaly):
             self.known_hits += 1
+            self.anomalies = [a for a in self.anomalies if a.anomaly_id != event.joined]
         elif isinstance(event, Warned):
             self.warnings.append(event.message)
 

@@ -12,14 +12,14 @@ from typing import Any
 import numpy as np
 
 from collie.campaign import AnomalyRecord, Campaign, CampaignSummary
-from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, Warned
+from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, TrialFinished, Warned
 from collie.mfs import MFS, Condition
 from collie.model.features import features
 from collie.model.space import load_space
 from collie.model.workload import Workload
 from collie.preset import Preset, load_preset
 from collie.storage.campaign import CampaignStore
-from collie.storage.case import read_case_folder
+from collie.storage.case import HitKind, read_case_folder
 from collie.storage.corpus import load_corpus
 from collie.storage.records import CampaignConfig
 from collie.targets.base import RunResult, TargetInfo
@@ -435,3 +435,40 @@ def test_a_find_left_unminimized_has_no_mfs_file(tmp_path: Path) -> None:
         if any(a.mfs is None for a in summary.anomalies):
             return
     raise AssertionError("no budget left a find unminimized")
+
+
+def test_a_known_anomaly_inside_a_later_finds_region_joins_it_as_a_further_hit(tmp_path: Path) -> None:
+    # the first find (an incast of 54 QPs a side: 108 in all) cannot lose the incast without falling under the
+    # 100-QP edge, so its MFS needs incast; the second (one way, 181 QPs) shows that any READ on enough QPs
+    # crawls: a region around the first one's. One anomaly: the first joins the second as a further hit
+    read = {**load_space().simplest(), "op": "RC_READ"}
+    events: list[Any] = []
+    summary = _scripted(tmp_path, EDGE_PROFILE, [{**read, "qps": 54, "direction": "incast"}, {**read, "qps": 181}],
+                        80, events)
+    found = [e for e in events if isinstance(e, AnomalyFound)]
+    assert "incast == True" in found[0].mfs and "incast" not in found[1].mfs
+    joined = [e for e in events if isinstance(e, KnownAnomaly) and e.joined]
+    assert [(e.joined, e.anomaly_id, e.kind) for e in joined] == [(found[0].anomaly_id, found[1].anomaly_id,
+                                                                    HitKind.NESTED)]
+    assert [a.anomaly_id for a in summary.anomalies] == [found[1].anomaly_id] and summary.known_hits == 1
+    folders = sorted(p.name for p in (tmp_path / "c" / "anomalies").iterdir())
+    assert folders == [found[1].anomaly_id]
+    evidence = json.loads((tmp_path / "c" / "anomalies" / folders[0] / "evidence.json").read_text())
+    first_trial = next(e.trial for e in events if isinstance(e, TrialFinished) and e.phase == "explore")
+    assert evidence["hits"] == [{"trial": first_trial, "kind": "nested", "signature": found[0].signature}]
+
+
+def test_minimizing_never_moves_a_find_into_a_known_region(tmp_path: Path) -> None:
+    # a READ crawl known on 100+ QPs; a find of the deep-post-list crawl (80 QPs, batch 64) whose minimization
+    # tries more QPs would land in the known region, where the crawl says nothing about this anomaly
+    read = {**load_space().simplest(), "op": "RC_READ"}
+    events: list[Any] = []
+    summary = _scripted(tmp_path, NEIGHBOUR_PROFILE, [{**read, "qps": 181}, {**read, "qps": 80, "batch": 64}], 90,
+                        events, _undeferred())
+    minimized = [e for e in events if isinstance(e, TrialFinished) and e.phase == "minimize"
+                 and e.verdict is not None and e.verdict.anomalous and e.point.get("batch", 1) >= 32]
+    known = summary.anomalies[0].mfs
+    assert known is not None
+    cases = [a for a in summary.anomalies if a.mfs is not None and "batch" in a.mfs.describe()]
+    assert cases and all(not known.holds(features(load_space().build(a.point))) for a in cases)
+    assert minimized  # the second anomaly was minimized, not taken for the first
