@@ -139,7 +139,7 @@ def test_validate_messages_are_actionable(space) -> None:  # type: ignore[no-unt
     p = space.simplest()
     with pytest.raises(ConstraintError) as err:
         space.validate({**p, "mrs": 200000, "mr_size": 1 << 20})
-    assert err.value.constraint == "pinned_memory" and "at most 64G" in str(err.value)
+    assert err.value.constraint == "pinned_memory" and "at most 64 GiB" in str(err.value)
     with pytest.raises(ConstraintError) as err:
         space.validate({**p, "qps": 0})
     assert err.value.constraint == "qps" and "from 1 to 20000" in str(err.value)
