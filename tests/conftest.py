@@ -28,9 +28,11 @@ def _load_ttar_tree() -> ModuleType:
 ttar_tree = _load_ttar_tree()
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m collie ARGS`` as a user would; returns the completed process (never raises on exit)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120,
+            columns: int = 160) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m collie ARGS`` as a user would, in a terminal ``columns`` wide; returns the completed process
+    (never raises on exit)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": str(columns)}
     return subprocess.run([sys.executable, "-m", "collie", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
 

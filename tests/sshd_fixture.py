@@ -14,15 +14,13 @@ its PID (its session processes too), so nothing outlives the tests. The config:
   command lines were ever requested, and nothing is written to the real user's home;
 * SFTP is :data:`SFTP_SERVER` started in ``home`` (through the recorder too: its command line is recorded).
 
-Without ``/usr/sbin/sshd`` the tests that need it skip, except under CI (``CI`` set), where they fail: ``.ci/run``
-installs openssh-server.
+Without OpenSSH the tests that need it skip, except under CI, where they fail (``tests/system_components.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -35,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.system_components import require
 
 SSHD = "/usr/sbin/sshd"
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
@@ -45,14 +44,6 @@ HOME="$COLLIE_TEST_HOME"; export HOME
 cd "$HOME" || exit 1
 exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 """
-
-
-def need_sshd() -> None:
-    """Skip (or, under CI, fail) when OpenSSH's server is not installed."""
-    if not Path(SSHD).exists() or shutil.which("ssh-keygen") is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{SSHD} is missing under CI: .ci/run must install openssh-server")
-        pytest.skip(f"{SSHD} is not installed (apt-get install openssh-server)")
 
 
 def keygen(path: Path) -> Path:
@@ -291,7 +282,7 @@ def start_farm(folder: Path, n: int) -> SshdFarm:
 @pytest.fixture(scope="session")
 def sshd_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdFarm]:
     """Three sshd servers for the whole session (tests must not change them; see :func:`sshd_one`)."""
-    need_sshd()
+    require("sshd")
     farm = start_farm(tmp_path_factory.mktemp("sshd-farm"), 3)
     try:
         yield farm
@@ -303,7 +294,7 @@ def sshd_farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdFarm]:
 @contextlib.contextmanager
 def own_farm(folder: Path, n: int) -> Iterator[SshdFarm]:
     """``n`` sshd servers in ``folder`` for one test, which it may change (stop one, swap a key); stopped after."""
-    need_sshd()
+    require("sshd")
     farm = start_farm(folder, n)
     try:
         yield farm

@@ -1,6 +1,6 @@
 """``collie hosts``: list an inventory (offline) and check that each host is usable (over SSH).
 
-Exit codes: 0 when every host is usable, 1 when at least one is not (the table says why), 2 for a mistake in
+Exit codes: 0 when every host is usable, 1 when at least one is not (its problem says why), 2 for a mistake in
 the inventory or the options (one sentence).
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from collie.cli.render import emit, format_option, render
+from collie.cli.render import emit, format_option, render, render_notes
 from collie.errors import CollieError, InputError
 from collie.remote.inventory import load_inventory
 
@@ -21,10 +21,10 @@ if TYPE_CHECKING:
 
 inventory_option = click.option("--inventory", "inventory_path", required=True, metavar="HOSTS.toml",
                                  type=click.Path(dir_okay=False), help="The inventory of hosts (see docs/remote.md).")
-CHECK_COLUMNS = ("host", "address", "status", "host_key", "agent", "deployed", "target", "nic", "port", "gid", "mtu",
-                 "counters", "sources", "clock_skew_ms", "problem")
-#: Columns left out of the table when no host has a value there (a sim-only inventory has no port, GID or MTU).
-SOMETIMES = frozenset({"deployed", "port", "gid", "mtu"})
+CHECK_COLUMNS = ("host", "address", "status", "agent", "target", "counters", "clock_skew_ms")
+#: Facts too long for a table cell, or only some hosts have, listed under the table host by host: (label, row key).
+NOTES = (("deployed", "deployed"), ("nic", "nic"), ("port", "port"), ("gid", "gid"), ("mtu", "mtu"),
+         ("host key", "host_key"), ("sources", "sources"), ("problem", "problem"))
 
 
 @click.group("hosts")
@@ -117,7 +117,7 @@ def check(inventory_path: str, accept_new_host_keys: bool, fmt: str) -> None:
     """Check every host: reachable, host key, agent version, port state, GID, MTU, target fingerprint, counters,
     clock skew.
 
-    Exits 1 when a host is not usable; the problem column says why.
+    Exits 1 when a host is not usable; its problem, under the table, says why.
     """
     inv = load_inventory(inventory_path)
     try:  # paramiko is only needed here: the other commands run where it is not installed (a bare python3)
@@ -129,9 +129,9 @@ def check(inventory_path: str, accept_new_host_keys: bool, fmt: str) -> None:
     if fmt == "table":
         usable = sum(c.usable for c in results)
         rows = [_row(c) for c in results]
-        columns = [k for k in CHECK_COLUMNS if k not in SOMETIMES or any(r[k] is not None for r in rows)]
-        emit(render(rows, fmt, columns=columns,
+        emit(render(rows, fmt, columns=CHECK_COLUMNS,
                     title=f"{inv.path}: {usable} of {len(results)} host(s) usable"))
+        emit(render_notes([(r["host"], label, r[key]) for r in rows for label, key in NOTES if r[key]]))
     else:
         emit(render([c.to_dict() for c in results], fmt))
     if not all(c.usable for c in results):

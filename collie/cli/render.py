@@ -102,7 +102,6 @@ def _csv_cell(value: Any) -> Any:
 
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str | None) -> str:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -112,9 +111,33 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str
         table.add_column(escape(c), overflow="fold")
     for r in rows:
         table.add_row(*(escape(_cell(r.get(c))) for c in columns))
+    return _text(table)
+
+
+def render_notes(notes: Sequence[tuple[str, str, str]]) -> str:
+    """Long facts that do not fit a table cell, one per line as ``WHO  WHAT  TEXT``, aligned; a text longer than
+    the terminal's width wraps under itself. Empty when there are none."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    if not notes:
+        return ""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for who, what, text in notes:
+        grid.add_row(escape(who), escape(what), escape(text))
+    return _text(grid)
+
+
+def _text(renderable: Any) -> str:
+    """``renderable`` as plain text at the terminal's width (80 to 200 columns)."""
+    from rich.console import Console
+
     console = Console(file=io.StringIO(), width=max(80, min(200, _terminal_width())), record=True,
                       force_terminal=False, color_system=None)
-    console.print(table)
+    console.print(renderable)
     return console.export_text().rstrip("\n")
 
 

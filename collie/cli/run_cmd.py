@@ -10,7 +10,7 @@ import click
 from collie.cli.render import emit, format_option, render
 from collie.cli.verdict_view import moved_counters, sentence, symptom_rows, throughput_rows, verdict_dict
 from collie.events import counted
-from collie.model.units import format_size
+from collie.model.units import format_bytes
 from collie.model.workload import Workload
 from collie.oracle import Oracle, Verdict
 from collie.services import run_workload
@@ -46,7 +46,7 @@ def flow_rows(workload: Workload, result: RunResult) -> list[dict[str, Any]]:
             "flow": fr.flow,
             "path": f"{fr.client}->{fr.server}",
             "verb": f"{f.transport} {f.opcode}",
-            "bytes": " ".join(format_size(s) for s in f.sizes),
+            "bytes": ", ".join(format_bytes(s) for s in f.sizes),
             "qps": f.qps,
             "BW [Gb/s]": round(fr.bps / 1e9, 3),
             "MsgRate [Mpps]": round(fr.msg_rate / 1e6, 4),

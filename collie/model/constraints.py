@@ -13,7 +13,7 @@ from typing import Final
 
 from collie.errors import ConstraintError
 from collie.model.flow import Flow, hosts_of
-from collie.model.units import format_size
+from collie.model.units import format_bytes
 
 ATOMIC_OPCODES: Final = ("ATOMIC_FA", "ATOMIC_CS")
 LEGAL_OPCODES: Final = {
@@ -77,8 +77,9 @@ def _sges_le_min_size(f: Flow) -> str | None:
 def _sge_fits_mr(f: Flow) -> str | None:
     sge = -(-f.max_size // f.sges)
     if sge > f.mr_size:
-        return (f"an SGE of {format_size(sge)} B ({format_size(f.max_size)} B over {f.sges} SGEs) does not fit "
-                f"an MR of {format_size(f.mr_size)} B; use mr_size >= {format_size(sge)} or more SGEs")
+        sges = f"{f.sges} SGE{'s' if f.sges > 1 else ''}"
+        return (f"an SGE of {format_bytes(sge)} ({format_bytes(f.max_size)} over {sges}) does not fit an MR of "
+                f"{format_bytes(f.mr_size)}; use mr_size >= {format_bytes(sge)} or more SGEs")
     return None
 
 
@@ -122,8 +123,8 @@ def violations(flows: Sequence[Flow]) -> list[tuple[str, str]]:
                 found.append((c.name, f"flows[{i}]: {msg}" if many else msg))
     for host, pinned in pinned_bytes_per_host(flows).items():
         if pinned > MAX_PINNED_BYTES:
-            found.append(("pinned_memory", f"host {host} would pin {format_size(pinned)} B of MRs; allowed is "
-                          f"at most {format_size(MAX_PINNED_BYTES)} B (fewer or smaller MRs)"))
+            found.append(("pinned_memory", f"host {host} would pin {format_bytes(pinned)} of MRs; allowed is "
+                          f"at most {format_bytes(MAX_PINNED_BYTES)} (fewer or smaller MRs)"))
     return found
 
 

@@ -26,6 +26,8 @@ from collie.gate import GateResult, GateWatch, Waivers, run_gate
 from collie.model.space import SearchSpace, load_space
 from collie.preset import Preset, campaign_preset, load_preset
 from collie.remote.kind import RemoteSpec
+from collie.services.events import ServiceListener
+from collie.services.resumed import resumed_note
 from collie.storage.campaign import CONFIG, CampaignStore
 from collie.storage.corpus import CorpusCase, load_corpus
 from collie.storage.records import CampaignConfig
@@ -103,7 +105,7 @@ def plan_campaign(*, target: TargetSpec, seed: int, preset: str, budget: int | N
     return _plan(store, False, listener)
 
 
-def plan_resumed_campaign(out: Path | None, given: ResumeOptions, listener: Listener) -> CampaignPlan:
+def plan_resumed_campaign(out: Path | None, given: ResumeOptions, listener: ServiceListener) -> CampaignPlan:
     """The campaign in ``out`` continued, its configuration amended by the options ``given``.
 
     Raises:
@@ -116,7 +118,9 @@ def plan_resumed_campaign(out: Path | None, given: ResumeOptions, listener: List
         str(out / CONFIG), target=None if given.target is None else str(given.target), seed=given.seed,
         budget=given.budget, preset=given.preset, strategy=given.strategy, space=given.space, corpus=given.corpus,
         parallel=given.parallel))
-    return _plan(store, True, listener)
+    plan = _plan(store, True, listener)
+    listener(resumed_note(store))
+    return plan
 
 
 def _plan(store: CampaignStore, resume: bool, listener: Listener) -> CampaignPlan:

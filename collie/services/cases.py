@@ -323,10 +323,11 @@ def minimize_case(plan: MinimizePlan, *, seed: int, accept_new_host_keys: bool,
         def run(p: Mapping[str, Any]) -> Verdict | None:
             nonlocal spent
             w = space.build(p)
+            ran = space.legal_point(p)
             spent += 1
-            listener(TrialStarted(spent, "minimize", dict(p)))
+            listener(TrialStarted(spent, "minimize", ran))
             experiment = _complete(run_and_judge(target, w, chosen.duration, calibration.oracle))
-            listener(TrialFinished(spent, "minimize", experiment.state, spent, dict(p), experiment.verdict,
+            listener(TrialFinished(spent, "minimize", experiment.state, spent, ran, experiment.verdict,
                                    experiment.result, experiment.detail))
             return experiment.verdict
 

@@ -1,8 +1,8 @@
 """A campaign folder on a real small, full or read-only filesystem (a tmpfs in a private mount namespace).
 
 Each test runs a shell script under ``unshare --mount``: the tmpfs exists only for that script and vanishes with
-it, whatever happens. This needs root and ``unshare``: elsewhere the tests say why they cannot run, but under
-CI (``CI`` set, as ``.ci/run`` does; it runs as root and installs ``unshare``) they always run.
+it, whatever happens. This needs root and ``unshare`` (``tests/system_components.py``: without them the tests
+skip, saying why, except under CI, where they fail).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +17,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, ROOT
+from tests.system_components import require
 
-pytestmark = pytest.mark.skipif(not os.environ.get("CI") and (os.geteuid() != 0 or shutil.which("unshare") is None),
-                                reason="mounting a tmpfs in a private mount namespace needs root and unshare")
+
+@pytest.fixture(autouse=True)
+def _root_and_unshare() -> None:
+    require("root")
+    require("unshare")
+
 
 COLLIE = f"{shlex.quote(sys.executable)} -m collie"
 

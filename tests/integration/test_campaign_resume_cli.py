@@ -43,6 +43,11 @@ def test_resume_with_a_larger_budget_extends_a_finished_campaign(tmp_path: Path)
     more = run_cli("campaign", "--resume", "--budget", "200", "--out", str(out), "--format", "json")
     assert more.returncode == 0, more.stderr
     assert json.loads(more.stdout)["experiments"] == 200
+    found = len(json.loads(first.stdout)["anomalies"])
+    finished = sum(r["status"] != "RUNNING" for r in walked)
+    assert more.stderr.startswith(  # it says it resumes before the log re-walks the journaled path
+        f"resumed {out}: its journal holds {finished} finished trials (120 of the budget of 200 experiments), "
+        f"{found} anomalies already found; those trials are read back, not run again\n== calibrate")
     assert "extended to 200, 80 experiments left" in more.stderr
     rows = _rows(out)
     assert rows[: len(walked)] == walked  # the first 120 were taken from the journal, not run again

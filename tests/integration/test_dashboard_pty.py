@@ -6,27 +6,23 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import ROOT, run_cli
+from tests.system_components import require
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def test_a_campaign_in_a_terminal_shows_the_live_layout(tmp_path: Path) -> None:
-    script = shutil.which("script")
-    if script is None:
-        pytest.fail("script (util-linux/bsdutils) is not installed; .ci/run installs it")
+    require("script")
     out = tmp_path / "c"
     command = shlex.join([sys.executable, "-m", "collie", "campaign", "--budget", "40", "--preset", "quick",
                           "--pace", "0.01", "--out", str(out), "--format", "json"])
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "130", "LINES": "60", "TERM": "xterm-256color"}
-    r = subprocess.run([script, "-q", "-e", "-c", command, "/dev/null"], capture_output=True, text=True, env=env,
+    r = subprocess.run(["script", "-q", "-e", "-c", command, "/dev/null"], capture_output=True, text=True, env=env,
                        timeout=300, stdin=subprocess.DEVNULL, check=False)
     screen = ANSI.sub("", r.stdout)
     assert r.returncode == 0, screen[-3000:]

@@ -17,7 +17,7 @@ from typing import Final
 
 from collie.model.constraints import ATOMIC_OPCODES
 from collie.model.flow import Flow
-from collie.model.units import format_size
+from collie.model.units import format_bytes
 from collie.model.workload import Workload
 
 #: IBV MTU enum value -> bytes.
@@ -114,12 +114,12 @@ def _flow_problems(i: int, f: Flow, lim: DeviceLimits, many: bool) -> list[str]:
     if f.transport == "UD" and f.max_size > min(f.mtu, lim.active_mtu):
         out.append(f"{where}UD message {f.max_size} B > port active_mtu {lim.active_mtu}")
     if f.max_size > f.mr_size:
-        out.append(f"{where}message {format_size(f.max_size)} > mr_size {format_size(f.mr_size)}: the engine "
+        out.append(f"{where}message {format_bytes(f.max_size)} > mr_size {format_bytes(f.mr_size)}: the engine "
                    f"puts each message in one MR (the remote range of a WRITE or READ must lie in one MR)")
     mr_bytes = f.mr_size + (GRH_BYTES if f.transport == "UD" else 0)
     if mr_bytes > lim.max_mr_size:
-        out.append(f"{where}mr_size {format_size(f.mr_size)} > device max_mr_size "
-                   f"{format_size(lim.max_mr_size)}")
+        out.append(f"{where}mr_size {format_bytes(f.mr_size)} > device max_mr_size "
+                   f"{format_bytes(lim.max_mr_size)}")
     if f.opcode in ATOMIC_OPCODES and not lim.atomics:
         out.append(f"{where}{f.opcode} needs atomics; the device reports atomic_caps IBV_ATOMIC_NONE")
     for side, ep in (("client", f.client), ("server", f.server)):
@@ -167,10 +167,10 @@ def check_workload(workload: Workload, lim: DeviceLimits, roles: tuple[str, ...]
         out.append(f"{workers} worker processes need {workers} PDs > device max_pd {lim.max_pd}")
     pinned = registered_bytes(workload, roles)
     if lim.memlock_bytes is not None and pinned > lim.memlock_bytes:
-        out.append(f"{format_size(pinned)} of MRs > RLIMIT_MEMLOCK {format_size(lim.memlock_bytes)} "
+        out.append(f"{format_bytes(pinned)} of MRs > RLIMIT_MEMLOCK {format_bytes(lim.memlock_bytes)} "
                    f"(raise it with ulimit -l or limits.conf)")
     available = lim.available_memory_bytes
     if available is not None and pinned > MAX_PINNED_FRACTION * available:
-        out.append(f"{format_size(pinned)} of MRs > {MAX_PINNED_FRACTION:.0%} of the host's available memory "
-                   f"{format_size(available)} (pinning more invites the kernel's OOM killer)")
+        out.append(f"{format_bytes(pinned)} of MRs > {MAX_PINNED_FRACTION:.0%} of the host's available memory "
+                   f"{format_bytes(available)} (pinning more invites the kernel's OOM killer)")
     return out

@@ -29,11 +29,11 @@ from collie.remote.launch import AGENT_COMMAND_LINE, deployed_command_line, depl
 from collie.remote.protocol import PROTOCOL_VERSION
 from collie.remote.ssh import KnownHosts, SshLauncher
 from tests.conftest import ROOT, run_cli
-from tests.sshd_fixture import Sshd, SshdFarm, keygen, need_sshd, ssh_home, wait_gone
+from tests.sshd_fixture import Sshd, SshdFarm, keygen, ssh_home, wait_gone
+from tests.system_components import DEBIAN_PYTHON, require
 
 __all__ = ["ssh_home"]  # fixtures (a conftest.py here would shadow tests/conftest.py)
 
-HOST_PYTHON = "/usr/bin/python3"
 FOLDER = deployed_folder(__version__)
 #: An agent of another collie: it answers hello as collie 0.0.1 (or, speaking protocol 99, refuses ours).
 FAKE_AGENT = """import json, os, sys
@@ -54,19 +54,8 @@ for line in sys.stdin:
 """
 
 
-def need_host_python() -> None:
-    """Debian's python3 with the agent's modules (.ci/run installs python3-numpy and python3-tomli-w)."""
-    probe = subprocess.run([HOST_PYTHON, "-c", "import numpy, tomli_w"], capture_output=True, text=True,
-                           cwd="/") if Path(HOST_PYTHON).exists() else None
-    if probe is None or probe.returncode != 0:
-        why = f"{HOST_PYTHON} cannot import numpy and tomli_w ({probe.stderr.strip() if probe else 'missing'})"
-        if os.environ.get("CI"):
-            pytest.fail(f"{why} under CI: .ci/run must install python3-numpy and python3-tomli-w")
-        pytest.skip(why)
-
-
 def host_python_version() -> str:
-    out = subprocess.run([HOST_PYTHON, "-c", "import platform; print(platform.python_version())"],
+    out = subprocess.run([DEBIAN_PYTHON, "-c", "import platform; print(platform.python_version())"],
                          capture_output=True, text=True, check=True)
     return out.stdout.strip()
 
@@ -75,7 +64,7 @@ def python3_bin(folder: Path, *flags: str) -> str:
     """A folder whose ``python3`` runs Debian's python3 (with ``flags``), for a host's PATH."""
     folder.mkdir(parents=True, exist_ok=True)
     wrapper = folder / "python3"
-    wrapper.write_text(f'#!/bin/sh\nexec {HOST_PYTHON} {" ".join(flags)} "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\nexec {DEBIAN_PYTHON} {" ".join(flags)} "$@"\n')
     wrapper.chmod(0o755)
     return f"{folder}:/usr/bin:/bin"
 
@@ -92,7 +81,7 @@ def fake_collie(folder: Path, welcome: dict[str, object] | None) -> Path:
 @pytest.fixture
 def make_host(tmp_path: Path, ssh_home: Path) -> Iterator[Callable[..., tuple[Sshd, Path]]]:
     """Starts an sshd of this test with a given PYTHONPATH and python3; returns it and a one-host inventory."""
-    need_sshd()
+    require("sshd")
     servers: list[Sshd] = []
     client = keygen(tmp_path / "client_ed25519")
 
@@ -127,7 +116,7 @@ def launcher_for(inventory: Path) -> tuple[SshLauncher, Host]:
 
 def test_a_host_without_collie_gets_it_deployed_and_the_next_check_reuses_it(
         make_host: Callable[..., tuple[Sshd, Path]], tmp_path: Path) -> None:
-    need_host_python()
+    require("debian-python")
     empty = tmp_path / "nothing"
     empty.mkdir()
     server, inventory = make_host("bare", empty, python3_bin(tmp_path / "bin"))
@@ -175,7 +164,7 @@ def test_a_host_without_collie_gets_it_deployed_and_the_next_check_reuses_it(
 @pytest.mark.parametrize("speaks", ["older-version", "other-protocol"])
 def test_a_host_with_another_collie_gets_this_version_deployed(
         make_host: Callable[..., tuple[Sshd, Path]], tmp_path: Path, speaks: str) -> None:
-    need_host_python()
+    require("debian-python")
     welcome = {"v": PROTOCOL_VERSION, "type": "welcome", "collie_version": "0.0.1", "protocol": PROTOCOL_VERSION,
                "capabilities": ["ping"], "time": 0.0, "python": platform.python_version(), "hostname": "old",
                "argv": []} if speaks == "older-version" else None
@@ -205,7 +194,7 @@ def test_a_host_with_another_collie_gets_this_version_deployed(
 
 def test_a_python3_without_the_agents_modules_is_one_sentence_naming_the_module(
         make_host: Callable[..., tuple[Sshd, Path]], tmp_path: Path) -> None:
-    need_host_python()  # -S hides Debian's dist-packages (numpy, tomli-w) from it
+    require("debian-python")  # -S hides Debian's dist-packages (numpy, tomli-w) from it
     bare = python3_bin(tmp_path / "bin", "-S")
     empty = tmp_path / "nothing"
     empty.mkdir()
@@ -228,7 +217,7 @@ def test_a_python3_without_the_agents_modules_is_one_sentence_naming_the_module(
 
 def test_an_upload_cut_mid_way_is_never_used_and_the_next_one_completes(
         make_host: Callable[..., tuple[Sshd, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    need_host_python()
+    require("debian-python")
     empty = tmp_path / "nothing"
     empty.mkdir()
     server, inventory = make_host("cut", empty, python3_bin(tmp_path / "bin"))
@@ -272,7 +261,7 @@ def test_an_upload_cut_mid_way_is_never_used_and_the_next_one_completes(
 
 def test_a_stray_incomplete_folder_in_the_deployments_place_is_refused_not_started(
         make_host: Callable[..., tuple[Sshd, Path]], tmp_path: Path) -> None:
-    need_host_python()
+    require("debian-python")
     empty = tmp_path / "nothing"
     empty.mkdir()
     server, inventory = make_host("stray", empty, python3_bin(tmp_path / "bin"))
@@ -297,7 +286,7 @@ def test_a_stray_incomplete_folder_in_the_deployments_place_is_refused_not_start
 
 def test_hosts_sharing_one_account_are_deployed_to_once_concurrently(
         make_host: Callable[..., tuple[Sshd, Path]], tmp_path: Path) -> None:
-    need_host_python()
+    require("debian-python")
     empty = tmp_path / "nothing"
     empty.mkdir()
     server, _ = make_host("shared", empty, python3_bin(tmp_path / "bin"))

@@ -98,6 +98,14 @@ def test_a_changed_host_key_is_refused_with_both_fingerprints_even_with_accept_n
         assert row["agent_version"] == ""  # nothing ran on a host we could not trust
     assert known.read_text() == recorded
     assert server.commands() == []
+    table = run_cli("hosts", "check", "--inventory", str(inventory), columns=120)
+    assert table.returncode == 1, table.stderr
+    lines = table.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 120
+    # the problem reads as a paragraph under the table (6 lines), not a few letters per line in a cell (40)
+    problem = next(i for i, line in enumerate(lines) if line.startswith("node  problem  "))
+    assert len(lines) - problem <= 8
+    assert f"ssh-ed25519 {new}" in " ".join(line.strip() for line in lines[problem:])
 
 
 def test_an_unknown_host_key_is_refused_then_recorded_with_accept_new(sshd_one: SshdFarm, ssh_home: Path,

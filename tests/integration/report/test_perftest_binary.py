@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,17 +19,21 @@ from collie.report import build_report
 from collie.report.perftest import perftest_lines
 from collie.storage.corpus import load_corpus
 from tests.conftest import ROOT
+from tests.system_components import require
 
 ACCEPTED = re.compile(r"Did not detect devices|Unable to find the Infiniband/RoCE device|IB device .* not found")
+
+
+@pytest.fixture(autouse=True)
+def _perftest() -> None:
+    require("perftest")
 
 
 def _run(line: str) -> str:
     """Run a perftest line against a device that does not exist; its output."""
     words = shlex.split(line)
     assert "-d" not in words  # the simulator names no device
-    tool = shutil.which(words[0])
-    assert tool is not None, f"{words[0]} is not installed: apt-get install perftest (.ci/run installs it)"
-    r = subprocess.run([tool, "-d", "collie-no-such-device", *words[1:]], capture_output=True, text=True,
+    r = subprocess.run([words[0], "-d", "collie-no-such-device", *words[1:]], capture_output=True, text=True,
                        timeout=60, stdin=subprocess.DEVNULL, check=False)
     return r.stdout + r.stderr
 

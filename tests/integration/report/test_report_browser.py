@@ -18,9 +18,7 @@ import pytest
 from reporthelpers import SCRIPT, hostile_copy
 
 from tests.conftest import run_cli
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+from tests.system_components import require
 
 
 @pytest.fixture(scope="module")
@@ -28,17 +26,16 @@ def browser() -> Iterator[Any]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    assert Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists(), (
-        "the browser test needs Debian's chromium and chromium-driver: apt-get install -y --no-install-recommends "
-        "chromium chromium-driver (.ci/run installs them)")
+    require("chromium")
+    require("chromedriver")
     options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
+    options.binary_location = str(shutil.which("chromium"))
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--window-size=1300,900", "--no-first-run", "--disable-extensions", "--disable-sync",
                 "--disable-background-networking", "--disable-component-update"):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
     try:
         yield driver
     finally:

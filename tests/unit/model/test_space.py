@@ -139,7 +139,7 @@ def test_validate_messages_are_actionable(space) -> None:  # type: ignore[no-unt
     p = space.simplest()
     with pytest.raises(ConstraintError) as err:
         space.validate({**p, "mrs": 200000, "mr_size": 1 << 20})
-    assert err.value.constraint == "pinned_memory" and "at most 64G" in str(err.value)
+    assert err.value.constraint == "pinned_memory" and "at most 64 GiB" in str(err.value)
     with pytest.raises(ConstraintError) as err:
         space.validate({**p, "qps": 0})
     assert err.value.constraint == "qps" and "from 1 to 20000" in str(err.value)
@@ -281,3 +281,11 @@ def test_repair_steps_out_of_two_overlapping_regions_one_at_a_time(space) -> Non
     assert all(not refused(q) and space.problems(q) == [] for q in moves)
     bi = [q for q in moves if q["direction"] == "bidirectional"]
     assert bi and all(q["memory"] != "remote" for q in bi)
+
+
+def test_the_legal_point_is_the_point_that_runs_on_the_points_own_keys(space) -> None:  # type: ignore[no-untyped-def]
+    asked = {**space.simplest(), "op": "RC_READ", "inline": 256, "sizes": [65536], "sges": 1, "mr_size": 4096}
+    legal = space.legal_point(asked)
+    assert legal == {**asked, "inline": 0, "mr_size": 65536}
+    assert space.build(legal) == space.build(asked)
+    assert space.legal_point({"op": "RC_READ", "inline": 64}) == {"op": "RC_READ", "inline": 0}

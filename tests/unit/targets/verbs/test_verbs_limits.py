@@ -36,14 +36,14 @@ def test_plain_workload_fits() -> None:
     (replace(RXE, max_qp_wr=64), {"rq_depth": 128, "opcode": "SEND"}, "rq_depth 128 > device max_qp_wr 64"),
     (replace(RXE, max_cqe=100), {"sq_depth": 128}, "CQ entries per QP > device max_cqe 100"),
     (replace(RXE, max_mr=10), {"mrs": 6}, "mrs 6 x 2 sides = 12 > device max_mr 10"),
-    (replace(RXE, max_mr_size=1 << 20), {"mr_size": 1 << 21}, "mr_size 2M > device max_mr_size 1M"),
+    (replace(RXE, max_mr_size=1 << 20), {"mr_size": 1 << 21}, "mr_size 2 MiB > device max_mr_size 1 MiB"),
     (replace(RXE, active_mtu=1024), {"mtu": 4096}, "mtu 4096 > port active_mtu 1024"),
     (replace(RXE, atomics=False), {"opcode": "ATOMIC_FA", "sizes": (8,)}, "IBV_ATOMIC_NONE"),
     (replace(RXE, memlock_bytes=1 << 20), {"mrs": 16, "mr_size": 65536}, "RLIMIT_MEMLOCK"),
     (replace(RXE, available_memory_bytes=1 << 30), {"mrs": 113, "mr_size": 8886518},
-     "> 50% of the host's available memory 1G"),
+     "> 50% of the host's available memory 1 GiB"),
     (RXE, {"qps": 2, "processes": 4}, "processes 4 > qps 2"),
-    (RXE, {"sizes": (32768, 256), "sges": 2, "mr_size": 16384}, "message 32K > mr_size 16K"),
+    (RXE, {"sizes": (32768, 256), "sges": 2, "mr_size": 16384}, "message 32 KiB > mr_size 16 KiB"),
 ])
 def test_each_limit_names_field_value_and_limit(lim: DeviceLimits, kw: dict[str, object],
                                                 fragment: str) -> None:
