@@ -130,8 +130,9 @@ class Chain:
     # -- running one trial -------------------------------------------------------------------------------
 
     def _experiment(self, phase: Phase, workload: Workload, point: Mapping[str, Any] | None) -> TrialOutcome:
-        """Run (or take from the journal) one trial; journal it; return its outcome."""
-        return self.runner.run(phase, workload, point)
+        """Run (or take from the journal) one trial; journal it (with the point as it runs: legal, as the live
+        view and the reports show it); return its outcome."""
+        return self.runner.run(phase, workload, None if point is None else self.space.legal_point(point))
 
     def _probe(self, phase: Phase, point: Mapping[str, Any]) -> Verdict | None:
         if not self.space.is_valid(point):

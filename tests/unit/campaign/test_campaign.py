@@ -455,7 +455,9 @@ def test_a_known_anomaly_inside_a_later_finds_region_joins_it_as_a_further_hit(t
     assert folders == [found[1].anomaly_id]
     evidence = json.loads((tmp_path / "c" / "anomalies" / folders[0] / "evidence.json").read_text())
     first_trial = next(e.trial for e in events if isinstance(e, TrialFinished) and e.phase == "explore")
-    assert evidence["hits"] == [{"trial": first_trial, "kind": "nested", "signature": found[0].signature}]
+    # the hit costs what confirming and minimizing the first find did
+    assert evidence["hits"] == [{"trial": first_trial, "kind": "nested", "signature": found[0].signature,
+                                 "experiments": found[0].minimize_experiments}]
 
 
 def test_minimizing_never_moves_a_find_into_a_known_region(tmp_path: Path) -> None:
