@@ -33,8 +33,8 @@ DEFAULT_PRESET = "quick"
 def _known_rows(result: GateResult) -> list[dict[str, Any]]:
     rows = []
     for k in result.known:
-        note = (f"waived until {k.waiver.expires.isoformat()}: {k.waiver.reason}" if k.waiver
-                else k.reason)
+        note = "; ".join(n for n in (f"waived until {k.waiver.expires.isoformat()}: {k.waiver.reason}"
+                                     if k.waiver else k.reason, k.target_note) if n)
         if k.expired is not None:
             note = f"{note}; " if note else ""
             note += f"expired on {k.expired.expires.isoformat()}: no longer waives"
@@ -92,8 +92,9 @@ def ci(target_spec: TargetSpec, corpus: Path, budget: int, junit_file: Path | No
     """Gate CI on a target: replay every known case of --corpus, then search --budget experiments for new ones.
 
     A known case that still reproduces fails the gate unless a waiver in force covers it; one that no longer
-    reproduces is reported fixed. Every new anomaly fails the gate unless waived. An expired waiver waives
-    nothing and says so.
+    reproduces is reported fixed; one recorded on another target is reported so, with how the targets differ,
+    and decides nothing. Every new anomaly fails the gate unless waived. An expired waiver waives nothing and
+    says so.
 
     \b
     Exit codes:
