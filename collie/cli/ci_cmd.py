@@ -19,11 +19,11 @@ from collie.campaign import CampaignInterrupted
 from collie.cli.dashboard import dashboard, live_options
 from collie.cli.listen import echo
 from collie.cli.render import emit, render
-from collie.cli.run_cmd import accept_keys_option, seed_option, target_option
+from collie.cli.run_cmd import accept_keys_option, output_path, seed_option, target_option
 from collie.errors import InputError
 from collie.gate import ExitCode, GateResult, InfrastructureError, Waivers, load_waivers
 from collie.services import open_gate, plan_gate
-from collie.storage.campaign import check_writable
+from collie.storage.files import check_writable
 from collie.targets.kind import TargetSpec
 
 DEFAULT_BUDGET = 60
@@ -80,8 +80,9 @@ def _junit_target(path: Path | None) -> None:
                    "workloads/softroce.toml).")
 @seed_option
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Search preset for the short search.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="The gate's campaign folder (default: a new reports/ci-<time>[-N]); `collie report` reads it.")
+@click.option("--out", callback=output_path, default=None,
+              help="The gate's campaign folder, new or empty (default: a new reports/ci-<time>[-N]); `collie "
+                   "report` reads it.")
 @live_options
 @accept_keys_option
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True,

@@ -26,7 +26,7 @@ from enum import IntEnum, StrEnum
 from typing import Any, Protocol
 
 from collie.campaign import CampaignSummary
-from collie.errors import CollieError, StoreError
+from collie.errors import CollieError, InputError, StoreError
 from collie.events import Event, TrialFinished, TrialStarted, Warned
 from collie.gate.waivers import Waiver, Waivers
 from collie.oracle import Verdict
@@ -215,7 +215,8 @@ def run_gate(*, campaign: CampaignRun, watch: GateWatch, target_spec: str, store
         InfrastructureError: the target cannot be opened, its calibration fails, the campaign folder cannot be
             written, or every run failed.
         CampaignInterrupted: Ctrl-C.
-        InputError: a user mistake the campaign found (passed through).
+        InputError: a user mistake the campaign found (passed through; before any trial ran, whatever the
+            target: e.g. the campaign folder cannot be made).
     """
     try:
         summary = campaign.run()
@@ -223,6 +224,8 @@ def run_gate(*, campaign: CampaignRun, watch: GateWatch, target_spec: str, store
         raise InfrastructureError(f"the gate's campaign folder {store.root} could not be written: {exc}") from None
     except Exception as exc:
         if watch.started == 0:
+            if isinstance(exc, InputError):  # a user mistake, e.g. a folder that cannot be made: not the target's
+                raise
             why = str(exc) if isinstance(exc, CollieError) else f"{type(exc).__name__}: {exc}"
             raise InfrastructureError(f"the target {target_spec} cannot be opened: {why}") from None
         failure = watch.first_failure()
