@@ -13,7 +13,7 @@ from collie.campaign import CampaignInterrupted, CampaignSummary
 from collie.cli.dashboard import dashboard, live_options
 from collie.cli.listen import echo
 from collie.cli.render import emit, format_option, render
-from collie.cli.run_cmd import accept_keys_option, pace_option, seed_option, target_option
+from collie.cli.run_cmd import accept_keys_option, output_path, pace_option, seed_option, target_option
 from collie.events import counted
 from collie.preset import DEFAULT_PRESET
 from collie.services import ResumeOptions, open_campaign, plan_campaign, plan_resumed_campaign
@@ -49,8 +49,9 @@ _PRESET_HELP = ("Search preset: collie or quick (confirm and minimize every find
               help="Experiments to spend (explore + confirm + minimize); default from the preset. With --resume: "
                    "extend the campaign to this many.")
 @seed_option
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Campaign folder (default: a new reports/campaign-<time>[-N]).")
+@click.option("--out", callback=output_path, default=None,
+              help="Campaign folder, new or empty (default: a new reports/campaign-<time>[-N]); with --resume, the "
+                   "campaign's.")
 @click.option("--corpus", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None,
               help="Folder of known cases (case.toml + mfs.json) replayed first.")
 @click.option("--resume", is_flag=True,

@@ -18,7 +18,7 @@ import click
 from collie.cli.dashboard import dashboard, live_options
 from collie.cli.listen import Deferred, echo
 from collie.cli.render import emit, format_option, render
-from collie.cli.run_cmd import accept_keys_option, parsed_target, seed_option
+from collie.cli.run_cmd import accept_keys_option, output_path, parsed_target, seed_option
 from collie.preset import DEFAULT_PRESET
 from collie.services import check_new_folder, locate_case, minimize_case, plan_minimize, replay_case, save_minimized
 from collie.targets.kind import TargetSpec
@@ -78,8 +78,9 @@ def replay(case: Path, target_spec: TargetSpec | None, runs: int, duration: floa
 @click.option("--space", "space_file", type=click.Path(path_type=Path), default=None,
               help="Search space the case is a point of (default: the paper's space).")
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Preset for thresholds and runs.")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
-              help="Save the result as a case folder here (case.toml, mfs.json, evidence.json), e.g. for --corpus.")
+@click.option("--out", "out_dir", callback=output_path, default=None,
+              help="Save the result as a case folder here, new or empty (case.toml, mfs.json, evidence.json), e.g. "
+                   "for --corpus.")
 @seed_option
 @accept_keys_option
 @live_options

@@ -19,11 +19,11 @@ from collie.campaign import CampaignInterrupted
 from collie.cli.dashboard import dashboard, live_options
 from collie.cli.listen import echo
 from collie.cli.render import emit, render
-from collie.cli.run_cmd import accept_keys_option, seed_option, target_option
+from collie.cli.run_cmd import accept_keys_option, output_path, seed_option, target_option
 from collie.errors import InputError
 from collie.gate import ExitCode, GateResult, InfrastructureError, Waivers, load_waivers
 from collie.services import open_gate, plan_gate
-from collie.storage.campaign import check_writable
+from collie.storage.files import check_writable
 from collie.targets.kind import TargetSpec
 
 DEFAULT_BUDGET = 60
@@ -33,8 +33,8 @@ DEFAULT_PRESET = "quick"
 def _known_rows(result: GateResult) -> list[dict[str, Any]]:
     rows = []
     for k in result.known:
-        note = (f"waived until {k.waiver.expires.isoformat()}: {k.waiver.reason}" if k.waiver
-                else k.reason)
+        note = "; ".join(n for n in (f"waived until {k.waiver.expires.isoformat()}: {k.waiver.reason}"
+                                     if k.waiver else k.reason, k.target_note) if n)
         if k.expired is not None:
             note = f"{note}; " if note else ""
             note += f"expired on {k.expired.expires.isoformat()}: no longer waives"
@@ -80,8 +80,9 @@ def _junit_target(path: Path | None) -> None:
                    "workloads/softroce.toml).")
 @seed_option
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Search preset for the short search.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="The gate's campaign folder (default: a new reports/ci-<time>[-N]); `collie report` reads it.")
+@click.option("--out", callback=output_path, default=None,
+              help="The gate's campaign folder, new or empty (default: a new reports/ci-<time>[-N]); `collie "
+                   "report` reads it.")
 @live_options
 @accept_keys_option
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True,
@@ -92,8 +93,9 @@ def ci(target_spec: TargetSpec, corpus: Path, budget: int, junit_file: Path | No
     """Gate CI on a target: replay every known case of --corpus, then search --budget experiments for new ones.
 
     A known case that still reproduces fails the gate unless a waiver in force covers it; one that no longer
-    reproduces is reported fixed. Every new anomaly fails the gate unless waived. An expired waiver waives
-    nothing and says so.
+    reproduces is reported fixed; one recorded on another target is reported so, with how the targets differ,
+    and decides nothing. Every new anomaly fails the gate unless waived. An expired waiver waives nothing and
+    says so.
 
     \b
     Exit codes:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
+from collie.cli.run_cmd import output_path
 from collie.errors import InputError
 from collie.report import FORMATS
+from collie.storage.files import write_atomic
 
 
 def _format_of(fmt: str | None, out: Path | None) -> str:
@@ -24,7 +24,8 @@ def _format_of(fmt: str | None, out: Path | None) -> str:
 
 
 def write_output(text: str, out: Path | None) -> None:
-    """Write ``text`` to ``out`` (atomically: a temporary file beside it, renamed) or to stdout.
+    """Write ``text`` to ``out`` (atomically, with the umask's permissions: see
+    :func:`~collie.storage.files.write_atomic`) or to stdout.
 
     Raises:
         InputError: ``out`` is a folder, or its folder does not exist or cannot be written.
@@ -38,23 +39,16 @@ def write_output(text: str, out: Path | None) -> None:
     if not parent.is_dir():
         raise InputError(f"-o {out}: the folder {parent} does not exist; create it or write elsewhere")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=parent)
+        write_atomic(out, text)
     except OSError as exc:
-        raise InputError(f"-o {out}: cannot write in {parent} ({exc.strerror or exc}); write elsewhere") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, out)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(f"-o {out}: cannot be written ({exc.strerror or exc}); write elsewhere") from None
+        raise InputError(f"-o {out}: cannot be written in {parent} ({exc.strerror or exc}); write elsewhere") from None
 
 
 @click.command()
 @click.argument("folder", required=False, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default=None,
               help="Report format (default: from -o's suffix, else md).")
-@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=None,
+@click.option("-o", "--output", "out", callback=output_path, default=None,
               help="Write the report to this file (default: stdout).")
 @click.option("--compare", nargs=2, type=click.Path(path_type=Path), default=None, metavar="OLD_DIR NEW_DIR",
               help="Compare two campaigns (e.g. firmware A, then B): new, fixed and still-present anomalies.")

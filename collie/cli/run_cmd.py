@@ -9,6 +9,7 @@ import click
 
 from collie.cli.render import emit, format_option, render
 from collie.cli.verdict_view import moved_counters, sentence, symptom_rows, throughput_rows, verdict_dict
+from collie.errors import InputError
 from collie.events import counted
 from collie.model.units import format_bytes
 from collie.model.workload import Workload
@@ -33,6 +34,17 @@ accept_keys_option = click.option("--accept-new-host-keys", is_flag=True,
                                        "(a changed key is never accepted).")
 seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                            help="Random seed (simulator noise, search stream).")
+
+
+def output_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """An output folder's or file's option: an empty string, which would name the current folder, is refused."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise InputError(f"{param.opts[0]} is empty; give a folder or file name")
+    return Path(value)
+
+
 pace_option = click.option("--pace", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
                            help="Simulator only: sleep this fraction of each experiment's duration (demos).")
 

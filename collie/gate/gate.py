@@ -6,6 +6,9 @@ it). What the gate adds is the decision:
 
     * a known case that still reproduces (its replay is anomalous) fails the gate unless a waiver in force
       covers it; one that no longer does is reported fixed; one the target cannot run is reported not run;
+    * a known case recorded on another target (another target spec, or the same spec on another NIC) is
+      reported as such, with how the targets differ, whatever its replay showed: neither fixed nor failing, it
+      never decides the gate;
     * every new anomaly the search records fails the gate unless a waiver in force covers it;
     * an expired waiver waives nothing, and the result says so.
 
@@ -23,13 +26,15 @@ from enum import IntEnum, StrEnum
 from typing import Any, Protocol
 
 from collie.campaign import CampaignSummary
-from collie.errors import CollieError, StoreError
+from collie.errors import CollieError, InputError, StoreError
 from collie.events import Event, TrialFinished, TrialStarted, Warned
 from collie.gate.waivers import Waiver, Waivers
 from collie.oracle import Verdict
 from collie.storage.campaign import CampaignStore
+from collie.storage.case import TargetRecord
 from collie.storage.corpus import CorpusCase
 from collie.storage.records import Phase, TrialState
+from collie.targets.base import TargetInfo
 
 
 class ExitCode(IntEnum):
@@ -52,6 +57,7 @@ class KnownStatus(StrEnum):
     WAIVED = "waived"  # anomalous again, covered by a waiver in force
     FIXED = "fixed"  # no longer anomalous
     NOT_RUN = "not run"  # the target could not run it (pruned) or the run failed
+    OTHER_TARGET = "other target"  # recorded on another target: its replay decides nothing
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,10 @@ class KnownResult:
         waiver: the waiver in force that waived it (None: none).
         expired: an expired waiver about it (None: none).
         reason: why it was not run.
+        differences: how the gate's target differs from the one the case records, one phrase each, as
+            ``collie replay`` names them (``NIC P2100G -> ConnectX-6``; empty: the same, or nothing recorded).
+        target_note: that in one phrase (``recorded on sim:p2100g-100g (P2100G), run on sim:cx6-200g
+            (ConnectX-6)`` for a case recorded on another target; ``""``: the same target).
     """
 
     name: str
@@ -79,6 +89,8 @@ class KnownResult:
     waiver: Waiver | None = None
     expired: Waiver | None = None
     reason: str = ""
+    differences: tuple[str, ...] = ()
+    target_note: str = ""
 
     @property
     def fails(self) -> bool:
@@ -128,13 +140,15 @@ class GateResult:
         new = sum(n.fails for n in self.new)
         waived = sum(k.status is KnownStatus.WAIVED for k in self.known) + sum(not n.fails for n in self.new)
         fixed = sum(k.status is KnownStatus.FIXED for k in self.known)
+        elsewhere = sum(k.status is KnownStatus.OTHER_TARGET for k in self.known)
         parts = []
         if reproducing:
             parts.append(f"{reproducing} known case{'s' if reproducing != 1 else ''} still reproduce"
                          f"{'' if reproducing != 1 else 's'}")
         if new:
             parts.append(f"{new} new anomal{'ies' if new != 1 else 'y'}")
-        tail = f"; {waived} waived, {fixed} fixed, of {len(self.known)} known"
+        other = f", {elsewhere} recorded on another target" if elsewhere else ""
+        tail = f"; {waived} waived, {fixed} fixed{other}, of {len(self.known)} known"
         if parts:
             return f"gate FAILED: {' and '.join(parts)}{tail}"
         return f"gate passed: no unwaived anomaly{tail}, {self.experiments} search experiments"
@@ -150,7 +164,9 @@ class GateResult:
             "failed": self.failed, "pruned": self.pruned, "warnings": list(self.warnings),
             "known": [{"name": k.name, "path": k.path, "recorded": k.recorded, "status": str(k.status),
                        "signature": k.signature, "score": k.score, "fails": k.fails, "waiver": waiver(k.waiver),
-                       "expired_waiver": waiver(k.expired), "reason": k.reason} for k in self.known],
+                       "expired_waiver": waiver(k.expired), "reason": k.reason,
+                       "target_differences": list(k.differences), "target_note": k.target_note}
+                      for k in self.known],
             "new": [{"anomaly_id": n.anomaly_id, "signature": n.signature, "mfs": n.mfs, "confirmed": n.confirmed,
                      "found_at": n.found_at, "fails": n.fails, "waiver": waiver(n.waiver),
                      "expired_waiver": waiver(n.expired)} for n in self.new],
@@ -199,7 +215,8 @@ def run_gate(*, campaign: CampaignRun, watch: GateWatch, target_spec: str, store
         InfrastructureError: the target cannot be opened, its calibration fails, the campaign folder cannot be
             written, or every run failed.
         CampaignInterrupted: Ctrl-C.
-        InputError: a user mistake the campaign found (passed through).
+        InputError: a user mistake the campaign found (passed through; before any trial ran, whatever the
+            target: e.g. the campaign folder cannot be made).
     """
     try:
         summary = campaign.run()
@@ -207,6 +224,8 @@ def run_gate(*, campaign: CampaignRun, watch: GateWatch, target_spec: str, store
         raise InfrastructureError(f"the gate's campaign folder {store.root} could not be written: {exc}") from None
     except Exception as exc:
         if watch.started == 0:
+            if isinstance(exc, InputError):  # a user mistake, e.g. a folder that cannot be made: not the target's
+                raise
             why = str(exc) if isinstance(exc, CollieError) else f"{type(exc).__name__}: {exc}"
             raise InfrastructureError(f"the target {target_spec} cannot be opened: {why}") from None
         failure = watch.first_failure()
@@ -218,7 +237,9 @@ def run_gate(*, campaign: CampaignRun, watch: GateWatch, target_spec: str, store
     judged = [e for e in watch.finished if e.status is not TrialState.PRUNED and e.phase != Phase.CALIBRATE]
     if judged and all(e.status is TrialState.FAILED for e in judged):
         raise InfrastructureError(f"every run failed on {target_spec} (the first: {watch.first_failure()})")
-    known = tuple(_known(case, event, waivers, today) for case, event in zip(corpus, watch.replays, strict=True))
+    info = store.config().target_info
+    known = tuple(_known(case, event, waivers, today, target_spec, info)
+                  for case, event in zip(corpus, watch.replays, strict=True))
     new = []
     for a in summary.anomalies:
         if a.anomaly_id.startswith("corpus:"):
@@ -230,15 +251,43 @@ def run_gate(*, campaign: CampaignRun, watch: GateWatch, target_spec: str, store
                       summary.calibration, summary.failed, summary.pruned, tuple(watch.warnings))
 
 
-def _known(case: CorpusCase, event: TrialFinished, waivers: Waivers, today: dt.date) -> KnownResult:
+def _known(case: CorpusCase, event: TrialFinished, waivers: Waivers, today: dt.date, spec: str,
+           info: TargetInfo | None) -> KnownResult:
     recorded = case.mfs.signature if case.mfs is not None else ""
+    found_on = case.target
+    differences = tuple(found_on.differences(spec, info)) if found_on is not None and info is not None else ()
+    elsewhere = found_on is not None and _elsewhere(found_on, spec, info)
+    note = (_elsewhere_note(found_on, spec, info) if found_on is not None and elsewhere
+            else f"the target differs from the recorded one: {', '.join(differences)}" if differences else "")
     verdict: Verdict | None = event.verdict
     if event.status is not TrialState.COMPLETE or verdict is None:
-        return KnownResult(case.name, str(case.path), recorded, KnownStatus.NOT_RUN, reason=event.reason)
+        return KnownResult(case.name, str(case.path), recorded, KnownStatus.NOT_RUN, reason=event.reason,
+                           differences=differences, target_note=note)
+    if elsewhere:
+        return KnownResult(case.name, str(case.path), recorded, KnownStatus.OTHER_TARGET, verdict.signature,
+                           verdict.score, differences=differences, target_note=note)
     if not verdict.anomalous:
         m = waivers.match(recorded, case.name, today)
-        return KnownResult(case.name, str(case.path), recorded, KnownStatus.FIXED, expired=m.expired)
+        return KnownResult(case.name, str(case.path), recorded, KnownStatus.FIXED, expired=m.expired,
+                           differences=differences, target_note=note)
     m = waivers.match(verdict.signature, case.name, today)
     status = KnownStatus.WAIVED if m.active is not None else KnownStatus.REPRODUCES
     return KnownResult(case.name, str(case.path), recorded, status, verdict.signature, verdict.score, m.active,
-                       m.expired)
+                       m.expired, differences=differences, target_note=note)
+
+
+def _elsewhere(found_on: TargetRecord, spec: str, info: TargetInfo | None) -> bool:
+    """Whether a case found on ``found_on`` was found on another target than ``spec`` (``info``): another spec,
+    or the same spec on another NIC (another firmware, driver or kernel is the same target, changed)."""
+    if found_on.spec != spec:
+        return True
+    was = found_on.fingerprint
+    return was is not None and info is not None and was.nic_model != info.nic_model
+
+
+def _elsewhere_note(found_on: TargetRecord, spec: str, info: TargetInfo | None) -> str:
+    """``recorded on A (NIC a), run on B (NIC b)``, the NICs named when they differ."""
+    was, now = (found_on.fingerprint.nic_model if found_on.fingerprint else "", info.nic_model if info else "")
+    if was and now and was != now:
+        return f"recorded on {found_on.spec} ({was}), run on {spec} ({now})"
+    return f"recorded on {found_on.spec}, run on {spec}"

@@ -1,8 +1,9 @@
 """The gate's result as JUnit XML, written with junitparser (CI systems show it as test results).
 
 Two test suites: ``collie.known`` has one test case per known case (a failure when it still reproduces
-unwaived; skipped when waived or not run; passed when fixed), ``collie.new`` one per new anomaly (a failure
-unless waived, then skipped). Each suite carries the target, the campaign folder and the budget as properties.
+unwaived; skipped when waived, not run or recorded on another target; passed when fixed), ``collie.new`` one
+per new anomaly (a failure unless waived, then skipped). Each suite carries the target, the campaign folder and
+the budget as properties.
 """
 
 from __future__ import annotations
@@ -44,8 +45,12 @@ def write_junit(result: GateResult, path: Path) -> None:
             case.result = [jp.Skipped(f"reproduces ({k.signature}), waived: {k.waiver.describe()}", "waived")]
         elif k.status is KnownStatus.NOT_RUN:
             case.result = [jp.Skipped(f"not run: {k.reason or 'the target cannot run it'}", "not-run")]
+        elif k.status is KnownStatus.OTHER_TARGET:
+            case.result = [jp.Skipped(k.target_note, "other-target")]
         else:
             lines.append("fixed: it no longer reproduces")
+        if k.differences:
+            lines.append(f"target differences: {', '.join(k.differences)}")
         if k.expired is not None:
             lines.append(f"expired {k.expired.describe()} (it no longer waives)")
         case.system_out = "\n".join(lines)

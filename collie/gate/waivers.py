@@ -14,17 +14,22 @@ Invariants:
     * a waiver matches a find as collie compares re-runs of one anomaly, by its leading symptom (``kind@end``):
       the weaker symptoms of a run near a threshold come and go with noise;
     * an expired waiver (its date before today) never waives; :meth:`Waivers.match` still returns it so the
-      gate can say so.
+      gate can say so;
+    * a waiver's ``case`` names a case of the corpus (:meth:`Waivers.check_cases`): a typo would waive nothing,
+      silently.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from collie.codec import Reader
+from collie.errors import InputError
 from collie.oracle import SYMPTOM_ORDER, leading_symptom
 from collie.tomlio import read_toml
 
@@ -111,6 +116,19 @@ class Waivers:
         active = next((w for w in about if not w.expired(today)), None)
         expired = next((w for w in about if w.expired(today)), None)
         return WaiverMatch(active, expired)
+
+    def check_cases(self, names: Sequence[str], corpus: str) -> None:
+        """Refuse a waiver whose ``case`` is none of ``names``, the cases of the corpus folder ``corpus``.
+
+        Raises:
+            InputError: one sentence naming the file, the waiver, its case and the closest case name.
+        """
+        for w in self.waivers:
+            if w.case and w.case not in names:
+                close = difflib.get_close_matches(w.case, names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else f"; the corpus holds {', '.join(names) or 'none'}"
+                raise InputError(f"{self.source}: waiver[{w.index}]: case: {w.case!r} is no case of the corpus "
+                                 f"{corpus}{hint}")
 
 
 def load_waivers(path: Path) -> Waivers:

@@ -6,6 +6,7 @@ events (:mod:`collie.events`, and :class:`~collie.services.events.Note`) through
     * :mod:`collie.services.cases` - a saved case replayed (:func:`replay_case`) or minimized
       (:func:`minimize_case`) on the target it was found on;
     * :mod:`collie.services.run` - one experiment and its verdict (:func:`run_workload`);
+    * :func:`check_new_folder` - a folder given to write a campaign or a case into, checked before anything runs;
     * :mod:`collie.services.campaigns` - a campaign planned (:func:`plan_campaign`,
       :func:`plan_resumed_campaign`) and opened (:func:`open_campaign`), and the CI gate's (:func:`plan_gate`,
       :func:`open_gate`).
@@ -31,7 +32,6 @@ from collie.services.cases import (
     MinimizePlan,
     Replay,
     case_oracle,
-    check_new_folder,
     locate_case,
     minimize_case,
     plan_minimize,
@@ -40,6 +40,7 @@ from collie.services.cases import (
 )
 from collie.services.events import Note, ServiceEvent, ServiceListener
 from collie.services.run import WorkloadRun, run_workload
+from collie.storage.files import check_new_folder
 
 __all__ = ["CampaignPlan", "LocatedCase", "MinimizePlan", "Minimized", "Note", "OpenedGate", "Replay",
            "ResumeOptions", "ServiceEvent", "ServiceListener", "WorkloadRun", "case_oracle", "check_new_folder",

@@ -252,8 +252,9 @@ def open_gate(plan: CampaignPlan, waivers: Waivers, today: dt.date, *, targets: 
 
     Raises:
         TargetError: a spec the target kind cannot parse.
-        InputError: an inventory mistake.
+        InputError: a waiver about a case the corpus does not hold, or an inventory mistake.
     """
+    waivers.check_cases([c.name for c in plan.corpus], plan.config.corpus)
     watch = GateWatch(listener)
     campaign = open_campaign(plan, targets=targets, accept_new_host_keys=accept_new_host_keys, listener=watch)
     return OpenedGate(plan, campaign, watch, waivers, today)

@@ -29,7 +29,6 @@ from collie.model.workload import Workload
 from collie.oracle import Thresholds, Verdict
 from collie.preset import DEFAULT_PRESET, Preset, load_preset
 from collie.services.events import Note, ServiceListener
-from collie.storage.campaign import check_writable
 from collie.storage.case import (
     EVIDENCE_FILE,
     CaseEvidence,
@@ -225,21 +224,6 @@ class MinimizePlan:
     preset: Preset
     space: SearchSpace
     point: dict[str, Any]
-
-
-def check_new_folder(out_dir: Path) -> None:
-    """Refuse a folder for a minimized case that exists or cannot be written, before any experiment runs.
-
-    Raises:
-        InputError: it exists, or its parent cannot be created or written.
-    """
-    if out_dir.exists():
-        raise InputError(f"{out_dir} already exists; give --out a new folder for the minimized case")
-    try:
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the folder {out_dir.parent}: {exc.strerror}") from None
-    check_writable(out_dir.parent)
 
 
 def plan_minimize(path: Path, target_spec: TargetSpec | None, space_file: Path | None, preset: str,

@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -44,17 +43,17 @@ from collie.errors import InputError, StoreError
 from collie.mfs import MFS
 from collie.model.workload import Workload
 from collie.storage.case import CaseEvidence, CaseRecord, Hit, read_case_folder, write_case_folder
+from collie.storage.files import check_new_folder, check_writable, write_atomic
 from collie.storage.records import CampaignConfig, TrialRecord, TrialState, check_sequence
 from collie.targets.base import TargetInfo
 from collie.tomlio import read_toml
 
 __all__ = ["ANOMALIES", "CONFIG", "JOURNAL", "CampaignConfig", "CampaignStore", "JournalRead", "JournalRepair",
-           "TrialRecord", "TrialState", "check_writable", "holds_campaign", "read_config", "write_case_folder"]
+           "TrialRecord", "TrialState", "holds_campaign", "read_config", "write_case_folder"]
 
 CONFIG: Final = "campaign.toml"
 JOURNAL: Final = "trials.jsonl"
 ANOMALIES: Final = "anomalies"
-_MIN_FREE_BYTES: Final = 16 << 20
 #: Suffixes tried after a default folder name that is taken (``campaign-20260101-120000-2``, ...).
 _MAX_SUFFIX: Final = 1000
 
@@ -122,10 +121,12 @@ class CampaignStore:
                 appended (two campaigns started in the same second get two folders).
 
         Raises:
-            InputError: ``root`` holds a campaign already (unless ``unique``).
+            InputError: ``root`` holds a campaign already, or is not a new or empty folder that can be made and
+                written (see :func:`~collie.storage.files.check_new_folder`; unless ``unique``).
         """
         if not unique:
             _refuse_existing(root)
+            check_new_folder(root)
         return cls(root, config, exists=False, unique=unique)
 
     @classmethod
@@ -165,7 +166,7 @@ class CampaignStore:
             self._exists = True
         if self._dirty:
             with self._writing():
-                _atomic_write(self.root / CONFIG, tomli_w.dumps(self._config.to_toml_dict()))
+                write_atomic(self.root / CONFIG, tomli_w.dumps(self._config.to_toml_dict()))
             self._dirty = False
 
     def _make_folder(self) -> Path:
@@ -204,7 +205,7 @@ class CampaignStore:
         """Write ``config`` now (the folder exists)."""
         self._config = config
         with self._writing():
-            _atomic_write(self.root / CONFIG, tomli_w.dumps(config.to_toml_dict()))
+            write_atomic(self.root / CONFIG, tomli_w.dumps(config.to_toml_dict()))
         self._dirty = False
 
     def append(self, record: TrialRecord) -> None:
@@ -404,26 +405,3 @@ def _refuse_existing(root: Path) -> None:
     if (root / CONFIG).exists() or (root / JOURNAL).exists():
         raise InputError(f"{root} already holds a campaign; use --resume to continue it or choose another "
                          "--out folder")
-
-
-def check_writable(root: Path) -> None:
-    """Fail early, with one sentence, when ``root`` cannot take a campaign (read-only, or disk full)."""
-    try:
-        fd, name = tempfile.mkstemp(prefix=".collie-write-test.", dir=root)
-        os.close(fd)
-        os.unlink(name)
-    except OSError as exc:
-        raise InputError(f"cannot write to the output folder {root}: {exc.strerror}") from None
-    free = shutil.disk_usage(root).free
-    if free < _MIN_FREE_BYTES:
-        raise InputError(f"the disk holding {root} has only {free >> 20} MiB free; collie needs at least "
-                         f"{_MIN_FREE_BYTES >> 20} MiB for a campaign")
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)

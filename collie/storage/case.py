@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from collie.errors import InputError
 from collie.mfs import MFS
 from collie.model.workload import Workload
 from collie.oracle import Verdict
+from collie.storage.files import temp_folder
 from collie.targets.base import TargetInfo
 from collie.tomlio import read_text
 
@@ -346,13 +346,15 @@ class CaseRecord:
 
 
 def write_case_folder(final: Path, record: CaseRecord) -> Path:
-    """Write ``record`` as the folder ``final`` atomically: a temporary folder beside it, renamed into place over
-    any older one. A case not minimized (``mfs`` None) has no ``mfs.json``.
+    """Write ``record`` as the folder ``final`` atomically: a temporary folder beside it (its parents made if
+    missing), renamed into place over any older one; files and folders get the umask's permissions. A case not
+    minimized (``mfs`` None) has no ``mfs.json``.
 
     Raises:
         OSError: the folder could not be written (nothing is left at ``final`` but what was there before).
     """
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_folder(final.parent, f".{final.name}.")
     try:
         (tmp / CASE_FILE).write_text(record.workload.to_toml(), encoding="utf-8")
         if record.mfs is not None:

@@ -96,29 +96,33 @@ def campaign_config(case: Case) -> CampaignConfig | None:
 
 @dataclass(frozen=True)
 class CorpusCase:
-    """A known case a campaign replays before it searches, and the MFS that keeps the search out of its region
-    (None: it was never minimized)."""
+    """A known case a campaign replays before it searches, the MFS that keeps the search out of its region
+    (None: it was never minimized), and the target it was found on (None: nothing records it, e.g. a bare
+    workload file)."""
 
     name: str
     path: Path
     workload: Workload
     mfs: MFS | None
+    target: TargetRecord | None = None
 
 
 def load_corpus(folder: Path) -> tuple[CorpusCase, ...]:
     """Every case of a corpus folder, read and checked before any experiment runs.
 
     The cases are ``*/case.toml`` (case folders: a campaign's anomaly folders or ``collie minimize --out``
-    ones, every file of them validated, the MFS in ``mfs.json``) and ``*.toml`` (the MFS, if any, in
-    ``*.mfs.json``), in name order.
+    ones, every file of them validated, the MFS in ``mfs.json``, the target as :func:`recorded_target` finds it)
+    and ``*.toml`` (the MFS, if any, in ``*.mfs.json``; no target), in name order.
 
     Raises:
         InputError: a case or MFS file that cannot be read, naming the file and the field.
     """
     out: list[CorpusCase] = []
     for case_file in sorted(folder.glob("*/case.toml")):
-        record = read_case_folder(case_file.parent)
-        out.append(CorpusCase(case_file.parent.name, case_file, record.workload, record.mfs))
+        case = load_case(case_file.parent)
+        recorded = recorded_target(case)
+        out.append(CorpusCase(case_file.parent.name, case_file, case.workload, case.record.mfs,
+                              recorded.target if recorded is not None else None))
     for path in sorted(folder.glob("*.toml")):
         mfs_file = path.with_suffix(".mfs.json")
         mfs = read_mfs(mfs_file) if mfs_file.exists() else None

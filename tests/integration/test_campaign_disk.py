@@ -25,6 +25,7 @@ def _root_and_unshare() -> None:
     require("root")
     require("unshare")
 
+CORPUS = ROOT / "workloads" / "corpus"
 
 COLLIE = f"{shlex.quote(sys.executable)} -m collie"
 
@@ -40,15 +41,19 @@ def _in_tmpfs(mount: Path, options: str, script: str) -> subprocess.CompletedPro
 
 
 def test_a_disk_too_full_or_read_only_is_refused_before_the_campaign_starts(tmp_path: Path) -> None:
+    ci = f"{COLLIE} ci --corpus {CORPUS} --budget 20 -q --out"
     small = _in_tmpfs(tmp_path / "small", "size=8m", f"{COLLIE} campaign --budget 20 --out {tmp_path}/small/c; "
-                                                     f"echo rc=$?; ls {tmp_path}/small/c")
-    assert "rc=2" in small.stdout and "MiB free" in small.stderr, small.stderr
+                                                     f"echo rc=$?; ls {tmp_path}/small/c; {ci} {tmp_path}/small/g; "
+                                                     "echo rc=$?")
+    assert "rc=2\nrc=2" in small.stdout and "MiB free" in small.stderr, small.stderr
     assert "trials.jsonl" not in small.stdout  # nothing started
     ro = _in_tmpfs(tmp_path / "ro", "ro", f"{COLLIE} campaign --budget 20 --out {tmp_path}/ro/c; echo rc=$?; "
                                           f"{COLLIE} minimize {EXAMPLES}/bi-rc-read-80qp.toml --out {tmp_path}/ro/m/x;"
-                                          " echo rc=$?")
-    assert "rc=2\nrc=2" in ro.stdout and "cannot create the output folder" in ro.stderr, ro.stderr
-    assert f"cannot create the folder {tmp_path}/ro/m" in ro.stderr
+                                          f" echo rc=$?; {ci} {tmp_path}/ro/g; echo rc=$?")
+    assert "rc=2\nrc=2\nrc=2" in ro.stdout, ro.stderr
+    for out in ("c", "m/x", "g"):  # the folder is blamed, never the target
+        assert f"cannot create the output folder {tmp_path}/ro/{out}: {tmp_path}/ro cannot be written" in ro.stderr
+    assert "target" not in small.stderr + ro.stderr
     for r in (small, ro):
         assert "Traceback" not in r.stderr
 

@@ -204,3 +204,52 @@ def test_found_at_agrees_with_the_log_and_counts_are_in_good_english(finished: P
     assert finder["phase"] == "explore" and finder["verdict"]["anomalous"]
     assert "; 1 anomaly in " in r.stderr
     assert not re.search(r"\b1 (experiments|anomalies|runs|known cases|minimal feature sets)\b", r.stderr), r.stderr
+
+
+def test_out_is_a_new_or_empty_folder_and_never_an_empty_string(tmp_path: Path) -> None:
+    here = tmp_path / "here"
+    (here / "shared").mkdir(parents=True)
+    (here / "shared" / "notes.txt").write_text("keep me\n")
+    (here / "a-file").write_text("")
+    corpus = str(ROOT / "workloads" / "corpus")
+    case = str(ROOT / "workloads" / "corpus" / "f03-read-mtu1k")
+    writers = [["campaign", "--budget", "20"], ["ci", "--corpus", corpus, "--budget", "20"], ["minimize", case]]
+    refused = {
+        "--out is empty": [*([*w, "--out", ""] for w in writers), ["campaign", "--resume", "--out", ""]],
+        "-o is empty": [["report", str(here), "-o", ""]],
+        "shared is not empty (it holds notes.txt); give --out a new or empty folder":
+            [[*w, "--out", "shared"] for w in writers],
+        f"cannot create the output folder a-file/c: {here / 'a-file'} is a file":
+            [[*w, "--out", "a-file/c"] for w in writers],
+    }
+    for sentence, commands in refused.items():
+        for args in commands:
+            r = run_cli(*args, cwd=here)
+            _one_sentence(r, sentence)
+            assert "target" not in r.stderr  # the folder is blamed, never the target
+    assert sorted(p.name for p in here.iterdir()) == ["a-file", "shared"]  # nothing written anywhere
+    assert [p.name for p in (here / "shared").iterdir()] == ["notes.txt"]
+    (here / "empty").mkdir()
+    r = run_cli("campaign", "--budget", "20", "--out", "empty", cwd=here)
+    assert r.returncode == 0, r.stderr
+    assert (here / "empty" / "trials.jsonl").is_file()
+
+
+def test_files_and_folders_follow_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o002)  # a shared CI artifact folder: group-writable, readable by all
+    try:
+        out = tmp_path / "c"
+        r = run_cli("campaign", "--target", "sim:cx6-200g", "--budget", "40", "--out", str(out))
+        assert r.returncode == 0, r.stderr
+        report = run_cli("report", str(out), "-o", str(tmp_path / "r.html"))
+        assert report.returncode == 0, report.stderr
+        case = next((out / "anomalies").iterdir())
+        minimized = run_cli("minimize", str(case), "--out", str(tmp_path / "m"))
+        assert minimized.returncode == 0, minimized.stderr
+    finally:
+        os.umask(old)
+    folders = [out, out / "anomalies", case, tmp_path / "m"]
+    files = [out / "campaign.toml", out / "trials.jsonl", tmp_path / "r.html", *case.iterdir(),
+             *(tmp_path / "m").iterdir()]
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in folders} == {p.name: "0o775" for p in folders}
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in files} == {p.name: "0o664" for p in files}

@@ -1,5 +1,6 @@
-"""``collie ci`` end to end on the simulator: exit codes for a reproducing, a fixed, a waived case, an expired
-waiver, a new anomaly, an unreachable target and bad input; JUnit XML read back with junitparser."""
+"""``collie ci`` end to end on the simulator: exit codes for a reproducing, a fixed, a waived case, a case
+recorded on another target, an expired waiver, a new anomaly, an unreachable target and bad input; JUnit XML read
+back with junitparser."""
 
 from __future__ import annotations
 
@@ -16,14 +17,24 @@ CORPUS = ROOT / "workloads" / "corpus"
 IDEAL = ROOT / "collie" / "targets" / "sim" / "profiles" / "ideal.toml"
 
 
+def _corpus(folder: Path, names: tuple[str, ...], spec: str | None = None) -> Path:
+    """A corpus of the cases ``names`` of workloads/corpus, each recorded on ``spec`` (None: its own target)."""
+    for name in names:
+        shutil.copytree(CORPUS / name, folder / name)
+        if spec is not None:
+            evidence = json.loads((folder / name / "evidence.json").read_text())
+            evidence["target"] = {"spec": spec}
+            (folder / name / "evidence.json").write_text(json.dumps(evidence))
+    return folder
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A corpus of one known case (f03, found on cx6-200g) and a simulated NIC that has only that anomaly."""
+    """A simulated NIC that has only the anomaly of f03, and a corpus of that one known case, found on it."""
     root = tmp_path_factory.mktemp("ci")
-    (root / "corpus").mkdir()
-    shutil.copytree(CORPUS / "f03-read-mtu1k", root / "corpus" / "f03-read-mtu1k")
     profile = IDEAL.read_text().replace('name = "ideal"', 'name = "only-f03"')
     (root / "only-f03.toml").write_text(profile.replace("quirks = []", 'quirks = ["f03-read-mtu1k"]'))
+    _corpus(root / "corpus", ("f03-read-mtu1k",), f"sim:{root / 'only-f03.toml'}")
     return root
 
 
@@ -35,8 +46,9 @@ def _waivers(path: Path, expires: str, signature: str = "pause@receiver+low_thro
     return path
 
 
-def _ci(lab: Path, out: str, *args: str, target: str = "") -> tuple[int, dict, str]:  # type: ignore[type-arg]
-    r = run_cli("ci", "--target", target or f"sim:{lab / 'only-f03.toml'}", "--corpus", str(lab / "corpus"),
+def _ci(lab: Path, out: str, *args: str, target: str = "", corpus: str = "corpus"
+        ) -> tuple[int, dict, str]:  # type: ignore[type-arg]
+    r = run_cli("ci", "--target", target or f"sim:{lab / 'only-f03.toml'}", "--corpus", str(lab / corpus),
                 "--budget", "20", "--out", str(lab / out), "--format", "json", "-q", *args)
     assert "Traceback" not in r.stderr
     return r.returncode, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr
@@ -63,13 +75,33 @@ def test_a_known_case_that_reproduces_fails_the_gate(lab: Path) -> None:
 
 
 def test_a_case_that_no_longer_reproduces_is_reported_fixed(lab: Path) -> None:
-    code, data, err = _ci(lab, "fixed", "--junit", str(lab / "fixed.xml"), target="sim:ideal")
+    _corpus(lab / "corpus-ideal", ("f03-read-mtu1k",), "sim:ideal")  # found on ideal, which now lacks it
+    code, data, err = _ci(lab, "fixed", "--junit", str(lab / "fixed.xml"), target="sim:ideal", corpus="corpus-ideal")
     assert code == 0, err
     (known,) = data["known"]
     assert known["status"] == "fixed" and not known["fails"] and known["signature"] == ""
     assert "gate passed" in err and "1 fixed" in err
     (case,) = list(next(s for s in JUnitXml.fromfile(str(lab / "fixed.xml")) if s.name == "collie.known"))
     assert case.is_passed and "fixed" in case.system_out
+
+
+def test_a_case_recorded_on_another_target_is_neither_fixed_nor_failing(lab: Path) -> None:
+    # h16 (found on the Broadcom profile) shows an anomaly on ConnectX-6 too, h17 does not: neither decides
+    _corpus(lab / "corpus-bcm", ("h16-read-mtu1k-qps", "h17-send-small-qps"))
+    code, data, err = _ci(lab, "bcm", "--junit", str(lab / "bcm.xml"), target="sim:cx6-200g", corpus="corpus-bcm")
+    assert code == (1 if data["new"] else 0), err
+    note = ("recorded on sim:p2100g-100g (Broadcom BCM57508 NetXtreme-E P2100G (2x100GbE)), "
+            "run on sim:cx6-200g (NVIDIA ConnectX-6 VPI MCX653105A-HDAT (200GbE))")
+    for known in data["known"]:
+        assert known["status"] == "other target" and not known["fails"] and known["target_note"] == note
+        assert "firmware 222.0.140.0 -> 20.31.1014" in known["target_differences"]
+    assert [k["signature"] != "" for k in data["known"]] == [True, False]  # what the replays showed is kept
+    assert "0 fixed, 2 recorded on another target, of 2 known" in err
+    cases = list(next(s for s in JUnitXml.fromfile(str(lab / "bcm.xml")) if s.name == "collie.known"))
+    assert all(c.is_skipped and c.result[0].message == note and c.result[0].type == "other-target" for c in cases)
+    table = run_cli("ci", "--target", "sim:cx6-200g", "--corpus", str(lab / "corpus-bcm"), "--budget", "20",
+                    "--out", str(lab / "bcm-table"), "-q")
+    assert table.stdout.count("other target") == 2 and "sim:p2100g-100g" in table.stdout
 
 
 def test_a_waived_case_passes_the_gate(lab: Path) -> None:
@@ -93,9 +125,10 @@ def test_an_expired_waiver_no_longer_waives_and_says_so(lab: Path) -> None:
 
 
 def test_a_waiver_for_another_case_does_not_waive(lab: Path) -> None:
+    _corpus(lab / "corpus-two", ("f01-ud-rx-wqe", "f03-read-mtu1k"), f"sim:{lab / 'only-f03.toml'}")
     waive = _waivers(lab / "other.toml", "2099-01-31", case="f01-ud-rx-wqe")
-    code, data, _ = _ci(lab, "other", "--waive", str(waive))
-    assert code == 1 and data["known"][0]["status"] == "reproduces"
+    code, data, _ = _ci(lab, "other", "--waive", str(waive), corpus="corpus-two")
+    assert code == 1 and [k["status"] for k in data["known"]] == ["fixed", "reproduces"]
 
 
 def test_a_new_anomaly_fails_the_gate_and_can_be_waived(lab: Path) -> None:
@@ -122,6 +155,14 @@ def test_an_unreachable_target_is_an_infrastructure_failure(lab: Path) -> None:
     assert err.startswith("collie: error: the target verbs:collie-no-such-dev0 cannot be opened")
     assert len(err.strip().splitlines()) == 1
     assert not (lab / "nodev").exists()  # nothing left behind
+
+
+def test_a_waiver_about_a_case_the_corpus_lacks_is_a_usage_error(lab: Path) -> None:
+    waive = _waivers(lab / "typo.toml", "2099-01-31", case="f03-read-mtu1")
+    code, data, err = _ci(lab, "typo", "--waive", str(waive))
+    assert code == 2 and data == {} and len(err.strip().splitlines()) == 1
+    assert f"{waive}: waiver[0]: case: 'f03-read-mtu1' is no case of the corpus" in err
+    assert "did you mean 'f03-read-mtu1k'?" in err and not (lab / "typo").exists()
 
 
 @pytest.mark.parametrize(("text", "expected"), [

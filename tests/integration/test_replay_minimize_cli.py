@@ -74,5 +74,5 @@ def test_minimize_saves_a_case_folder_a_campaign_takes_as_its_corpus(tmp_path: P
     assert json.loads(campaign.stdout)["replayed"] == 1
     # a second run never overwrites the first result, and says so before running anything
     again = run_cli("minimize", str(EXAMPLES / "bi-rc-read-80qp.toml"), "--out", str(out))
-    assert again.returncode == 2 and "already exists" in again.stderr and "Traceback" not in again.stderr
+    assert again.returncode == 2 and "bi-read is not empty" in again.stderr and "Traceback" not in again.stderr
     assert json.loads((out / "mfs.json").read_text()) == saved

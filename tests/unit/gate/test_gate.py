@@ -14,6 +14,7 @@ from collie.gate import ExitCode, InfrastructureError, KnownStatus, Waiver, Waiv
 from collie.gate.junit import write_junit
 from collie.model.workload import Workload
 from collie.services import open_gate, plan_gate
+from collie.storage.case import TargetRecord
 from collie.targets.registry import parse_target
 from collie.targets.sim import SimTarget
 
@@ -37,10 +38,14 @@ class FailsAfterCalibration(SimTarget):
         raise RuntimeError("completion with error: IBV_WC_RETRY_EXC_ERR")
 
 
-def _gate(tmp_path: Path, target: SimTarget, spec: str, waivers: Waivers | None = None) -> Any:
+def _gate(tmp_path: Path, target: SimTarget, spec: str, waivers: Waivers | None = None,
+          names: tuple[str, ...] = ("f03-read-mtu1k", "h15-ud-many-qp"),
+          recorded: dict[str, TargetRecord] | None = None) -> Any:
+    """The gate on the cases ``names`` of workloads/corpus, those in ``recorded`` recorded on another target."""
     plan = plan_gate(parse_target(spec), ROOT / "workloads" / "corpus", budget=10, seed=0, preset="quick", space=None,
                      out=tmp_path / "c", listener=lambda event: None)
-    picked = tuple(c for c in plan.corpus if c.name in ("f03-read-mtu1k", "h15-ud-many-qp"))
+    picked = tuple(dataclasses.replace(c, target=(recorded or {}).get(c.name, c.target))
+                   for c in plan.corpus if c.name in names)
     gate = open_gate(dataclasses.replace(plan, corpus=picked), waivers or Waivers(), TODAY, targets=[target])
     return gate.run()
 
@@ -48,10 +53,12 @@ def _gate(tmp_path: Path, target: SimTarget, spec: str, waivers: Waivers | None 
 def test_reproduced_fixed_and_waived(tmp_path: Path) -> None:
     waivers = Waivers((Waiver("pause@receiver", "ticket", dt.date(2026, 12, 31), case="f03-read-mtu1k"),
                        Waiver("pause@receiver", "old", dt.date(2025, 1, 1), case="h15-ud-many-qp")))
-    result = _gate(tmp_path, SimTarget("cx6-200g"), "sim:cx6-200g", waivers)
+    # h15 is a Broadcom anomaly, not on ConnectX-6: recorded on ConnectX-6, it is fixed there
+    result = _gate(tmp_path, SimTarget("cx6-200g"), "sim:cx6-200g", waivers,
+                   recorded={"h15-ud-many-qp": TargetRecord("sim:cx6-200g")})
     status = {k.name: k for k in result.known}
     assert status["f03-read-mtu1k"].status is KnownStatus.WAIVED
-    assert status["h15-ud-many-qp"].status is KnownStatus.FIXED  # a Broadcom anomaly: not on ConnectX-6
+    assert status["h15-ud-many-qp"].status is KnownStatus.FIXED
     assert status["h15-ud-many-qp"].expired is not None
     assert result.exit_code is (ExitCode.ANOMALIES if any(n.fails for n in result.new) else ExitCode.CLEAN)
     write_junit(result, tmp_path / "j.xml")
@@ -64,6 +71,35 @@ def test_reproduced_fixed_and_waived(tmp_path: Path) -> None:
     assert [c.name for c in new] == [n.anomaly_id for n in result.new]
     assert all(isinstance(c.result[0], Failure) for c in new)
     assert xml.tests == len(result.known) + len(result.new)
+
+
+def test_a_case_recorded_on_another_target_decides_nothing(tmp_path: Path) -> None:
+    cx6 = SimTarget("cx6-200g")
+    with cx6:
+        info = cx6.describe()
+    upgraded = TargetRecord("sim:cx6-200g", dataclasses.replace(info, firmware="20.28.1002"))
+    other_nic = TargetRecord("sim:cx6-200g", dataclasses.replace(info, nic_model="NVIDIA ConnectX-5"))
+    waivers = Waivers((Waiver("pause@receiver", "old", dt.date(2025, 1, 1), case="h15-ud-many-qp"),))
+    result = _gate(tmp_path, cx6, "sim:cx6-200g", waivers,
+                   names=("f03-read-mtu1k", "f05-rc-send-batch", "f09-bi-sge-mix-noro", "h15-ud-many-qp"),
+                   recorded={"f03-read-mtu1k": upgraded, "f05-rc-send-batch": other_nic})
+    known = {k.name: k for k in result.known}
+    # another firmware is the same target, changed: f03 is judged (and still reproduces), the difference named
+    assert known["f03-read-mtu1k"].status is KnownStatus.REPRODUCES
+    assert known["f03-read-mtu1k"].differences == ("firmware 20.28.1002 -> 20.31.1014",)
+    assert known["f03-read-mtu1k"].target_note == "the target differs from the recorded one: firmware 20.28.1002 " \
+                                                  "-> 20.31.1014"
+    # another NIC under the same spec, another spec with the same NIC, another spec and NIC: recorded elsewhere
+    assert known["f05-rc-send-batch"].target_note == ("recorded on sim:cx6-200g (NVIDIA ConnectX-5), run on "
+                                                      f"sim:cx6-200g ({info.nic_model})")
+    assert known["f09-bi-sge-mix-noro"].target_note == "recorded on sim:cx6-200g-amd, run on sim:cx6-200g"
+    assert known["h15-ud-many-qp"].target_note.startswith("recorded on sim:p2100g-100g (Broadcom")
+    for name in ("f05-rc-send-batch", "f09-bi-sge-mix-noro", "h15-ud-many-qp"):
+        assert known[name].status is KnownStatus.OTHER_TARGET and not known[name].fails
+    assert known["f05-rc-send-batch"].signature  # it reproduces on the other NIC, and still fails nothing
+    assert sum(k.fails for k in result.known) == 1
+    assert "1 known case still reproduces" in result.verdict()
+    assert "3 recorded on another target, of 4 known" in result.verdict()
 
 
 def test_every_run_failing_is_an_infrastructure_failure(tmp_path: Path) -> None:

@@ -81,3 +81,15 @@ def test_matching_and_expiry() -> None:
     after = w.match("pause@receiver", None, day + dt.timedelta(days=1))
     assert after.active is None and after.expired is pause
     assert "until 2027-01-31: r" in pause.describe()
+
+
+def test_a_waiver_about_a_case_the_corpus_lacks_is_refused() -> None:
+    waivers = Waivers((Waiver("pause@receiver", "r", dt.date(2027, 1, 31)),
+                       Waiver("pause@receiver", "r", dt.date(2027, 1, 31), case="f03-read-mtu1k", index=1)),
+                      "w.toml")
+    waivers.check_cases(["f03-read-mtu1k"], "corpus")
+    with pytest.raises(InputError, match=r"^w.toml: waiver\[1\]: case: 'f03-read-mtu1k' is no case of the corpus "
+                                         r"corpus; did you mean 'f03-read-mtu1'\?$"):
+        waivers.check_cases(["f03-read-mtu1", "h15-ud-many-qp"], "corpus")
+    with pytest.raises(InputError, match=r"is no case of the corpus corpus; the corpus holds h15-ud-many-qp$"):
+        waivers.check_cases(["h15-ud-many-qp"], "corpus")

@@ -176,7 +176,7 @@ def test_minimize_finds_the_mfs_and_saves_a_case_that_knows_its_target(tmp_path:
     saved = load_case(out)
     assert saved.record.target is not None and saved.record.target.spec == "sim"
     assert saved.record.mfs == minimized.result.mfs and saved.record.minimized_from == str(plan.located.case.path)
-    with pytest.raises(InputError, match="already exists"):
+    with pytest.raises(InputError, match=r"ud-batch is not empty \(it holds case.toml, evidence.json, mfs.json\)"):
         check_new_folder(out)
 
 
