@@ -15,6 +15,7 @@ records had one shows the original find's, and says so (:attr:`AnomalyFacts.verd
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -339,6 +340,26 @@ def _condition_words(c: Condition) -> str:
     if c.op == "in":
         return f"{noun} one of {', '.join(_value(c.feature, v) for v in c.value)}"
     return f"{noun} {_value(c.feature, c.value)}"
+
+
+def point_words(point: Mapping[str, Any]) -> str:
+    """A search point in a line: ``RC WRITE incast of 32 B to 512KiB (8 sizes), 1 QP, batch 55, MTU 1024``
+    (``""`` for an empty point)."""
+    if not point:
+        return ""
+    sizes = [int(x) for x in point.get("sizes", [])]
+    size = _value("max_msg", sizes[0]) if len(sizes) == 1 else \
+        f"{_value('max_msg', min(sizes))} to {_value('max_msg', max(sizes))} ({len(sizes)} sizes)" if sizes else ""
+    head = " ".join(str(x) for x in (str(point.get("op", "")).replace("_", " "), point.get("direction", "")) if x)
+    parts = [head + (f" of {size}" if size else "")]
+    if "qps" in point:
+        parts.append(f"{point['qps']} QP{'s' if point['qps'] != 1 else ''}")
+    parts += [f"{label} {point[key]}" for key, label in (("batch", "batch"), ("mtu", "MTU")) if key in point]
+    if point.get("memory", "local") != "local":
+        parts.append(f"{point['memory']} memory")
+    if point.get("burst"):
+        parts.append("bursts")
+    return ", ".join(parts)
 
 
 def flow_words(f: Flow) -> str:
