@@ -154,6 +154,11 @@ class AnomalyFacts:
         """The magnitude with its unit (``117x its threshold``)."""
         return magnitude_text(self.magnitude)
 
+    @property
+    def symptom_host(self) -> str:
+        """Where the symptom showed, as :meth:`Machines.label` names it (``""``: no symptom)."""
+        return self.machines.label(self.symptom.host, self.symptom.end) if self.symptom is not None else ""
+
     def host_label(self, host: str) -> str:
         """How the report names ``host`` of the evidence, with its end (see :meth:`Machines.label`)."""
         return self.machines.label(host, str(self.hosts.get(host, {}).get("end", "")))

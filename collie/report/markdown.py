@@ -83,9 +83,8 @@ def _summary(report: Report) -> list[str]:
            "| anomaly | host | symptom | size | magnitude | minimal feature set | found at trial | hits |",
            "|---|---|---|---|---:|---|---:|---:|"]
     for a in report.anomalies:
-        host = a.host_label(a.symptom.host) if a.symptom is not None else "-"
         trial = str(a.found_trial) if a.found_trial is not None else "-"
-        out.append(f"| [{md_text(a.anomaly_id)}](#{_anchor(a)}) | {md_text(host)} | "
+        out.append(f"| [{md_text(a.anomaly_id)}](#{_anchor(a)}) | {md_text(a.symptom_host or '-')} | "
                    f"{md_text(a.symptom_name or a.signature)} | {md_text(a.symptom_size or '-')} | "
                    f"{md_text(a.magnitude_text)} | {md_text(a.mfs_words)} | {trial} | {a.hits} |")
     return [*out, ""]
