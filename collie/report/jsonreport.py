@@ -42,7 +42,8 @@ def machines_dict(m: Machines) -> dict[str, Any] | None:
     """Role -> its inventory host, address, device, port, GID index and GID (None: a local target)."""
     if not m.remote:
         return None
-    return {role: {"host": h.host, "address": h.device.address, "device": h.device.name, "port": h.device.port,
+    return {role: {"host": h.host, "address": h.device.address, "target": h.target, "device": h.device.name,
+                   "port": h.device.port,
                    "gid_index": h.device.gid_index, "gid": h.gid} for role, h in m.roles.items()}
 
 

@@ -33,6 +33,7 @@ class Machine:
     Attributes:
         role: the workload's name for it (``a``, ``b``).
         host: the inventory's name for it (``""``: a local target, named by its role).
+        target: the host's own target (``verbs:mlx5_0:1:3``, ``sim:cx6-200g``; ``""``: a local target).
         device: the RDMA device perftest opens there, and the address a perftest client connects to when it
             serves.
         gid: the GID of its port (``""``: not recorded, e.g. a simulated host).
@@ -40,6 +41,7 @@ class Machine:
 
     role: str
     host: str = ""
+    target: str = ""
     device: Device = field(default_factory=Device)
     gid: str = ""
 
@@ -130,6 +132,7 @@ def _remote(role: str, details: Mapping[str, str]) -> Machine:
     # the endpoint is user@address:port; perftest's client connects to the address
     endpoint = details.get(f"{role}.address", "").rpartition("@")[2]
     address = endpoint.rpartition(":")[0] or endpoint
-    device = device_of(details.get(f"{role}.target", ""))
-    return Machine(role, details[f"{role}.host"], Device(device.name, device.port, device.gid_index, address),
-                   details.get(f"{role}.gid", ""))
+    target = details.get(f"{role}.target", "")
+    device = device_of(target)
+    return Machine(role, details[f"{role}.host"], target,
+                   Device(device.name, device.port, device.gid_index, address), details.get(f"{role}.gid", ""))

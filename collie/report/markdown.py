@@ -100,10 +100,12 @@ def _machines(m: Machines) -> list[str]:
     """The host of each role of a remote campaign (none on a local target)."""
     if not m.remote:
         return []
-    out = ["| role | inventory host | address | device | port | GID index | GID |", "|---|---|---|---|---|---|---|"]
+    out = ["| role | inventory host | address | target | device | port | GID index | GID |",
+           "|---|---|---|---|---|---|---|---|"]
     for role, h in m.roles.items():
         d = h.device
-        out.append(f"| {md_text(role)} | {md_code(h.host)} | {md_text(d.address or '-')} | {md_text(d.name or '-')} "
+        out.append(f"| {md_text(role)} | {md_code(h.host)} | {md_text(d.address or '-')} | "
+                   f"{md_code(h.target) if h.target else '-'} | {md_text(d.name or '-')} "
                    f"| {d.port if d.port is not None else '-'} | {d.gid_index if d.gid_index is not None else '-'} | "
                    f"{md_text(h.gid or '-')} |")
     return [*out, ""]

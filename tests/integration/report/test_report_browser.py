@@ -169,7 +169,7 @@ def test_a_remote_campaigns_page_names_each_roles_host_and_wraps_commands_betwee
     assert driver.find_elements(By.ID, "simulated") == []  # hosts that are not simulated
     roles = {row.get_attribute("data-role"): [td.text for td in row.find_elements(By.TAG_NAME, "td")]
              for row in driver.find_elements(By.CSS_SELECTOR, "table.machines tr[data-role]")}
-    assert roles == {role: [role, host, endpoint.split("@")[1].rsplit(":", 1)[0], *target.split(":")[1:], gid]
+    assert roles == {role: [role, host, endpoint.split("@")[1].rsplit(":", 1)[0], target, *target.split(":")[1:], gid]
                      for role, (host, endpoint, target, gid) in REMOTE_HOSTS.items()}
     for card in driver.find_elements(By.CSS_SELECTOR, "section.card.anomaly"):
         assert " on node-" in card.find_element(By.CSS_SELECTOR, "h2 .headline").text

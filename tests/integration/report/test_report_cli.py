@@ -290,10 +290,11 @@ def test_a_remote_campaign_names_the_host_device_and_address_of_each_role(campai
     doc = json.loads(_report(folder, "json", tmp_path).read_text())
     assert doc["campaign"]["simulated"] is simulated
     assert doc["campaign"]["machines"]["b"] == {"host": "node-b", "address": "10.0.0.2", "device": "mlx5_1",
-                                                "port": 1, "gid_index": 3, "gid": "fe80::b"}
+                                                "target": "verbs:mlx5_1:1:3", "port": 1, "gid_index": 3,
+                                                "gid": "fe80::b"}
     md = _report(folder, "md", tmp_path).read_text()
     assert ("on every host of the inventory" in md) is simulated
-    assert "| b | `node-b` | 10.0.0.2 | mlx5\\_1 | 1 | 3 | fe80::b |" in md
+    assert "| b | `node-b` | 10.0.0.2 | `verbs:mlx5_1:1:3` | mlx5\\_1 | 1 | 3 | fe80::b |" in md
     for a in doc["anomalies"]:
         host = a["symptom"]["host"]
         name, _, target, _ = REMOTE_HOSTS[host]

@@ -68,7 +68,7 @@ def test_a_flow_in_words() -> None:
 
 
 def test_a_remote_symptom_names_the_inventory_host_and_its_port() -> None:
-    machines = Machines(remote=True, roles={"b": Machine("b", "node-b", Device("mlx5_0", 1, 3, "10.0.0.2"))})
+    machines = Machines(remote=True, roles={"b": Machine("b", "node-b", device=Device("mlx5_0", 1, 3, "10.0.0.2"))})
     pause = Symptom("pause", "b", "receiver", 0.1962, 0.001, "tx_prio3_pause_duration")
     assert headline(pause, machines) == "PFC pause on node-b (mlx5_0:1, receiver)"
     assert symptom_text(pause, machines).startswith("PFC pause on node-b (mlx5_0:1, receiver): paused 19.62% of")

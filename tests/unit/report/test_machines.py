@@ -37,7 +37,7 @@ def test_a_remote_campaign_names_each_role_by_its_inventory_host_device_and_addr
     m = machines_of(_info("remote", REMOTE), "remote:lab.toml")
     assert m.remote and not m.simulated
     assert m.label("b", "receiver") == "node-b (mlx5_1:2, receiver)" and m.label("a") == "node-a (mlx5_0:1)"
-    assert m.of("a").name == "node-a" and m.of("a").gid == "fe80::a"
+    assert m.of("a").name == "node-a" and m.of("a").gid == "fe80::a" and m.of("a").target == "verbs:mlx5_0:1:3"
     assert m.devices() == {"a": Device("mlx5_0", 1, 3, "10.0.0.1"), "b": Device("mlx5_1", 2, 5, "fd00::2")}
     assert m.holds("a.gid") and m.holds("b.address") and not m.holds("a.nic_model") and not m.holds("gid")
 
