@@ -17,8 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from collie.errors import TargetError
 from collie.report.perftest import Device, device_of
 from collie.targets.base import TargetInfo
+from collie.targets.registry import parse_target
 
 #: The fields of each role a remote fingerprint records (``a.host``) that :class:`Machine` holds.
 ROLE_FIELDS: Final = ("host", "address", "target", "device", "port", "gid_index", "gid")
@@ -115,7 +117,7 @@ LOCAL: Final = Machines()
 
 def machines_of(info: TargetInfo | None, spec: str) -> Machines:
     """The machines of a target opened as ``spec`` whose fingerprint is ``info`` (None: not recorded)."""
-    kind = info.kind if info is not None else spec.partition(":")[0]
+    kind = info.kind if info is not None else _kind(spec)
     details = info.details if info is not None else {}
     roles = info.hosts if info is not None and info.hosts else DEFAULT_ROLES
     if kind == "remote":
@@ -126,6 +128,14 @@ def machines_of(info: TargetInfo | None, spec: str) -> Machines:
     device = device_of(spec)
     return Machines(kind == "sim", False, {r: Machine(r, device=device) for r in roles},
                     details.get("profile", "") if kind == "sim" else "")
+
+
+def _kind(spec: str) -> str:
+    """The kind of target ``spec`` names (``""``: one this process does not know)."""
+    try:
+        return parse_target(spec).kind
+    except TargetError:
+        return ""
 
 
 def _remote(role: str, details: Mapping[str, str]) -> Machine:
