@@ -1,8 +1,11 @@
-"""Test helpers for reports: campaign folders written by the current collie, and one with hostile names.
+"""Test helpers for reports: campaign folders written by the current collie, one with hostile names, and one
+recorded as a remote campaign.
 
 :func:`make_campaign` runs the real ``collie campaign`` on the simulator (a second or two); :func:`hostile_copy`
 copies a campaign folder and renames what a user's inventory, workloads or driver could name freely (a case's
-workload name, a host in the evidence, a counter, a fingerprint detail) to :data:`SCRIPT`.
+workload name, a host in the evidence, a counter, a fingerprint detail) to :data:`SCRIPT`; :func:`remote_copy`
+copies one and records its target as a ``remote:`` inventory of two verbs hosts, the way a remote campaign's
+fingerprint records them (``a.host``, ``a.address``, ``a.target``, ``a.gid``, ...).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import tomli_w
 
@@ -49,6 +53,38 @@ def hostile_copy(src: Path, dst: Path) -> Path:
     return dst
 
 
+#: The hosts :func:`remote_copy` records: role -> (inventory host, SSH endpoint, the host's target, GID).
+REMOTE_HOSTS = {"a": ("node-a", "lab@10.0.0.1:22", "verbs:mlx5_0:1:3", "fe80::a"),
+                "b": ("node-b", "lab@10.0.0.2:2222", "verbs:mlx5_1:1:3", "fe80::b")}
 
 
-__all__ = ["SCRIPT", "hostile_copy", "make_campaign"]
+def remote_fingerprint(info: dict[str, Any], inventory: str, simulated: bool) -> dict[str, Any]:
+    """``info`` (a recorded fingerprint) as a remote campaign on :data:`REMOTE_HOSTS` records it."""
+    details: dict[str, str] = {}
+    for role, (host, endpoint, target, gid) in REMOTE_HOSTS.items():
+        device, port, gid_index = target.split(":")[1:]
+        details.update({f"{role}.host": host, f"{role}.address": endpoint, f"{role}.target": target,
+                        f"{role}.device": device, f"{role}.port": port, f"{role}.gid_index": gid_index,
+                        f"{role}.gid": gid, f"{role}.nic_model": info["nic_model"]})
+    if simulated:
+        details["simulated"] = "yes"
+    return {**info, "name": inventory, "kind": "remote", "hosts": list(REMOTE_HOSTS), "details": details}
+
+
+def remote_copy(src: Path, dst: Path, *, simulated: bool = False) -> Path:
+    """A copy of campaign ``src`` recorded as run on ``remote:hosts.toml`` over :data:`REMOTE_HOSTS` (every
+    host on the simulator when ``simulated``)."""
+    shutil.copytree(src, dst)
+    inventory = f"remote:{dst / 'hosts.toml'}"
+    config = read_toml(dst / "campaign.toml")
+    config["target"] = inventory
+    config["target_info"] = remote_fingerprint(config["target_info"], inventory, simulated)
+    (dst / "campaign.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
+    for folder in (dst / "anomalies").iterdir():
+        evidence = json.loads((folder / "evidence.json").read_text())
+        evidence["target"] = {"spec": inventory, "fingerprint": config["target_info"]}
+        (folder / "evidence.json").write_text(json.dumps(evidence), encoding="utf-8")
+    return dst
+
+
+__all__ = ["REMOTE_HOSTS", "SCRIPT", "hostile_copy", "make_campaign", "remote_copy", "remote_fingerprint"]

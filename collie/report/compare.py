@@ -12,7 +12,8 @@ of one MFS): every old anomaly that matches a new one is still present, paired w
 * **still present**: matched in both.
 
 Throughput is compared on the workloads both campaigns ran (same workload key, COMPLETE runs): the median
-payload Gb/s of each, and new / old.
+payload Gb/s of each, and new / old. Each workload is named in words: a calibration run by its name, a corpus case
+by its name, a search point by its verb, direction, sizes, QPs, batch and MTU.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collie.mfs import MFS
 from collie.model.features import features
 from collie.model.workload import Workload
 from collie.oracle import leading_symptom
-from collie.report.facts import AnomalyFacts, fingerprint_rows, replay_command
+from collie.report.facts import AnomalyFacts, fingerprint_rows, point_words, replay_command
 from collie.report.model import Report, build_report
 
 COMPARE_FORMATS: Final = ("md", "html", "json")
@@ -46,7 +47,8 @@ class Comparison:
         still: (old, new) pairs of the same anomaly.
         new_only: anomalies only the new campaign found.
         gone: anomalies the new campaign did not find again.
-        throughput: one row per workload both ran: key, phase, old_gbps, new_gbps, ratio (new / old).
+        throughput: one row per workload both ran: key, phase, workload (in words), old_gbps, new_gbps, ratio
+            (new / old).
     """
 
     old: Report
@@ -62,7 +64,8 @@ class Comparison:
         old_info, new_info = self.old.data.config.target_info, self.new.data.config.target_info
         old, new = dict(fingerprint_rows(old_info)), dict(fingerprint_rows(new_info))
         labels = list(dict.fromkeys([*old, *new]))
-        rows = [("target", self.old.data.config.target, self.new.data.config.target)]
+        rows = [("target", self.old.data.config.target, self.new.data.config.target),
+                ("simulated", _yes(self.old.machines.simulated), _yes(self.new.machines.simulated))]
         rows += [(label, old.get(label, "(unknown)"), new.get(label, "(unknown)")) for label in labels]
         old_details = dict(old_info.details) if old_info is not None else {}
         new_details = dict(new_info.details) if new_info is not None else {}
@@ -72,6 +75,20 @@ class Comparison:
             if was != now:
                 rows.append((key, was, now))
         return rows
+
+
+def simulated_words(c: Comparison) -> str:
+    """One sentence naming the campaigns whose results are simulated (``""``: neither)."""
+    which = [f"the {label} campaign" + (f" (profile {r.machines.profile})" if r.machines.profile else "")
+             for label, r in (("old", c.old), ("new", c.new)) if r.machines.simulated]
+    if not which:
+        return ""
+    return (f"Simulated results: {' and '.join(which)} ran on collie's simulator, not on RDMA hardware; the NIC, "
+            "firmware and kernel named are those the profile models.")
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
 
 
 def _workload(a: AnomalyFacts) -> Workload:
@@ -112,13 +129,25 @@ def compare(old: Report, new: Report) -> Comparison:
 def _throughput(old: Report, new: Report) -> pd.DataFrame:
     def medians(r: Report) -> pd.DataFrame:
         t = r.trials[(r.trials["status"] == "COMPLETE") & r.trials["bps"].notna()]
-        return t.groupby("key", sort=True).agg(phase=("phase", "first"), gbps=("bps", "median"))
+        return t.groupby("key", sort=True).agg(phase=("phase", "first"), point=("point", "first"),
+                                               gbps=("bps", "median"))
 
     both = medians(old).join(medians(new), how="inner", lsuffix="_old", rsuffix="_new")
+    names = {**_calibration_names(), **old.data.corpus_names, **new.data.corpus_names}
+    words = [names.get(str(key)) or point_words(json.loads(point)) or str(key)
+             for key, point in zip(both.index, both["point_old"], strict=True)]
     out = pd.DataFrame({"key": both.index.astype("string"), "phase": both["phase_old"].astype("string"),
+                        "workload": pd.Series(words, index=both.index, dtype="string"),
                         "old_gbps": both["gbps_old"] / 1e9, "new_gbps": both["gbps_new"] / 1e9})
     out["ratio"] = out["new_gbps"] / out["old_gbps"].where(out["old_gbps"] > 0)
     return out.sort_values("ratio", key=lambda s: (s - 1.0).abs(), ascending=False).reset_index(drop=True)
+
+
+def _calibration_names() -> dict[str, str]:
+    """Workload key -> name of every calibration run."""
+    from collie.calibrate import calibration_workloads
+
+    return {w.key(): w.name for _, _, w in calibration_workloads()}
 
 
 def build_comparison(old_dir: Path, new_dir: Path) -> Comparison:
@@ -172,6 +201,7 @@ def _markdown(c: Comparison) -> str:
 
     old, new = c.old.data, c.new.data
     out = [f"# collie comparison: {md_text(old.root.name)} -> {md_text(new.root.name)}", "",
+           *([f"> **{md_text(simulated_words(c))}**", ""] if simulated_words(c) else []),
            f"Old campaign {md_code(str(old.root))}, new campaign {md_code(str(new.root))}.", "",
            f"**{len(c.new_only)} new**, **{len(c.gone)} not found again**, **{len(c.still)} still present**.", "",
            "## Fingerprints", "", "| | old | new |", "|---|---|---|"]
@@ -189,18 +219,34 @@ def _markdown(c: Comparison) -> str:
     for a in c.gone:
         out += [line(a), f"  - replay on the new target: {md_code(replay_command(a.folder, new.config.target))}"]
     out += ["", "## Still present", ""]
-    out += [f"- {md_text(a.anomaly_id)} -> {md_text(b.anomaly_id)} {md_code(b.signature)}: magnitude "
-            f"{a.magnitude:.3g} -> {b.magnitude:.3g}" for a, b in c.still] or ["None."]
+    out += [f"- {md_text(a.anomaly_id)} -> {md_text(b.anomaly_id)} {md_code(b.signature)}: {md_text(still_words(a, b))}"
+            for a, b in c.still] or ["None."]
     t = c.throughput
     out += ["", "## Throughput of the same workloads", "",
             f"{len(t)} workloads ran in both campaigns; median new / old: "
             f"{_ratio(_median(t['ratio']))}.", ""]
     if len(t):
-        out += ["| workload | phase | old Gb/s | new Gb/s | new / old |", "|---|---|---:|---:|---:|"]
-        out += [f"| {md_code(str(r['key']))} | {r['phase']} | {r['old_gbps']:.2f} | {r['new_gbps']:.2f} | "
-                f"{_ratio(r['ratio'])} |" for r in t.head(SHOWN_WORKLOADS).to_dict(orient="records")]
+        out += [f"{md_text(shown_words(len(t)))}", "",
+                "| workload | key | phase | old Gb/s | new Gb/s | new / old |", "|---|---|---|---:|---:|---:|"]
+        out += [f"| {md_text(str(r['workload']))} | {md_code(str(r['key']))} | {r['phase']} | {r['old_gbps']:.2f} | "
+                f"{r['new_gbps']:.2f} | {_ratio(r['ratio'])} |"
+                for r in t.head(SHOWN_WORKLOADS).to_dict(orient="records")]
         out.append("")
     return "\n".join(out) + "\n"
+
+
+def still_words(old: AnomalyFacts, new: AnomalyFacts) -> str:
+    """An anomaly in both campaigns, before and after: its size and its magnitude, each with its unit."""
+    size = f"{old.symptom_size} -> {new.symptom_size}; " if old.symptom_size and new.symptom_size else ""
+    return f"{size}magnitude {old.magnitude_text} -> {new.magnitude_text}"
+
+
+def shown_words(common: int) -> str:
+    """Which of the ``common`` workloads the table shows."""
+    if common <= SHOWN_WORKLOADS:
+        return f"All {common} workloads, largest change first."
+    return (f"{SHOWN_WORKLOADS} of {common} workloads shown, largest change first; the JSON comparison (--format "
+            "json) lists them all.")
 
 
 def _ratio(value: Any) -> str:
@@ -213,5 +259,6 @@ def _html(c: Comparison) -> str:
     t = c.throughput
     return template("compare.html.j2").render(
         c=c, fingerprints=c.fingerprints(), median=_ratio(_median(t["ratio"])), common=len(t),
+        shown=shown_words(len(t)), simulated=simulated_words(c), still=[(a, b, still_words(a, b)) for a, b in c.still],
         workloads=[{**r, "ratio_text": _ratio(r["ratio"])} for r in t.head(SHOWN_WORKLOADS).to_dict(orient="records")],
         replays={a.anomaly_id: replay_command(a.folder, c.new.data.config.target) for a in c.gone})

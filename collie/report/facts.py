@@ -2,7 +2,11 @@
 
 Every renderer (HTML, Markdown, JSON, JUnit, the comparison) reads these facts, so all formats say the same
 thing: the leading symptom and its magnitude, the MFS in words, the minimal case, the exact replay command, the
-target's fingerprint, the counters that moved on each host and the perftest lines.
+target's fingerprint and the machines that played each role, the counters that moved on each host (with their
+units) and the perftest lines.
+
+Numbering: a find is placed by its trial number (the journal's, the one the plots' x axis shows); the number of
+budgeted experiments spent by then is given beside it.
 
 The verdict a card shows is the minimal case's own (``evidence.json``'s ``case``); a folder from before case
 records had one shows the original find's, and says so (:attr:`AnomalyFacts.verdict_of`).
@@ -11,18 +15,23 @@ records had one shows the original find's, and says so (:attr:`AnomalyFacts.verd
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from collie.collectors.catalog import Catalog
+from collie.errors import CollieError
 from collie.mfs import MFS, Condition
 from collie.model.flow import Flow
 from collie.model.units import format_size
 from collie.oracle import Symptom, Verdict
 from collie.report.load import CampaignData
+from collie.report.machines import LOCAL, Machines, machines_of
 from collie.report.perftest import PerftestLines, perftest_lines
 from collie.storage.campaign import ANOMALIES
 from collie.storage.case import CaseRecord
+from collie.storage.records import TrialRecord, TrialState
 from collie.targets.base import TargetInfo
 
 #: How a person names each feature an MFS condition can be about.
@@ -42,6 +51,12 @@ _FLAGS: Final = {
     "remote_numa": "buffers on the other NUMA socket", "gpu": "buffers in GPU memory",
     "burst": "traffic in on/off bursts",
 }
+#: Each symptom kind in a headline.
+_SYMPTOMS: Final = {"pause": "PFC pause", "low_throughput": "low throughput", "loss": "loss",
+                    "retransmission": "retransmissions"}
+#: A counter's catalog unit as a report writes it beside its value.
+UNIT_WORDS: Final = {"bytes": "bytes", "octets/4": "4-byte words", "packets": "packets", "frames": "frames",
+                     "us": "µs", "ms": "ms", "percent": "%", "events": "events"}
 _BYTES: Final = {"sge_bytes", "mtu", "max_msg", "min_msg", "mr_size", "mr_footprint", "inline"}
 #: The fingerprint rows of a card, in order: (label, TargetInfo field or ``details`` key).
 FINGERPRINT_ROWS: Final = (("NIC", "nic_model"), ("firmware", "firmware"), ("driver", "driver"),
@@ -50,13 +65,15 @@ FINGERPRINT_ROWS: Final = (("NIC", "nic_model"), ("firmware", "firmware"), ("dri
 
 @dataclass(frozen=True)
 class MovedCounter:
-    """A counter that moved during the case's run on one host."""
+    """A counter that moved during the case's run on one host (``unit``: its catalog unit in words, ``""``:
+    unknown)."""
 
     host: str
     end: str
     name: str
     delta: float
     source: str
+    unit: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,18 +86,23 @@ class AnomalyFacts:
         symptom: the strongest symptom of the verdict shown (None: none recorded).
         magnitude: how far past its threshold it is (1.0 at the threshold; the oracle's score).
         symptom_text: the symptom and its magnitude in one sentence.
+        headline: the symptom and where, in a few words (``PFC pause on node-b (mlx5_0:1, receiver)``).
+        symptom_size: the symptom's size with its unit (``paused 11.72% of the time``).
         mfs: the minimal feature set (None: not minimized).
         mfs_words: the MFS as a sentence.
         case_toml: ``case.toml`` as text; case_flows each flow in words; case_key its workload key; case_name
             its name.
-        found_at: experiments spent when it was found (None: unknown).
+        found_at: budgeted experiments spent when it was found (None: unknown).
+        found_trial: the trial number of the run that found it (None: unknown).
         folder: the anomaly's folder; replay: the exact ``collie replay`` command (on the target it was found on).
         target_spec: where it was found; fingerprint: that target's fingerprint (None: unknown).
+        machines: the machines that played its roles, and whether they were simulated.
         hosts: per host, the evidence the oracle kept (end, rates, pause ratios, counters).
         moved: every counter that moved on each host, largest first per host.
         throughput: the case's throughput as a fraction of the calibrated ceiling (None: unknown).
         perftest: the perftest lines of the case, or what perftest lacks.
         verdict_of: ``case`` (the minimal case's own runs) or ``original`` (the original find's run).
+        hits: the finds of this anomaly (1: the one that made it).
     """
 
     anomaly_id: str
@@ -90,6 +112,8 @@ class AnomalyFacts:
     symptom: Symptom | None
     magnitude: float
     symptom_text: str
+    headline: str
+    symptom_size: str
     mfs: MFS | None
     mfs_words: str
     case_toml: str
@@ -97,15 +121,47 @@ class AnomalyFacts:
     case_key: str
     case_name: str
     found_at: int | None
+    found_trial: int | None
     folder: Path
     replay: str
     target_spec: str
     fingerprint: TargetInfo | None
+    machines: Machines
     hosts: dict[str, dict[str, Any]]
     moved: tuple[MovedCounter, ...]
     throughput: float | None
     perftest: PerftestLines
     verdict_of: str
+    hits: int = 1
+
+    @property
+    def symptom_name(self) -> str:
+        """The symptom's kind in words (``PFC pause``; ``""``: none)."""
+        return _SYMPTOMS.get(self.symptom.kind, self.symptom.kind) if self.symptom is not None else ""
+
+    @property
+    def headline_counter(self) -> str:
+        """The counter the symptom rests on (``""``: none, e.g. low throughput)."""
+        return self.symptom.counter if self.symptom is not None else ""
+
+    def is_headline(self, m: MovedCounter) -> bool:
+        """Whether ``m`` is the counter the symptom rests on, on the host it showed on."""
+        return self.symptom is not None and bool(self.symptom.counter) and \
+            (m.host, m.name) == (self.symptom.host, self.symptom.counter)
+
+    @property
+    def magnitude_text(self) -> str:
+        """The magnitude with its unit (``117x its threshold``)."""
+        return magnitude_text(self.magnitude)
+
+    @property
+    def symptom_host(self) -> str:
+        """Where the symptom showed, as :meth:`Machines.label` names it (``""``: no symptom)."""
+        return self.machines.label(self.symptom.host, self.symptom.end) if self.symptom is not None else ""
+
+    def host_label(self, host: str) -> str:
+        """How the report names ``host`` of the evidence, with its end (see :meth:`Machines.label`)."""
+        return self.machines.label(host, str(self.hosts.get(host, {}).get("end", "")))
 
     def fingerprint_rows(self) -> list[tuple[str, str]]:
         """(label, value) of the fingerprint's NIC, firmware, driver, kernel, PCIe and line rate (those known)."""
@@ -113,6 +169,12 @@ class AnomalyFacts:
 
     def moved_on(self, host: str) -> list[MovedCounter]:
         return [m for m in self.moved if m.host == host]
+
+    def top_moved(self, host: str, n: int) -> list[MovedCounter]:
+        """The ``n`` largest deltas on ``host``, the symptom's counter always among them (last, if it is not)."""
+        moved = self.moved_on(host)
+        headline = [m for m in moved[n:] if self.is_headline(m)]
+        return moved[:n - len(headline)] + headline
 
 
 def fingerprint_rows(info: TargetInfo | None) -> list[tuple[str, str]]:
@@ -132,28 +194,49 @@ def fingerprint_rows(info: TargetInfo | None) -> list[tuple[str, str]]:
     return rows
 
 
-def facts_of(record: CaseRecord, campaign: CampaignData) -> AnomalyFacts:
-    """The facts of anomaly ``record`` of ``campaign``."""
+def counter_catalog(info: TargetInfo | None) -> Catalog | None:
+    """The counter catalog of a target's dialect, for the counters' units (None: unknown dialect)."""
+    from collie.calibrate import catalog_of
+
+    try:
+        return catalog_of(info) if info is not None else None
+    except CollieError:
+        return None
+
+
+def facts_of(record: CaseRecord, campaign: CampaignData, catalog: Catalog | None = None) -> AnomalyFacts:
+    """The facts of anomaly ``record`` of ``campaign`` (``catalog``: its target's counters, for their units)."""
     verdict, verdict_of = _verdict(record)
     symptom = verdict.symptoms[0] if verdict is not None and verdict.symptoms else None
     spec = record.target.spec if record.target is not None else campaign.config.target
     fingerprint = record.target.fingerprint if record.target is not None and record.target.fingerprint \
         else campaign.config.target_info
+    machines = machines_of(fingerprint, spec)
     hosts: dict[str, dict[str, Any]] = dict(verdict.evidence.get("hosts", {})) if verdict is not None else {}
     duration = _duration(campaign)
     folder = campaign.root / ANOMALIES / record.anomaly_id
+    found_at = record.original.found_at if record.original is not None else None
     return AnomalyFacts(
         anomaly_id=record.anomaly_id, signature=record.signature, confirmed=record.confirmed,
         leading=verdict.leading if verdict is not None else "", symptom=symptom,
-        magnitude=verdict.score if verdict is not None else 0.0, symptom_text=symptom_text(symptom),
+        magnitude=verdict.score if verdict is not None else 0.0, symptom_text=symptom_text(symptom, machines),
+        headline=headline(symptom, machines), symptom_size=symptom_size(symptom),
         mfs=record.mfs, mfs_words=mfs_words(record.mfs), case_toml=record.workload.to_toml(),
         case_flows=tuple(flow_words(f) for f in record.workload.flows),
         case_key=record.workload.key(), case_name=record.workload.name,
-        found_at=record.original.found_at if record.original is not None else None,
-        folder=folder, replay=replay_command(folder, spec), target_spec=spec, fingerprint=fingerprint, hosts=hosts,
-        moved=moved_counters(hosts),
+        found_at=found_at, found_trial=trial_of(found_at, campaign.trials),
+        folder=folder, replay=replay_command(folder, spec), target_spec=spec, fingerprint=fingerprint,
+        machines=machines, hosts=hosts, moved=moved_counters(hosts, catalog),
         throughput=verdict.metrics.get("throughput") if verdict is not None else None,
-        perftest=perftest_lines(record.workload, spec, duration), verdict_of=verdict_of)
+        perftest=perftest_lines(record.workload, machines.devices(), duration), verdict_of=verdict_of)
+
+
+def trial_of(found_at: int | None, trials: tuple[TrialRecord, ...]) -> int | None:
+    """The trial number of the ``found_at``-th budgeted experiment (pruned trials are not experiments)."""
+    if found_at is None:
+        return None
+    numbers = [t.trial for t in trials if t.phase.budgeted and t.state is not TrialState.PRUNED]
+    return numbers[found_at - 1] if 0 < found_at <= len(numbers) else None
 
 
 def _verdict(record: CaseRecord) -> tuple[Verdict | None, str]:
@@ -177,34 +260,61 @@ def replay_command(folder: Path, target_spec: str) -> str:
     return shlex.join(["collie", "replay", str(folder), "--target", target_spec])
 
 
-def moved_counters(hosts: dict[str, dict[str, Any]]) -> tuple[MovedCounter, ...]:
-    """Every counter whose delta is not 0, per host (hosts by name), largest delta first."""
+def moved_counters(hosts: dict[str, dict[str, Any]], catalog: Catalog | None = None) -> tuple[MovedCounter, ...]:
+    """Every counter whose delta is not 0, per host (hosts by name), largest delta first, each with its unit
+    in ``catalog`` (none: no unit)."""
     out: list[MovedCounter] = []
     for host in sorted(hosts):
         ev = hosts[host]
         counters = ev.get("counters", {}) if isinstance(ev, dict) else {}
-        moved = [MovedCounter(host, str(ev.get("end", "")), name, float(c["delta"]), str(c.get("source", "")))
+        moved = [MovedCounter(host, str(ev.get("end", "")), name, float(c["delta"]), str(c.get("source", "")),
+                              _unit(catalog, name))
                  for name, c in counters.items()
                  if isinstance(c, dict) and isinstance(c.get("delta"), int | float) and c["delta"] != 0]
         out.extend(sorted(moved, key=lambda m: (-abs(m.delta), m.name)))
     return tuple(out)
 
 
-def symptom_text(s: Symptom | None) -> str:
-    """The symptom and its magnitude in one sentence (``""``: none)."""
+def _unit(catalog: Catalog | None, name: str) -> str:
+    spec = catalog.lookup(name) if catalog is not None else None
+    return UNIT_WORDS.get(spec.unit, spec.unit) if spec is not None else ""
+
+
+def headline(s: Symptom | None, machines: Machines = LOCAL) -> str:
+    """The symptom and where it showed, in a few words (``""``: none)."""
     if s is None:
         return ""
-    where = f"on host {s.host} ({s.end})"
+    return f"{_SYMPTOMS.get(s.kind, s.kind)} on {machines.label(s.host, s.end)}"
+
+
+def symptom_size(s: Symptom | None) -> str:
+    """How large the symptom is, with its unit (``""``: none)."""
+    if s is None:
+        return ""
+    if s.kind == "pause":
+        return f"paused {s.value:.2%} of the time"
+    if s.kind == "low_throughput":
+        return f"{s.value:.0%} of the calibrated ceiling"
+    return f"{s.value:,.0f} events/s of {s.counter}"
+
+
+def magnitude_text(score: float) -> str:
+    """The oracle's score with its unit: how many times its threshold the symptom is."""
+    return f"{score:.3g}x its threshold"
+
+
+def symptom_text(s: Symptom | None, machines: Machines = LOCAL) -> str:
+    """The symptom and its magnitude in one sentence (``""``: none); hosts named as ``machines`` names them."""
+    if s is None:
+        return ""
+    head, size = headline(s, machines), symptom_size(s)
     if s.kind == "pause":
         how = "estimated from pause frame counts, an upper bound" if s.estimate else f"counter {s.counter}"
-        return (f"PFC pause {where}: paused {s.value:.2%} of the time, {s.value / max(s.threshold, 1e-12):.0f}x "
-                f"the {s.threshold:.2%} threshold ({how})")
+        return (f"{head}: {size}, {s.value / max(s.threshold, 1e-12):.0f}x the {s.threshold:.2%} threshold "
+                f"({how})")
     if s.kind == "low_throughput":
-        return (f"low throughput {where}: {s.value:.0%} of the calibrated ceiling, below the {s.threshold:.0%} "
-                "threshold")
-    kind = "loss" if s.kind == "loss" else "retransmissions"
-    return (f"{kind} {where}: {s.value:,.0f} events/s of {s.counter}, {s.value / max(s.threshold, 1e-12):.1f}x "
-            f"the limit of {s.threshold:,.0f}/s")
+        return f"{head}: {size}, below the {s.threshold:.0%} threshold"
+    return f"{head}: {size}, {s.value / max(s.threshold, 1e-12):.1f}x the limit of {s.threshold:,.0f}/s"
 
 
 def mfs_words(mfs: MFS | None) -> str:
@@ -235,6 +345,26 @@ def _condition_words(c: Condition) -> str:
     if c.op == "in":
         return f"{noun} one of {', '.join(_value(c.feature, v) for v in c.value)}"
     return f"{noun} {_value(c.feature, c.value)}"
+
+
+def point_words(point: Mapping[str, Any]) -> str:
+    """A search point in a line: ``RC WRITE incast of 32 B to 512KiB (8 sizes), 1 QP, batch 55, MTU 1024``
+    (``""`` for an empty point)."""
+    if not point:
+        return ""
+    sizes = [int(x) for x in point.get("sizes", [])]
+    size = _value("max_msg", sizes[0]) if len(sizes) == 1 else \
+        f"{_value('max_msg', min(sizes))} to {_value('max_msg', max(sizes))} ({len(sizes)} sizes)" if sizes else ""
+    head = " ".join(str(x) for x in (str(point.get("op", "")).replace("_", " "), point.get("direction", "")) if x)
+    parts = [head + (f" of {size}" if size else "")]
+    if "qps" in point:
+        parts.append(f"{point['qps']} QP{'s' if point['qps'] != 1 else ''}")
+    parts += [f"{label} {point[key]}" for key, label in (("batch", "batch"), ("mtu", "MTU")) if key in point]
+    if point.get("memory", "local") != "local":
+        parts.append(f"{point['memory']} memory")
+    if point.get("burst"):
+        parts.append("bursts")
+    return ", ".join(parts)
 
 
 def flow_words(f: Flow) -> str:

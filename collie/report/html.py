@@ -8,6 +8,7 @@ reference would not load it.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -38,7 +39,14 @@ def template(name: str) -> jinja2.Template:
                           "install jinja2) or choose another --format") from None
     env = jinja2.Environment(loader=jinja2.PackageLoader("collie.report", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters["tokens"] = tokens
     return env.get_template(name)
+
+
+def tokens(line: str) -> list[str]:
+    """The shell words of a command line made by :func:`shlex.join`, each quoted as it was: the page wraps a
+    command between words, never inside one (joined by single spaces they are ``line`` again)."""
+    return [shlex.quote(word) for word in shlex.split(line)]
 
 
 def render_html(report: Report) -> str:
@@ -49,10 +57,11 @@ def render_html(report: Report) -> str:
     info = data.config.target_info
     return page.render(
         title=report.title, version=__version__, data=data, config=data.config, counts=counts(report),
-        campaign_fingerprint=fingerprint_rows(info),
+        machines=report.machines, campaign_fingerprint=fingerprint_rows(info),
         campaign_details=[(k, info.details[k]) for k in _SHOWN_DETAILS if info is not None and k in info.details],
-        overview=Markup(overview_svg(report.trials, report.found_at_trials())),
-        anomalies=[_card(a, Markup) for a in report.anomalies],
+        overview=Markup(overview_svg(report.trials, report.found_at_trials(),
+                                     info.line_rate_bps if info is not None else 0.0)),
+        anomalies=[_card(a, Markup, report) for a in report.anomalies],
         states=[str(s) for s in TrialState], by_phase=_by_phase(report),
     )
 
@@ -67,13 +76,16 @@ def _by_phase(report: Report) -> list[tuple[str, list[int]]]:
     return out
 
 
-def _card(a: AnomalyFacts, markup: Any) -> dict[str, Any]:
-    return {"facts": a, "fingerprint": a.fingerprint_rows(), "plot": markup(counters_svg(a)),
+def _card(a: AnomalyFacts, markup: Any, report: Report) -> dict[str, Any]:
+    config = report.data.config
+    # the page names the campaign's target once; a card names its own only when it differs
+    own = a.target_spec != config.target or a.fingerprint != config.target_info
+    return {"facts": a, "fingerprint": a.fingerprint_rows() if own else None, "plot": markup(counters_svg(a)),
             "hosts": [(h, _host(a, h, ev)) for h, ev in sorted(a.hosts.items())]}
 
 
 def _host(a: AnomalyFacts, host: str, ev: Mapping[str, Any]) -> dict[str, Any]:
-    return {"end": str(ev.get("end", "")),
+    return {"label": a.host_label(host),
             "tx": _rate(ev.get("tx_bps"), ev.get("tx_pps")), "rx": _rate(ev.get("rx_bps"), ev.get("rx_pps")),
             "pause_tx": _pause(ev.get("pause_ratio_tx"), ev.get("pause_readable")),
             "pause_rx": _pause(ev.get("pause_ratio_rx"), ev.get("pause_readable")),

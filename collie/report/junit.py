@@ -5,7 +5,8 @@
 * a known case of the corpus replayed first (a ``replay`` trial) is a test case that fails when it still
   reproduced (anomalous) and passes when it no longer did (fixed).
 
-CI systems show these as tests: a red test per anomaly.
+CI systems show these as tests: a red test per anomaly. A campaign on the simulator says so in each suite's
+``simulated`` property and at the start of every failure's message.
 """
 
 from __future__ import annotations
@@ -26,18 +27,25 @@ def render_junit(report: Report) -> str:
     except ImportError:
         raise CollieError("the JUnit report is written with junitparser, which is not installed; install it (pip "
                           "install junitparser) or choose another --format") from None
+    simulated = report.machines.simulated
+    prefix = "simulated: " if simulated else ""
     new = TestSuite(SUITE_NEW)
     for a in report.anomalies:
         case = TestCase(f"{a.anomaly_id} [{a.signature}]", classname=SUITE_NEW)
-        failure = Failure(a.symptom_text or f"anomalous: {a.signature}", type_=a.signature or "anomaly")
-        failure.text = "\n".join([f"MFS: {a.mfs_words}", f"minimal case: {a.case_key}",
-                                  f"magnitude: {a.magnitude:.3g}", f"replay: {a.replay}"])
+        failure = Failure(prefix + (a.symptom_text or f"anomalous: {a.signature}"), type_=a.signature or "anomaly")
+        failure.text = "\n".join([*([report.machines.simulated_sentence()] if simulated else []),
+                                  f"MFS: {a.mfs_words}", f"minimal case: {a.case_key}",
+                                  f"magnitude: {a.magnitude_text}", f"replay: {a.replay}"])
         case.result = [failure]
         new.add_testcase(case)
     known = TestSuite(SUITE_KNOWN)
     t = report.trials
     for row in t[(t["phase"] == "replay")].to_dict(orient="records"):
-        known.add_testcase(_known_case(row, report.data.corpus_names.get(str(row["key"]), ""), TestCase, Failure))
+        known.add_testcase(_known_case(row, report.data.corpus_names.get(str(row["key"]), ""), prefix, TestCase,
+                                       Failure))
+    for suite in (new, known):
+        suite.add_property("simulated", "yes" if simulated else "no")
+        suite.add_property("target", report.data.config.target)
     xml: Any = JUnitXml("collie report " + report.data.root.name)
     xml.add_testsuite(new)
     if known.tests:
@@ -46,12 +54,12 @@ def render_junit(report: Report) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + text.decode("utf-8") + "\n"
 
 
-def _known_case(row: dict[Any, Any], name: str, case_type: Any, failure_type: Any) -> Any:
+def _known_case(row: dict[Any, Any], name: str, prefix: str, case_type: Any, failure_type: Any) -> Any:
     case = case_type(f"known case {name or row['key']} (trial {row['trial']})", classname=SUITE_KNOWN)
     if row["anomalous"] is True:
-        failure = failure_type(f"still reproduces: {row['signature']}", type_=str(row["signature"]))
+        failure = failure_type(f"{prefix}still reproduces: {row['signature']}", type_=str(row["signature"]))
         case.result = [failure]
     elif row["status"] != "COMPLETE":
-        failure = failure_type(f"could not run: {row['reason']}", type_=str(row["status"]))
+        failure = failure_type(f"{prefix}could not run: {row['reason']}", type_=str(row["status"]))
         case.result = [failure]
     return case

@@ -1,9 +1,10 @@
 """The Markdown report: what a vendor bug report needs, one section per anomaly.
 
-Environment (the target's fingerprint), then per anomaly: the symptom and its magnitude, the minimal feature set
-in words, the minimal case, the counters that moved on both hosts, the perftest lines (or what perftest lacks)
-and the replay command. Every name that comes from a campaign is written inside code spans or fenced blocks, or
-with Markdown's special characters escaped, so it renders as written.
+A line saying so when the numbers are simulated, a table of the anomalies, the environment (the target's
+fingerprint, once, and on a remote campaign the host of each role), then per anomaly: the symptom and its
+magnitude, the minimal feature set in words, the minimal case, the counters that moved on both hosts, the
+perftest lines (or what perftest lacks) and the replay command. Every name that comes from a campaign is written
+inside code spans or fenced blocks, or with Markdown's special characters escaped, so it renders as written.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Final
 
 from collie import __version__
 from collie.report.facts import AnomalyFacts, fingerprint_rows
+from collie.report.machines import Machines
 from collie.report.model import Report, counts
 
 #: Counters listed per host (the largest deltas); the JSON report has them all.
@@ -43,54 +45,100 @@ def render_markdown(report: Report) -> str:
     """The Markdown document of ``report``."""
     data, config = report.data, report.data.config
     c = counts(report)
-    out = [f"# {md_text(report.title)}", "",
-           f"Campaign folder {md_code(str(data.root))}, target {md_code(config.target)}, started "
+    out = [f"# {md_text(report.title)}", ""]
+    if report.machines.simulated:
+        out += [f"> **{md_text(report.machines.simulated_sentence())}**", ""]
+    out += [f"Campaign folder {md_code(str(data.root))}, target {md_code(config.target)}, started "
            f"{md_text(config.created or '(unknown)')}, seed {config.seed}, budget {config.budget}, preset "
            f"{md_code(config.preset)}, strategy {md_code(config.strategy)}.", "",
            f"{c['trials']} trials ({c['experiments']} budgeted experiments, {c['pruned']} pruned, {c['failed']} "
            f"failed), {c['anomalous']} anomalous runs, **{len(report.anomalies)} anomalies**.", ""]
     for w in data.warnings:
         out += [f"> warning: {md_text(w)}", ""]
-    out += ["## Environment", ""]
+    out += _summary(report)
+    out += ["## Environment" + (" (simulated)" if report.machines.simulated else ""), "",
+            f"Target {md_code(config.target)}.", ""]
     rows = fingerprint_rows(config.target_info)
     if rows:
         out += ["| | |", "|---|---|"] + [f"| {label} | {md_text(value)} |" for label, value in rows]
         info = config.target_info
         if info is not None and info.details:
             out += [f"| {md_text(k)} | {md_text(v)} |" for k, v in sorted(info.details.items())
-                    if k not in ("pcie", "quirks")]
+                    if k not in ("pcie", "quirks") and not report.machines.holds(k)]
     else:
         out.append("The campaign records no fingerprint of its target.")
     out.append("")
+    out += _machines(report.machines)
     for a in report.anomalies:
-        out += _anomaly(a)
+        out += _anomaly(a, report)
     out += [f"_Made by collie {__version__}: {md_code('collie report ' + str(data.root) + ' --format md')}._", ""]
     return "\n".join(out)
 
 
-def _anomaly(a: AnomalyFacts) -> list[str]:
-    out = [f"## {md_text(a.anomaly_id)}: {md_code(a.signature or '(no signature)')}", ""]
+def _summary(report: Report) -> list[str]:
+    """The anomalies at a glance: one row each, linked to its section."""
+    if not report.anomalies:
+        return ["This campaign found no anomaly.", ""]
+    out = ["## Anomalies at a glance", "",
+           "| anomaly | host | symptom | size | magnitude | minimal feature set | found at trial | hits |",
+           "|---|---|---|---|---:|---|---:|---:|"]
+    for a in report.anomalies:
+        trial = str(a.found_trial) if a.found_trial is not None else "-"
+        out.append(f"| [{md_text(a.anomaly_id)}](#{_anchor(a)}) | {md_text(a.symptom_host or '-')} | "
+                   f"{md_text(a.symptom_name or a.signature)} | {md_text(a.symptom_size or '-')} | "
+                   f"{md_text(a.magnitude_text)} | {md_text(a.mfs_words)} | {trial} | {a.hits} |")
+    return [*out, ""]
+
+
+def _anchor(a: AnomalyFacts) -> str:
+    """The anchor GitHub-style renderers give the anomaly's heading (lowercase, punctuation dropped)."""
+    heading = f"{a.anomaly_id} {a.headline}".strip().lower()
+    return re.sub(r"[^\w\- ]", "", heading).replace(" ", "-")
+
+
+def _machines(m: Machines) -> list[str]:
+    """The host of each role of a remote campaign (none on a local target)."""
+    if not m.remote:
+        return []
+    out = ["| role | inventory host | address | target | device | port | GID index | GID |",
+           "|---|---|---|---|---|---|---|---|"]
+    for role, h in m.roles.items():
+        d = h.device
+        out.append(f"| {md_text(role)} | {md_code(h.host)} | {md_text(d.address or '-')} | "
+                   f"{md_code(h.target) if h.target else '-'} | {md_text(d.name or '-')} "
+                   f"| {d.port if d.port is not None else '-'} | {d.gid_index if d.gid_index is not None else '-'} | "
+                   f"{md_text(h.gid or '-')} |")
+    return [*out, ""]
+
+
+def _anomaly(a: AnomalyFacts, report: Report) -> list[str]:
+    out = [f"## {md_text(a.anomaly_id)}" + (f": {md_text(a.headline)}" if a.headline else ""), "",
+           f"Signature {md_code(a.signature or '(no signature)')}.", ""]
     if a.symptom_text:
         out += [f"**Symptom:** {md_text(a.symptom_text)}.", ""]
     out += [f"**Minimal feature set:** the anomaly {md_text(a.mfs_words)}"
             + (f" ({md_code(a.mfs.describe())})." if a.mfs is not None else "."), ""]
     status = "confirmed" if a.confirmed else "not confirmed"
-    found = f", found at experiment {a.found_at}" if a.found_at is not None else ""
+    found = f", found at trial {a.found_trial} (budgeted experiment {a.found_at})" if a.found_trial is not None \
+        else ""
     tput = f"; the minimal case reached {a.throughput:.0%} of the calibrated ceiling" if a.throughput is not None \
         else ""
-    out += [f"{status.capitalize()}{found}{tput}.", ""]
+    out += [f"{status.capitalize()}{found}; magnitude {md_text(a.magnitude_text)}{tput}.", ""]
     if a.verdict_of == "original":
         out += ["The evidence below is the original find's (this case records no runs of its own).", ""]
-    out += ["**Target:** " + md_code(a.target_spec)
-            + "".join(f"; {label} {md_text(value)}" for label, value in a.fingerprint_rows()), ""]
+    config = report.data.config
+    if a.target_spec != config.target or a.fingerprint != config.target_info:  # else named once, above
+        out += ["**Target of this case:** " + md_code(a.target_spec)
+                + "".join(f"; {label} {md_text(value)}" for label, value in a.fingerprint_rows()), ""]
     out += [f"**Minimal case** (workload {md_code(a.case_key)}, {md_code('case.toml')}):", ""]
     out += [f"- {md_text(f)}" for f in a.case_flows] + [""]
     out += [*_fenced(a.case_toml, "toml"), ""]
     out += ["**Replay with collie:**", "", *_fenced(a.replay, "sh"), ""]
     p = a.perftest
     if p.expressible:
-        out += [f"**Reproduce with perftest** (server on host {md_code(p.server_host)} first, then the client on "
-                f"host {md_code(p.client_host)}):", "", *_fenced(f"{p.server}\n{p.client}", "sh"), ""]
+        out += [f"**Reproduce with perftest** (server on {md_text(a.machines.label(p.server_host))} first, then "
+                f"the client on {md_text(a.machines.label(p.client_host))}):", "",
+                *_fenced(f"{p.server}\n{p.client}", "sh"), ""]
     else:
         out += [f"**perftest:** cannot express this case: {md_text(p.lacks)}.", ""]
     out += ["**Counters that moved:**", ""]
@@ -99,15 +147,20 @@ def _anomaly(a: AnomalyFacts) -> list[str]:
         out += ["No per-host evidence was recorded.", ""]
     for h in hosts:
         moved = a.moved_on(h)
-        end = str(a.hosts[h].get("end", ""))
-        out += [f"Host {md_code(h)}" + (f" ({md_text(end)})" if end else "") + f": {len(moved)} moved", ""]
+        out += [f"On {md_text(a.host_label(h))}: {len(moved)} moved", ""]
         if moved:
-            out += ["| counter | delta | source |", "|---|---:|---|"]
-            out += [f"| {md_code(m.name)} | {_number(m.delta)} | {md_text(m.source)} |" for m in moved[:MD_COUNTERS]]
+            out += ["| counter | delta | unit | source |", "|---|---:|---|---|"]
+            out += [f"| {_counter(m.name, a.is_headline(m))} | {_number(m.delta)} | {md_text(m.unit)} | "
+                    f"{md_text(m.source)} |" for m in a.top_moved(h, MD_COUNTERS)]
             if len(moved) > MD_COUNTERS:
-                out.append(f"| ({len(moved) - MD_COUNTERS} more in the JSON report) | | |")
+                out.append(f"| ({len(moved) - MD_COUNTERS} more in the JSON report) | | | |")
             out.append("")
     return out
+
+
+def _counter(name: str, headline: bool) -> str:
+    """A counter's name; the one the symptom rests on in bold, and said to be."""
+    return f"**{md_code(name)}** (the symptom's)" if headline else md_code(name)
 
 
 def _number(value: float) -> str:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from collie.report.facts import AnomalyFacts, facts_of
+from collie.report.facts import AnomalyFacts, counter_catalog, facts_of
 from collie.report.frames import anomalies_frame, trials_frame
 from collie.report.load import CampaignData, load_campaign
+from collie.report.machines import Machines, machines_of
 from collie.storage.records import Phase
 
 
@@ -22,24 +23,22 @@ class Report:
         trials: the trials frame (:func:`~collie.report.frames.trials_frame`).
         anomalies: the facts of each anomaly, by folder name.
         anomaly_frame: the anomalies frame.
+        machines: the machines of the campaign's target, and whether it is simulated.
     """
 
     data: CampaignData
     trials: pd.DataFrame
     anomalies: tuple[AnomalyFacts, ...]
     anomaly_frame: pd.DataFrame
+    machines: Machines
 
     @property
     def title(self) -> str:
-        return f"collie campaign {self.data.root.name}"
+        return f"collie campaign {self.data.root.name}" + (" (simulated)" if self.machines.simulated else "")
 
     def found_at_trials(self) -> dict[str, int]:
-        """Anomaly id -> the trial number of the run that found it (the ``found_at``-th budgeted trial)."""
-        budgeted = self.trials[self.trials["phase"].isin(["explore", "confirm", "minimize"])
-                               & (self.trials["status"] != "PRUNED")]
-        numbers = budgeted["trial"].tolist()
-        return {a.anomaly_id: int(numbers[a.found_at - 1]) for a in self.anomalies
-                if a.found_at is not None and 0 < a.found_at <= len(numbers)}
+        """Anomaly id -> the trial number of the run that found it (those known)."""
+        return {a.anomaly_id: a.found_trial for a in self.anomalies if a.found_trial is not None}
 
 
 def counts(report: Report) -> dict[str, int]:
@@ -58,5 +57,8 @@ def build_report(root: Path) -> Report:
         InputError: not a campaign folder, or a damaged file in it (one sentence).
     """
     data = load_campaign(root)
-    facts = tuple(facts_of(r, data) for r in data.anomalies)
-    return Report(data, trials_frame(data.trials), facts, anomalies_frame(facts))
+    info = data.config.target_info
+    catalog = counter_catalog(info)
+    facts = tuple(facts_of(r, data, catalog) for r in data.anomalies)
+    return Report(data, trials_frame(data.trials), facts, anomalies_frame(facts),
+                  machines_of(info, data.config.target))

@@ -21,17 +21,18 @@ mrs = qps (> 1)        ``--mr_per_qp``
 memory gpu             ``--use_cuda=0`` on that side (a perftest built with CUDA)
 two mirrored flows      ``-b`` (``--bidirectional``) on both lines
 duration               ``-D SECONDS`` (``--duration``), and ``--report_gbits``
-device, port, GID      ``-d DEV -i PORT -x GID`` when the target names them (``verbs:DEV:PORT:GID``)
+device, port, GID      ``-d DEV -i PORT -x GID`` of each host, when its target names them (``verbs:DEV:PORT:GID``)
 =====================  ==========================================================================
 
-The client (collie's requester, which posts the work requests) connects to the server's address; collie only
-knows the server's host name, which the line uses in its place. Anything else perftest cannot set, and the
-case is then reported with one sentence naming the condition it lacks (:attr:`PerftestLines.lacks`).
+The client (collie's requester, which posts the work requests) connects to the server's address: the server
+host's recorded address (a remote campaign's inventory), else its host name. Anything else perftest cannot set,
+and the case is then reported with one sentence naming the condition it lacks (:attr:`PerftestLines.lacks`).
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -48,11 +49,13 @@ CONNECTIONS: Final = {"WRITE": ("RC", "UC"), "READ": ("RC",), "SEND": ("RC", "UC
 
 @dataclass(frozen=True)
 class Device:
-    """The RDMA device perftest should open on each host (empty: perftest's default, the first device)."""
+    """The RDMA device perftest should open on a host (empty: perftest's default, the first device), and the
+    address a client connects to when that host serves (empty: its host name)."""
 
     name: str = ""
     port: int | None = None
     gid_index: int | None = None
+    address: str = ""
 
 
 @dataclass(frozen=True)
@@ -136,12 +139,13 @@ def lacks(workload: Workload) -> str:
     return ""
 
 
-def perftest_lines(workload: Workload, target_spec: str, duration_s: float = 5.0) -> PerftestLines:
+def perftest_lines(workload: Workload, devices: Mapping[str, Device], duration_s: float = 5.0) -> PerftestLines:
     """The server and client command lines of ``workload`` (see the module's table), or what perftest lacks.
 
     Args:
         workload: the minimal case.
-        target_spec: where it was found (its device, port and GID index are used when it names them).
+        devices: the device of each host (by the workload's host name; a host it lacks: perftest's default
+            device, reached by its host name).
         duration_s: seconds to run (``-D``; whole seconds, at least 1).
     """
     why = lacks(workload)
@@ -149,15 +153,17 @@ def perftest_lines(workload: Workload, target_spec: str, duration_s: float = 5.0
         return PerftestLines(lacks=why)
     f = workload.flows[0]
     tool = TOOLS[f.opcode]
-    common = _common(f, device_of(target_spec), duration_s) + (["-b"] if mirrored(workload) else [])
-    server = [tool, *common, *_memory(f.server.memory)]
-    server_address = "localhost" if f.loopback else f.server.host
-    client = [tool, *common, *_memory(f.client.memory), server_address]
+    both = ["-b"] if mirrored(workload) else []
+    served = devices.get(f.server.host, Device())
+    server = [tool, *_device(served), *_common(f, duration_s), *both, *_memory(f.server.memory)]
+    server_address = "localhost" if f.loopback else served.address or f.server.host
+    client = [tool, *_device(devices.get(f.client.host, Device())), *_common(f, duration_s), *both,
+              *_memory(f.client.memory), server_address]
     return PerftestLines(tool=tool, server_host=f.server.host, client_host=f.client.host,
                          server=shlex.join(server), client=shlex.join(client))
 
 
-def _common(f: Flow, device: Device, duration_s: float) -> list[str]:
+def _device(device: Device) -> list[str]:
     args: list[str] = []
     if device.name:
         args += ["-d", device.name]
@@ -165,7 +171,11 @@ def _common(f: Flow, device: Device, duration_s: float) -> list[str]:
         args += ["-i", str(device.port)]
     if device.gid_index is not None:
         args += ["-x", str(device.gid_index)]
-    args += ["-c", f.transport, "-s", str(f.sizes[0]), "-q", str(f.qps), "-m", str(f.mtu), "-t", str(f.sq_depth)]
+    return args
+
+
+def _common(f: Flow, duration_s: float) -> list[str]:
+    args = ["-c", f.transport, "-s", str(f.sizes[0]), "-q", str(f.qps), "-m", str(f.mtu), "-t", str(f.sq_depth)]
     if f.opcode == "SEND":
         args += ["-r", str(f.rq_depth)]
     if f.batch > 1:

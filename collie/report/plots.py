@@ -8,12 +8,13 @@ off, so a counter or host name with ``$`` in it is drawn as written.
 from __future__ import annotations
 
 import io
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from collie.errors import CollieError
-from collie.report.facts import AnomalyFacts
+from collie.report.facts import AnomalyFacts, MovedCounter
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,9 +47,10 @@ def _svg(fig: Figure) -> str:
     return _HEAD.sub("", buf.getvalue(), count=1).strip()
 
 
-def overview_svg(trials: pd.DataFrame, found_at: Mapping[str, int]) -> str:
-    """Throughput (Gb/s) and energy (fraction of the calibrated ceiling, what the search lowers) per trial;
-    anomalous trials marked with a red cross, each anomaly's find with a labelled line."""
+def overview_svg(trials: pd.DataFrame, found_at: Mapping[str, int], line_rate_bps: float = 0.0) -> str:
+    """Payload throughput (Gb/s, every flow summed; dashed: the line rate of one direction, when known) and the
+    lowest receiver's share of the calibrated ceiling per trial number; anomalous trials marked with a red cross,
+    the trial that found each anomaly with a labelled line."""
     fig = _figure(9.0, 4.6, layout=None)
     fig.subplots_adjust(left=0.09, right=0.985, top=0.9, bottom=0.1, hspace=0.08)
     top, bottom = fig.subplots(2, 1, sharex=True)
@@ -67,10 +69,13 @@ def overview_svg(trials: pd.DataFrame, found_at: Mapping[str, int]) -> str:
             ax.axvline(trial, color="#c53030", alpha=0.35, linewidth=0.8)
         top.annotate(name.split("-")[0], (trial, 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
                      va="top", ha="right", color="#9b2c2c")
-    top.set_ylabel("throughput (Gb/s)")
-    bottom.set_ylabel("energy: fraction\nof ceiling")
+    if line_rate_bps > 0:
+        top.axhline(line_rate_bps / 1e9, color="#718096", linestyle="--", linewidth=0.8,
+                    label=f"line rate, one direction ({line_rate_bps / 1e9:g} Gb/s)")
+    top.set_ylabel("payload Gb/s, all flows\n(two-way runs: both summed)")
+    bottom.set_ylabel("lowest receiver,\nshare of ceiling")
     bottom.axhline(0.8, color="#718096", linestyle="--", linewidth=0.8)
-    bottom.set_xlabel("trial")
+    bottom.set_xlabel("trial number (as in the journal and the cards)")
     if len(done):
         fig.legend(loc="upper center", fontsize=7, ncols=6, frameon=False, markerscale=1.5)
     for ax in (top, bottom):
@@ -79,7 +84,8 @@ def overview_svg(trials: pd.DataFrame, found_at: Mapping[str, int]) -> str:
 
 
 def counters_svg(anomaly: AnomalyFacts) -> str:
-    """The counters that moved in the anomaly's run, one panel per host (largest deltas, log scale)."""
+    """The counters that moved in the anomaly's run, one panel per host (largest deltas, log scale), each bar's
+    value and unit written beside it; the counter the symptom rests on in red."""
     hosts = sorted({m.host for m in anomaly.moved}) or sorted(anomaly.hosts) or ["(no host)"]
     tallest = max((min(len(anomaly.moved_on(h)), TOP_COUNTERS) for h in hosts), default=1)
     width, height = 4.6 * len(hosts), 0.9 + 0.2 * max(tallest, 1)
@@ -92,28 +98,44 @@ def counters_svg(anomaly: AnomalyFacts) -> str:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
     for ax, host in zip(axes, hosts, strict=True):
-        moved = anomaly.moved_on(host)[:TOP_COUNTERS][::-1]
+        moved = anomaly.top_moved(host, TOP_COUNTERS)[::-1]
         end = moved[0].end if moved else str(anomaly.hosts.get(host, {}).get("end", ""))
-        ax.set_title(f"host {host}" + (f" ({end})" if end else ""), fontsize=9)
+        ax.set_title(anomaly.machines.label(host, end), fontsize=9)
         if not moved:
             ax.text(0.5, 0.5, "no counter moved", ha="center", va="center", transform=ax.transAxes)
             ax.set_axis_off()
             continue
         values = [abs(m.delta) for m in moved]
-        ax.barh(range(len(moved)), values, color=["#c53030" if m.delta < 0 else "#2b6cb0" for m in moved])
+        ax.barh(range(len(moved)), values, color=[_color(anomaly, m) for m in moved])
         # names as plain text beside the bars: a tick per counter costs more than the rest of the plot
         ax.set_yticks([])
         ax.set_ylim(-0.6, len(moved) - 0.4)
         side = ax.get_yaxis_transform()
         for i, m in enumerate(moved):
-            ax.text(-0.02, i, m.name, transform=side, ha="right", va="center", fontsize=7)
+            bold = "bold" if anomaly.is_headline(m) else "normal"
+            ax.text(-0.02, i, m.name, transform=side, ha="right", va="center", fontsize=7, fontweight=bold)
+            ax.text(abs(m.delta), i, f" {_amount(m.delta)} {m.unit}".rstrip(), ha="left", va="center", fontsize=6.5,
+                    fontweight=bold, color="#1a202c")
         ax.set_xscale("log")
+        lo, hi = math.log10(min(values) / 2), math.log10(max(values))
+        ax.set_xlim(10 ** lo, 10 ** (hi + 0.45 * (hi - lo) + 0.5))  # room for the value and unit beside each bar
         ax.xaxis.set_major_locator(LogLocator(numticks=6))
         ax.xaxis.set_major_formatter(FuncFormatter(_power))
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xlabel("delta over the run", fontsize=7)
+        ax.set_xlabel("change over the run (log scale)", fontsize=7)
         ax.grid(axis="x", alpha=0.25)
     return _svg(fig)
+
+
+def _color(anomaly: AnomalyFacts, m: MovedCounter) -> str:
+    """Red: the symptom's counter; orange: a counter that went down; blue: the others."""
+    return "#c53030" if anomaly.is_headline(m) else "#dd6b20" if m.delta < 0 else "#2b6cb0"
+
+
+def _amount(delta: float) -> str:
+    """A delta in a few characters (``-1.2e+09`` style kept short: ``-1.2e9``)."""
+    text = f"{delta:,.0f}" if 1 <= abs(delta) < 1e6 else f"{delta:.3g}"
+    return text.replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
 
 
 def _power(value: float, _: object) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from collie.model.workload import Workload
-from collie.report.perftest import PerftestLines, mirrored, perftest_lines
+from collie.report.perftest import PerftestLines, device_of, mirrored, perftest_lines
 from collie.storage.corpus import load_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +64,8 @@ def _field(out: str, name: str) -> str:
 def test_the_perftest_lines_of_a_simulated_case_run_on_rxe_with_its_flow_shape(device: str, name: str,
                                                                                 tmp_path: Path) -> None:
     workload = _case(name)
-    lines = perftest_lines(workload, f"verbs:{device}:1:1", duration_s=2.0)
+    rxe = device_of(f"verbs:{device}:1:1")
+    lines = perftest_lines(workload, {"a": rxe, "b": rxe}, duration_s=2.0)
     assert lines.expressible, lines.lacks
     server_out, out = _run(lines, 18600 + CASES.index(name), tmp_path / "server.log")
     f = workload.flows[0]

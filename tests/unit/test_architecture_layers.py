@@ -29,6 +29,7 @@ COLON_SPLITS = {
     ("collectors/catalog.py", "name"): "a counter name's source: prefix",
     ("oracle.py", "reported"): "a counter name's source: prefix",
     ("targets/verbs/device.py", "line"): "a 'name: value' line of a device's sysfs or tool output",
+    ("report/machines.py", "endpoint"): "address:port of a remote role's recorded SSH endpoint",
 }
 
 

@@ -43,7 +43,7 @@ def _lines(campaign: Path) -> list[str]:
     out = [line for a in report.anomalies if a.perftest.expressible
            for line in (a.perftest.server, a.perftest.client)]
     for case in load_corpus(ROOT / "workloads" / "corpus"):
-        p = perftest_lines(case.workload, "sim")
+        p = perftest_lines(case.workload, {})
         if p.expressible and "--use_cuda=0" not in p.server + p.client:  # Debian's perftest has no CUDA
             out += [p.server, p.client]
     return out

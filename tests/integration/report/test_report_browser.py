@@ -2,7 +2,10 @@
 
 The page must load with no console error and no request for anything but itself (every other URL a data:
 URL), show a card and a plot per anomaly, and show a workload, host and counter named
-``<script>alert(1)</script>`` as text: no alert, no script element.
+``<script>alert(1)</script>`` as text: no alert, no script element. A simulated campaign's page opens with a
+banner saying so, its table of anomalies links to every card, a remote campaign's page names each role's host,
+and command lines wrap between words. ``COLLIE_REPORT_SHOTS=DIR`` keeps a full-page screenshot of each page
+there (``simulated.png``, ``remote.png``, ``compare.png``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reporthelpers import SCRIPT, hostile_copy
+from reporthelpers import REMOTE_HOSTS, SCRIPT, hostile_copy, remote_copy
 
 from tests.conftest import run_cli
 from tests.system_components import require
@@ -99,11 +102,84 @@ def test_the_html_report_loads_offline_and_shows_every_card_and_plot(browser: An
     body = driver.find_element(By.TAG_NAME, "body").get_attribute("textContent")
     assert body.count(SCRIPT) >= 4
 
+    # the banner says "simulated" above everything; the table at the top links to every card
+    banner = driver.find_element(By.ID, "simulated")
+    assert banner.text.startswith("Simulated results") and banner.is_displayed()
+    assert banner.rect["y"] < driver.find_element(By.TAG_NAME, "h1").rect["y"]
+    rows = driver.find_elements(By.CSS_SELECTOR, "table.findings tr[data-anomaly]")
+    assert [r.get_attribute("data-anomaly") for r in rows] == folders
+    for row, card in zip(rows, cards, strict=True):
+        link = row.find_element(By.TAG_NAME, "a")
+        assert link.get_attribute("href").endswith("#" + card.get_attribute("id"))
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[1].startswith("host ") and cells[1].endswith(("(receiver)", "(sender)")), cells
+        assert "x its threshold" in cells[4], cells
+    _screenshot(driver, html, "simulated.png")
+
+
+def _screenshot(driver: Any, html: Path, name: str) -> None:
+    """A full-page screenshot of the page shown, into ``COLLIE_REPORT_SHOTS`` (else beside ``html``)."""
+    driver.set_window_size(1300, 900)
     height = driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(1300, min(int(height) + 100, 16000))
-    shot = Path(os.environ.get("COLLIE_REPORT_SCREENSHOT", str(html.with_suffix(".png"))))
+    shot = Path(os.environ.get("COLLIE_REPORT_SHOTS", str(html.parent))) / name
     assert driver.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
+    driver.set_window_size(1300, 900)
+
+
+#: Places where a command's rendered line breaks after a character other than a space (a word cut in two).
+_CUT_WORDS = """
+const cuts = []; let wraps = 0;
+for (const pre of document.querySelectorAll('pre.command')) {
+  const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  let top = null, prev = ' ';
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    for (let i = 0; i < node.length; i++) {
+      range.setStart(node, i); range.setEnd(node, i + 1);
+      const rects = range.getClientRects();
+      if (rects.length) {
+        if (top !== null && rects[0].top > top + 2) { wraps++; if (prev !== ' ') cuts.push(pre.textContent); }
+        top = rects[0].top;
+      }
+      prev = node.data[i];
+    }
+  }
+}
+return [wraps, cuts];
+"""
+
+
+def test_a_remote_campaigns_page_names_each_roles_host_and_wraps_commands_between_words(
+        browser: Any, campaign: Path, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    folder = remote_copy(campaign, tmp_path / "remote")
+    html = tmp_path / "remote.html"
+    r = run_cli("report", str(folder), "-o", str(html))
+    assert r.returncode == 0, r.stderr
+    driver: Any = browser
+    driver.set_window_size(1300, 900)
+    driver.get(html.as_uri())
+    assert driver.find_elements(By.ID, "simulated") == []  # hosts that are not simulated
+    roles = {row.get_attribute("data-role"): [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+             for row in driver.find_elements(By.CSS_SELECTOR, "table.machines tr[data-role]")}
+    assert roles == {role: [role, host, endpoint.split("@")[1].rsplit(":", 1)[0], target, *target.split(":")[1:], gid]
+                     for role, (host, endpoint, target, gid) in REMOTE_HOSTS.items()}
+    for card in driver.find_elements(By.CSS_SELECTOR, "section.card.anomaly"):
+        assert " on node-" in card.find_element(By.CSS_SELECTOR, "h2 .headline").text
+        hosts = [h.text for h in card.find_elements(By.CSS_SELECTOR, ".host h3")]
+        assert hosts == ["node-a (mlx5_0:1, sender)", "node-b (mlx5_1:1, receiver)"] or \
+            hosts == ["node-a (mlx5_0:1, receiver)", "node-b (mlx5_1:1, sender)"], hosts
+    cells = [r.find_elements(By.TAG_NAME, "td")[1].text
+             for r in driver.find_elements(By.CSS_SELECTOR, "table.findings tr[data-anomaly]")]
+    assert cells and all(c.startswith(("node-a (mlx5_0:1, ", "node-b (mlx5_1:1, ")) for c in cells), cells
+    _screenshot(driver, html, "remote.png")
+    driver.set_window_size(560, 900)  # narrow: the commands wrap
+    wraps, cuts = driver.execute_script(_CUT_WORDS)
+    assert wraps > 0 and cuts == []
 
 
 def test_the_comparison_page_loads_offline_and_shows_every_anomaly(browser: Any, campaign: Path,
@@ -125,3 +201,11 @@ def test_the_comparison_page_loads_offline_and_shows_every_anomaly(browser: Any,
     cpu = next(row for row in driver.find_elements(By.CSS_SELECTOR, "table.fingerprints tr")
                if row.text.startswith("cpu") or SCRIPT in row.text)
     assert SCRIPT in cpu.text
+    assert driver.find_element(By.ID, "simulated").text.startswith("Simulated results: the old campaign")
+    shown = driver.find_element(By.CSS_SELECTOR, "p.shown").text
+    rows = driver.find_elements(By.CSS_SELECTOR, "table.throughput tr")[1:]
+    assert shown.startswith(f"{len(rows)} of ") or shown == f"All {len(rows)} workloads, largest change first."
+    for row in rows:  # each workload in words, beside its key
+        words, key = (td.text for td in row.find_elements(By.TAG_NAME, "td")[:2])
+        assert words.startswith("calibrate-") or (" " in words and "QP" in words), (words, key)
+    _screenshot(driver, html, "compare.png")

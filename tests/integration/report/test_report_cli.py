@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from junitparser import Failure, JUnitXml
-from reporthelpers import SCRIPT, hostile_copy, make_campaign
+from reporthelpers import REMOTE_HOSTS, SCRIPT, hostile_copy, make_campaign, remote_copy
 
 from collie.report.frames import TRIAL_COLUMNS, read_trials_csv
 from tests.conftest import ROOT, run_cli
@@ -92,7 +93,7 @@ def test_json_follows_its_documented_schema(campaign: Path, tmp_path: Path) -> N
     assert set(doc) == {"schema", "campaign", "summary", "trials", "anomalies", "warnings"}
     c = doc["campaign"]
     for key, kind in {"folder": str, "target": str, "seed": int, "budget": int, "preset": str, "strategy": str,
-                      "created": str}.items():
+                      "created": str, "simulated": bool}.items():
         _check(c[key], kind, f"campaign.{key}")
     assert set(c["fingerprint"]) >= {"nic_model", "firmware", "driver", "kernel", "line_rate_bps", "hosts"}
     assert set(doc["summary"]) == {"trials", "experiments", "anomalous", "pruned", "failed", "anomalies"}
@@ -106,7 +107,8 @@ def test_json_follows_its_documented_schema(campaign: Path, tmp_path: Path) -> N
             _check(row[k], OPTIONAL_NUMBER, k)
     for a in doc["anomalies"]:
         assert set(a) == {"id", "signature", "leading", "confirmed", "symptom", "magnitude", "symptom_text", "mfs",
-                          "case", "found_at", "throughput", "replay", "target", "hosts", "perftest", "evidence_of"}
+                          "case", "found_at", "throughput", "replay", "target", "hosts", "perftest", "evidence_of",
+                          "headline", "symptom_size", "magnitude_text", "found_trial", "hits"}
         _check(a["magnitude"], (int, float), "magnitude")
         assert a["symptom"]["kind"] in ("pause", "low_throughput", "loss", "retransmission")
         assert a["leading"] == a["signature"].split("+")[0] or a["evidence_of"] == "case"
@@ -117,7 +119,8 @@ def test_json_follows_its_documented_schema(campaign: Path, tmp_path: Path) -> N
         assert len(a["hosts"]) == 2  # both ends
         for ev in a["hosts"].values():
             assert ev["end"] in ("sender", "receiver") and ev["moved"]
-            assert all(set(m) == {"counter", "delta", "source"} and m["delta"] != 0 for m in ev["moved"])
+            assert all(set(m) == {"counter", "delta", "unit", "source", "headline"} and m["delta"] != 0
+                       for m in ev["moved"])
         p = a["perftest"]
         assert set(p) in ({"lacks"}, {"tool", "server_host", "server", "client_host", "client"})
 
@@ -131,7 +134,7 @@ def test_markdown_holds_what_a_vendor_bug_report_needs(campaign: Path, tmp_path:
         assert f"`{mfs}`" in section  # the MFS, in words and as conditions
         assert f"collie replay {folder} --target sim" in section
         assert "```toml" in section and "**Counters that moved:**" in section
-        assert section.count("Host `") == 2
+        assert section.count("On host ") == 2
         assert ("ib_" in section and "--report_gbits" in section) or "cannot express this case" in section
 
 
@@ -226,3 +229,86 @@ def test_a_stored_campaign_folder_of_an_earlier_collie_renders_in_every_format(t
     assert "not minimized" in (tmp_path / "report.md").read_text()
     html = (tmp_path / "report.html").read_text()
     assert html.count('<section class="card anomaly"') == 2
+
+
+def test_a_simulated_campaign_says_so_in_every_format(campaign: Path, tmp_path: Path) -> None:
+    html = _report(campaign, "html", tmp_path).read_text()
+    banner = html.split('id="simulated">', 1)[1]
+    assert banner.startswith("Simulated results") and html.index('id="simulated"') < html.index("<h1>")
+    md = _report(campaign, "md", tmp_path).read_text().splitlines()
+    assert md[2].startswith("> **Simulated results") and "(profile cx6-200g)" in md[2]
+    doc = json.loads(_report(campaign, "json", tmp_path).read_text())
+    assert doc["campaign"]["simulated"] is True and doc["campaign"]["machines"] is None
+    xml = JUnitXml.fromfile(str(_report(campaign, "junit", tmp_path)))
+    suite = next(iter(xml))
+    assert {p.name: p.value for p in suite.properties()}["simulated"] == "yes"
+    messages = [r.message for case in suite for r in case.result if isinstance(r, Failure)]
+    assert messages and all(m.startswith("simulated: ") for m in messages)
+
+
+def test_no_report_speaks_of_energy(campaign: Path, tmp_path: Path) -> None:
+    for fmt in ("html", "md", "json", "junit"):
+        assert "energy" not in _report(campaign, fmt, tmp_path).read_text().lower(), fmt
+
+
+def test_the_table_at_the_top_and_each_card_give_the_same_trial_the_journal_found_it_in(campaign: Path,
+                                                                                      tmp_path: Path) -> None:
+    doc = json.loads(_report(campaign, "json", tmp_path).read_text())
+    budgeted = [row["trial"] for row in _journal(campaign)
+                if row["phase"] in ("explore", "confirm", "minimize") and row["status"] != "PRUNED"]
+    md = _report(campaign, "md", tmp_path).read_text()
+    table = md.split("## Anomalies at a glance", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| [")]
+    assert len(rows) == len(doc["anomalies"])
+    for a, row in zip(doc["anomalies"], rows, strict=True):
+        assert a["found_trial"] == budgeted[a["found_at"] - 1] and a["hits"] == 1
+        assert row.startswith(f"| [{a['id']}](#") and row.endswith(f" | {a['found_trial']} | 1 |")
+        assert f"{a['symptom_size']} | {a['magnitude_text']} |" in row
+        section = md.split(f"## {a['id']}: ", 1)[1].split("\n## ", 1)[0]
+        assert f"found at trial {a['found_trial']} (budgeted experiment {a['found_at']})" in section
+    html = _report(campaign, "html", tmp_path).read_text()
+    assert "found at experiment" not in html and "found at experiment" not in md
+
+
+def test_the_counter_a_symptom_rests_on_is_marked_and_every_counter_has_its_unit(campaign: Path,
+                                                                                  tmp_path: Path) -> None:
+    doc = json.loads(_report(campaign, "json", tmp_path).read_text())
+    for a in doc["anomalies"]:
+        marked = [(h, m["counter"]) for h, ev in a["hosts"].items() for m in ev["moved"] if m["headline"]]
+        s = a["symptom"]
+        assert marked == ([(s["host"], s["counter"])] if s["counter"] else [])
+        assert all(m["unit"] for ev in a["hosts"].values() for m in ev["moved"])
+    md = _report(campaign, "md", tmp_path).read_text()
+    pause = next(a for a in doc["anomalies"] if a["symptom"]["kind"] == "pause")
+    assert f"**`{pause['symptom']['counter']}`** (the symptom's) |" in md
+
+
+@pytest.mark.parametrize("simulated", [False, True])
+def test_a_remote_campaign_names_the_host_device_and_address_of_each_role(campaign: Path, tmp_path: Path,
+                                                                        simulated: bool) -> None:
+    folder = remote_copy(campaign, tmp_path / "remote", simulated=simulated)
+    doc = json.loads(_report(folder, "json", tmp_path).read_text())
+    assert doc["campaign"]["simulated"] is simulated
+    assert doc["campaign"]["machines"]["b"] == {"host": "node-b", "address": "10.0.0.2", "device": "mlx5_1",
+                                                "target": "verbs:mlx5_1:1:3", "port": 1, "gid_index": 3,
+                                                "gid": "fe80::b"}
+    md = _report(folder, "md", tmp_path).read_text()
+    assert ("on every host of the inventory" in md) is simulated
+    assert "| b | `node-b` | 10.0.0.2 | `verbs:mlx5_1:1:3` | mlx5\\_1 | 1 | 3 | fe80::b |" in md
+    for a in doc["anomalies"]:
+        host = a["symptom"]["host"]
+        name, _, target, _ = REMOTE_HOSTS[host]
+        port = target.split(":")[1] + ":" + target.split(":")[2]
+        assert a["headline"].endswith(f" on {name} ({port}, {a['symptom']['end']})")
+        assert a["hosts"][host]["name"] == name
+        assert f"## {a['id']}: {a['headline'].replace('_', chr(92) + '_')}" in md
+        p = a["perftest"]
+        if "lacks" in p:
+            continue
+        server, client = shlex.split(p["server"]), shlex.split(p["client"])
+        served = REMOTE_HOSTS[p["server_host"]][2].split(":")
+        assert server[1:7] == ["-d", served[1], "-i", served[2], "-x", served[3]]
+        assert client[-1] == REMOTE_HOSTS[p["server_host"]][1].split("@")[1].split(":")[0]
+    html = _report(folder, "html", tmp_path).read_text()
+    assert ('id="simulated"' in html) is simulated
+    assert html.count("<h3>node-b (mlx5_1:1, ") == html.count('class="card anomaly"')

@@ -7,7 +7,20 @@ from pathlib import Path
 from collie.mfs import MFS, Condition
 from collie.model.flow import Endpoint, Flow
 from collie.oracle import Symptom
-from collie.report.facts import flow_words, mfs_words, moved_counters, replay_command, symptom_text
+from collie.report.facts import (
+    flow_words,
+    headline,
+    mfs_words,
+    moved_counters,
+    point_words,
+    replay_command,
+    symptom_size,
+    symptom_text,
+    trial_of,
+)
+from collie.report.machines import Machine, Machines
+from collie.report.perftest import Device
+from collie.storage.records import Phase, TrialRecord, TrialState
 
 
 def test_an_mfs_reads_as_a_sentence() -> None:
@@ -52,3 +65,31 @@ def test_a_flow_in_words() -> None:
              qps=2, sges=2)
     assert flow_words(f) == ("a -> a (loopback): RC SEND of 4KiB, 2 QPs, batch 1, SQ depth 128, RQ depth 128, "
                              "MTU 4096, 2 SGEs, client memory gpu")
+
+
+def test_a_remote_symptom_names_the_inventory_host_and_its_port() -> None:
+    machines = Machines(remote=True, roles={"b": Machine("b", "node-b", device=Device("mlx5_0", 1, 3, "10.0.0.2"))})
+    pause = Symptom("pause", "b", "receiver", 0.1962, 0.001, "tx_prio3_pause_duration")
+    assert headline(pause, machines) == "PFC pause on node-b (mlx5_0:1, receiver)"
+    assert symptom_text(pause, machines).startswith("PFC pause on node-b (mlx5_0:1, receiver): paused 19.62% of")
+    assert symptom_size(pause) == "paused 19.62% of the time"
+    assert symptom_size(Symptom("loss", "a", "receiver", 5000.0, 10.0, "out_of_sequence")) == \
+        "5,000 events/s of out_of_sequence"
+
+
+def test_the_trial_of_a_find_counts_budgeted_experiments_in_journal_order() -> None:
+    def t(n: int, phase: Phase, state: TrialState = TrialState.COMPLETE) -> TrialRecord:
+        return TrialRecord(n, phase, "k", {}, state, 0.0, reason="x" if state is TrialState.PRUNED else "")
+
+    trials = (t(1, Phase.CALIBRATE), t(2, Phase.CALIBRATE), t(3, Phase.EXPLORE), t(4, Phase.EXPLORE, TrialState.PRUNED),
+              t(5, Phase.EXPLORE), t(6, Phase.CONFIRM))
+    assert [trial_of(n, trials) for n in (1, 2, 3)] == [3, 5, 6]
+    assert trial_of(4, trials) is None and trial_of(None, trials) is None
+
+
+def test_a_search_point_in_words() -> None:
+    point = {"op": "RC_WRITE", "direction": "incast", "sizes": [2048, 32, 524288], "qps": 1, "batch": 55,
+             "mtu": 1024, "memory": "gpu", "burst": True}
+    assert point_words(point) == "RC WRITE incast of 32 B to 512KiB (3 sizes), 1 QP, batch 55, MTU 1024, gpu memory, " \
+        "bursts"
+    assert point_words({}) == ""

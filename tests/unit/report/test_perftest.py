@@ -45,7 +45,8 @@ def _flow(**kw: object) -> Flow:
 def test_a_write_case_maps_field_by_field_on_a_verbs_target() -> None:
     w = Workload((_flow(transport="UC", opcode="WRITE", sizes=(65536,), qps=8, mtu=1024, sq_depth=256, batch=32,
                         signal_every=16, inline=64),))
-    p = perftest_lines(w, "verbs:mlx5_0:1:3", duration_s=10.0)
+    device = device_of("verbs:mlx5_0:1:3")
+    p = perftest_lines(w, {"a": device, "b": device}, duration_s=10.0)
     assert p.expressible and p.tool == "ib_write_bw" and (p.server_host, p.client_host) == ("b", "a")
     tool, server, rest = _parse(p.server)
     assert tool == "ib_write_bw" and rest == []
@@ -58,21 +59,21 @@ def test_a_write_case_maps_field_by_field_on_a_verbs_target() -> None:
 def test_a_ud_send_case_sets_both_queue_depths() -> None:
     w = Workload((_flow(transport="UD", opcode="SEND", sizes=(1024,), qps=32, mtu=1024, sq_depth=1448,
                         rq_depth=1448),))
-    tool, options, rest = _parse(perftest_lines(w, "sim").client)
+    tool, options, rest = _parse(perftest_lines(w, {}).client)
     assert tool == "ib_send_bw" and options["-c"] == "UD" and options["-t"] == options["-r"] == "1448"
-    assert "-d" not in options  # the simulator names no device: perftest takes the first one
+    assert "-d" not in options  # no device named (the simulator): perftest takes the first one
     assert rest == ["b"]
 
 
 def test_a_read_case_runs_ib_read_bw_with_the_requester_as_client() -> None:
     w = Workload((_flow(opcode="READ", sizes=(131072,), mtu=1024),))
-    p = perftest_lines(w, "sim")
+    p = perftest_lines(w, {})
     assert p.tool == "ib_read_bw" and p.client_host == "a" and "-r" not in _parse(p.server)[1]
 
 
 def test_a_loopback_case_connects_to_localhost_and_gpu_memory_uses_cuda() -> None:
     w = Workload((Flow(client=Endpoint("a", "gpu"), server=Endpoint("a")),))
-    p = perftest_lines(w, "sim")
+    p = perftest_lines(w, {})
     _, client, rest = _parse(p.client)
     assert rest == ["localhost"] and client["--use_cuda"] == "0"
     assert "--use_cuda" not in _parse(p.server)[1]
@@ -81,13 +82,13 @@ def test_a_loopback_case_connects_to_localhost_and_gpu_memory_uses_cuda() -> Non
 def test_a_flow_and_its_mirror_image_are_perftest_bidirectional() -> None:
     there = _flow(opcode="READ", sizes=(4096,))
     back = Flow(client=Endpoint("b"), server=Endpoint("a"), opcode="READ", sizes=(4096,))
-    p = perftest_lines(Workload((there, back)), "sim")
+    p = perftest_lines(Workload((there, back)), {})
     assert p.tool == "ib_read_bw"
     assert "-b" in _parse(p.server)[1] and "-b" in _parse(p.client)[1]
 
 
 def test_one_memory_region_per_qp_is_mr_per_qp() -> None:
-    assert "--mr_per_qp" in _parse(perftest_lines(Workload((_flow(qps=4, mrs=4),)), "sim").server)[1]
+    assert "--mr_per_qp" in _parse(perftest_lines(Workload((_flow(qps=4, mrs=4),)), {}).server)[1]
 
 
 @pytest.mark.parametrize("workload, condition", [
@@ -104,7 +105,7 @@ def test_one_memory_region_per_qp_is_mr_per_qp() -> None:
     (Workload((_flow(batch=4, signal_every=8),)), "4 work requests at a time with one completion every 8"),
 ])
 def test_what_perftest_cannot_express_is_named_in_one_sentence(workload: Workload, condition: str) -> None:
-    p = perftest_lines(workload, "sim")
+    p = perftest_lines(workload, {})
     assert not p.expressible and p.server == p.client == ""
     assert condition in p.lacks and p.lacks == lacks(workload) and "\n" not in p.lacks
 
@@ -113,3 +114,12 @@ def test_the_device_comes_from_a_verbs_target_only() -> None:
     assert device_of("verbs:rxe0").name == "rxe0" and device_of("verbs:rxe0").port is None
     assert device_of("verbs:mlx5_1:2:3") == Device("mlx5_1", 2, 3)
     assert device_of("sim:cx6-200g").name == "" and device_of("remote:lab.toml").name == ""
+
+
+def test_each_host_opens_its_own_device_and_the_client_connects_to_the_servers_address() -> None:
+    w = Workload((_flow(opcode="WRITE", sizes=(4096,)),))
+    p = perftest_lines(w, {"a": Device("mlx5_0", 1, 3, "10.0.0.1"), "b": Device("mlx5_2", 2, 5, "10.0.0.2")})
+    _, server, rest = _parse(p.server)
+    assert (server["-d"], server["-i"], server["-x"], rest) == ("mlx5_2", "2", "5", [])
+    _, client, rest = _parse(p.client)
+    assert (client["-d"], client["-i"], client["-x"], rest) == ("mlx5_0", "1", "3", ["10.0.0.2"])
