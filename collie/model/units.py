@@ -30,15 +30,6 @@ def parse_size(value: int | str) -> int:
     raise ValueError(f"not a byte size: {value!r} (write e.g. 512, \"64K\" or \"4MiB\")")
 
 
-def format_size(n: int) -> str:
-    """Shortest exact binary form: 65536 -> ``64K``, 1536 -> ``1536``, 4194304 -> ``4M``."""
-    for suffix in ("T", "G", "M", "K"):
-        factor = _SIZE_FACTORS[suffix]
-        if n >= factor and n % factor == 0:
-            return f"{n // factor}{suffix}"
-    return str(n)
-
-
 def format_bytes(n: int) -> str:
     """A byte count as people read it, in binary units: ``4 MiB``, ``1.5 KiB``, ``4097 B``, ``9.54 PiB``.
 

@@ -24,13 +24,13 @@ from collie.collectors.catalog import Catalog
 from collie.errors import CollieError
 from collie.mfs import MFS, Condition
 from collie.model.flow import Flow
-from collie.model.units import format_size
+from collie.model.units import format_bytes
 from collie.oracle import Symptom, Verdict
 from collie.report.load import CampaignData
 from collie.report.machines import LOCAL, Machines, machines_of
 from collie.report.perftest import PerftestLines, perftest_lines
 from collie.storage.campaign import ANOMALIES
-from collie.storage.case import CaseRecord
+from collie.storage.case import CaseRecord, Hit, HitKind
 from collie.storage.records import TrialRecord, TrialState
 from collie.targets.base import TargetInfo
 
@@ -102,7 +102,7 @@ class AnomalyFacts:
         throughput: the case's throughput as a fraction of the calibrated ceiling (None: unknown).
         perftest: the perftest lines of the case, or what perftest lacks.
         verdict_of: ``case`` (the minimal case's own runs) or ``original`` (the original find's run).
-        hits: the finds of this anomaly (1: the one that made it).
+        further_hits: the campaign's later finds that were this anomaly (docs/search.md, "the same anomaly").
     """
 
     anomaly_id: str
@@ -132,7 +132,19 @@ class AnomalyFacts:
     throughput: float | None
     perftest: PerftestLines
     verdict_of: str
-    hits: int = 1
+    further_hits: tuple[Hit, ...] = ()
+
+    @property
+    def hits(self) -> int:
+        """The finds of this anomaly: the one that made it and the further hits."""
+        return 1 + len(self.further_hits)
+
+    @property
+    def hits_text(self) -> str:
+        """The further hits in words (``""``: none): the trial of each and how it was recognised."""
+        return "; ".join(f"trial {h.trial}: {_HIT_WORDS[h.kind]}"
+                         + (f" (after {h.experiments} experiments)" if h.experiments else "")
+                         for h in self.further_hits)
 
     @property
     def symptom_name(self) -> str:
@@ -204,6 +216,12 @@ def counter_catalog(info: TargetInfo | None) -> Catalog | None:
         return None
 
 
+#: How each kind of further hit was recognised, in words.
+_HIT_WORDS: Final = {HitKind.INSIDE: "inside its minimal feature set",
+                     HitKind.WIDENED: "just past an edge, which moved out to take it in",
+                     HitKind.NESTED: "minimized to the same region"}
+
+
 def facts_of(record: CaseRecord, campaign: CampaignData, catalog: Catalog | None = None) -> AnomalyFacts:
     """The facts of anomaly ``record`` of ``campaign`` (``catalog``: its target's counters, for their units)."""
     verdict, verdict_of = _verdict(record)
@@ -228,7 +246,8 @@ def facts_of(record: CaseRecord, campaign: CampaignData, catalog: Catalog | None
         folder=folder, replay=replay_command(folder, spec), target_spec=spec, fingerprint=fingerprint,
         machines=machines, hosts=hosts, moved=moved_counters(hosts, catalog),
         throughput=verdict.metrics.get("throughput") if verdict is not None else None,
-        perftest=perftest_lines(record.workload, machines.devices(), duration), verdict_of=verdict_of)
+        perftest=perftest_lines(record.workload, machines.devices(), duration), verdict_of=verdict_of,
+        further_hits=record.hits)
 
 
 def trial_of(found_at: int | None, trials: tuple[TrialRecord, ...]) -> int | None:
@@ -329,14 +348,14 @@ def mfs_words(mfs: MFS | None) -> str:
 
 def _value(feature: str, value: Any) -> str:
     if feature in _BYTES and isinstance(value, int) and not isinstance(value, bool):
-        return f"{format_size(value)}iB" if value >= 1024 and format_size(value)[-1].isalpha() else f"{value} B"
+        return format_bytes(value)
     return str(value)
 
 
 def _condition_words(c: Condition) -> str:
     if c.feature in _FLAGS:
         phrase = _FLAGS[c.feature]
-        return phrase if c.value is True or c.op != "==" else f"no {phrase}"
+        return phrase if c.value is True or c.op != "==" else f"without {phrase}"
     noun = _NOUNS.get(c.feature, c.feature)
     if c.op == ">=":
         return f"{noun} at least {_value(c.feature, c.value)}"
@@ -348,7 +367,7 @@ def _condition_words(c: Condition) -> str:
 
 
 def point_words(point: Mapping[str, Any]) -> str:
-    """A search point in a line: ``RC WRITE incast of 32 B to 512KiB (8 sizes), 1 QP, batch 55, MTU 1024``
+    """A search point in a line: ``RC WRITE incast of 32 B to 512 KiB (8 sizes), 1 QP, batch 55, MTU 1024``
     (``""`` for an empty point)."""
     if not point:
         return ""
@@ -368,7 +387,7 @@ def point_words(point: Mapping[str, Any]) -> str:
 
 
 def flow_words(f: Flow) -> str:
-    """One flow in a line: ``a -> b: RC WRITE of 64KiB, 4 QPs, batch 1, SQ depth 128, MTU 4096``."""
+    """One flow in a line: ``a -> b: RC WRITE of 64 KiB, 4 QPs, batch 1, SQ depth 128, MTU 4096``."""
     sizes = ", ".join(_value("max_msg", s) for s in f.sizes)
     parts = [f"{f.transport} {f.opcode} of {sizes}", f"{f.qps} QP{'s' if f.qps != 1 else ''}", f"batch {f.batch}",
              f"SQ depth {f.sq_depth}"]

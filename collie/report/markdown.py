@@ -126,6 +126,9 @@ def _anomaly(a: AnomalyFacts, report: Report) -> list[str]:
     out += [f"{status.capitalize()}{found}; magnitude {md_text(a.magnitude_text)}{tput}.", ""]
     if a.verdict_of == "original":
         out += ["The evidence below is the original find's (this case records no runs of its own).", ""]
+    if a.further_hits:
+        out += [f"**Met again** ({len(a.further_hits)} further {'hit' if len(a.further_hits) == 1 else 'hits'}): "
+                f"{md_text(a.hits_text)}.", ""]
     config = report.data.config
     if a.target_spec != config.target or a.fingerprint != config.target_info:  # else named once, above
         out += ["**Target of this case:** " + md_code(a.target_spec)

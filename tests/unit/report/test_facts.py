@@ -28,7 +28,7 @@ def test_an_mfs_reads_as_a_sentence() -> None:
                                  Condition("mtu", "<=", 1024), Condition("loopback", "==", False),
                                  Condition("opcode", "in", ("SEND", "WRITE"))))
     assert mfs_words(mfs) == ("needs transport UD, work requests per post (batch) at least 64, path MTU at most "
-                              "1KiB, no a flow from a host to itself and opcode one of SEND, WRITE")
+                              "1 KiB, without a flow from a host to itself and opcode one of SEND, WRITE")
     assert mfs_words(None).startswith("not minimized")
     assert mfs_words(MFS("pause@receiver", ())).startswith("shows in every workload")
 
@@ -63,7 +63,7 @@ def test_the_replay_command_is_quoted_for_a_shell() -> None:
 def test_a_flow_in_words() -> None:
     f = Flow(client=Endpoint("a", "gpu"), server=Endpoint("a"), transport="RC", opcode="SEND", sizes=(4096,),
              qps=2, sges=2)
-    assert flow_words(f) == ("a -> a (loopback): RC SEND of 4KiB, 2 QPs, batch 1, SQ depth 128, RQ depth 128, "
+    assert flow_words(f) == ("a -> a (loopback): RC SEND of 4 KiB, 2 QPs, batch 1, SQ depth 128, RQ depth 128, "
                              "MTU 4096, 2 SGEs, client memory gpu")
 
 
@@ -90,6 +90,6 @@ def test_the_trial_of_a_find_counts_budgeted_experiments_in_journal_order() -> N
 def test_a_search_point_in_words() -> None:
     point = {"op": "RC_WRITE", "direction": "incast", "sizes": [2048, 32, 524288], "qps": 1, "batch": 55,
              "mtu": 1024, "memory": "gpu", "burst": True}
-    assert point_words(point) == "RC WRITE incast of 32 B to 512KiB (3 sizes), 1 QP, batch 55, MTU 1024, gpu memory, " \
-        "bursts"
+    assert point_words(point) == "RC WRITE incast of 32 B to 512 KiB (3 sizes), 1 QP, batch 55, MTU 1024, " \
+        "gpu memory, bursts"
     assert point_words({}) == ""
