@@ -60,8 +60,7 @@ def wire_bps_from_payload(payload_bps: float) -> float:
 def catalog_of(info: TargetInfo) -> Catalog:
     """The counter catalog a target's results are read with (its dialect, plus ``sim`` on the simulator, local or
     on remote sim hosts)."""
-    simulated = info.kind == "sim" or (info.kind == "remote" and info.details.get("simulated") == "yes")
-    return catalog_for(info.counter_dialect, simulated=simulated)
+    return catalog_for(info.counter_dialect, simulated=info.simulated)
 
 
 def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, info: TargetInfo,

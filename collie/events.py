@@ -89,6 +89,7 @@ class AnomalyFound:
             minimize runs counted from 1, calibration and corpus replays aside.
         minimized: the preset confirms and minimizes finds (False: ``random`` and ``bayes`` save them as found).
         chain: the search chain that found it (``--parallel``; None with one chain).
+        trial: the journal's trial that first showed it (the number the reports give; 0: not known).
     """
 
     anomaly_id: str
@@ -100,6 +101,7 @@ class AnomalyFound:
     found_at: int = 0
     minimized: bool = True
     chain: int | None = None
+    trial: int = 0
 
 
 @dataclass(frozen=True)

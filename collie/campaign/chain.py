@@ -359,7 +359,7 @@ class Chain:
             minimize_experiments=cost, minimize_steps=steps))
         self._emit(AnomalyFound(record.anomaly_id, verdict.signature, mfs.describe() if mfs else "",
                                 self._spent(), cost, record.confirmed, found_at=record.found_at,
-                                minimized=self.summary.confirms))
+                                minimized=self.summary.confirms, trial=record.trial))
 
     # -- the edges of MFSs, widened or finished ----------------------------------------------------------
 

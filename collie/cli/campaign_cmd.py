@@ -23,7 +23,7 @@ from collie.targets.kind import TargetSpec
 
 def _summary_rows(summary: CampaignSummary) -> list[dict[str, Any]]:
     return [{
-        "anomaly": a.anomaly_id, "signature": a.signature, "found_at": a.found_at,
+        "anomaly": a.anomaly_id, "signature": a.signature, "found_at": a.found_at, "found_trial": a.trial,
         "confirmed": a.confirmed, "mfs": a.mfs.describe() if a.mfs else "",
     } for a in summary.anomalies]
 
@@ -105,7 +105,11 @@ def campaign(ctx: click.Context, target_spec: TargetSpec, space_file: Path | Non
                    if summary.replayed else "")
     unminimized = ("" if summary.confirms else
                    f" (preset {chosen.name} neither confirms nor minimizes: they are saved as found)")
-    click.echo(f"== done: {counted(summary.experiments, 'experiment')} ({summary.minimize_experiments} minimizing, "
+    info = store.config().target_info
+    simulated = (f" on {config.target}, simulated (no hardware ran: {info.nic_model} is a simulator profile)"
+                 if info is not None and info.simulated else "")
+    click.echo(f"== done{simulated}: {counted(summary.experiments, 'experiment')} "
+               f"({summary.minimize_experiments} minimizing, "
                f"{summary.calibration} calibration, {summary.pruned} pruned, {summary.failed} failed); "
                f"{counted(len(summary.anomalies), 'anomaly', 'anomalies')} in {out}{unminimized}{corpus_line}",
                err=True)
@@ -115,7 +119,8 @@ def campaign(ctx: click.Context, target_spec: TargetSpec, space_file: Path | Non
                          "failed": summary.failed, "known_hits": summary.known_hits,
                          "replayed": summary.replayed, "corpus_reproduced": summary.corpus_reproduced,
                          "confirms_and_minimizes": summary.confirms,
+                         "simulated": info is not None and info.simulated,
                          "anomalies": _summary_rows(summary)}, indent=2))
     else:
         emit(render(_summary_rows(summary), fmt, title=f"anomalies ({out})",
-                    columns=["anomaly", "signature", "found_at", "confirmed", "mfs"]))
+                    columns=["anomaly", "signature", "found_trial", "confirmed", "mfs"]))

@@ -60,6 +60,12 @@ class TargetInfo:
     hosts: tuple[str, ...]
     details: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def simulated(self) -> bool:
+        """Whether every number measured on this target comes from the simulator: the ``sim`` target, or a
+        ``remote`` one whose every host runs it (``details["simulated"] == "yes"``)."""
+        return self.kind == "sim" or (self.kind == "remote" and self.details.get("simulated") == "yes")
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form, every field (``hosts`` a list)."""
         return encode_fields(self)

@@ -39,7 +39,9 @@ def plain_line(event: Event, every: int, each: Collection[str] = ()) -> str | No
             state, what = "not minimized", "saved as found"
         else:
             state, what = "confirmed" if event.confirmed else "NOT confirmed after minimizing", event.mfs
-        return (f"!! {event.anomaly_id} [{event.signature}] found at experiment {event.found_at}{_by(event.chain)} "
+        found = f"trial {event.trial} (experiment {event.found_at})" if event.trial else \
+            f"experiment {event.found_at}"
+        return (f"!! {event.anomaly_id} [{event.signature}] found at {found}{_by(event.chain)} "
                 f"({counted(event.minimize_experiments, 'more experiment')} to confirm and minimize, {state}): "
                 f"{what}")
     if isinstance(event, KnownAnomaly):
