@@ -192,9 +192,9 @@ def test_found_at_agrees_with_the_log_and_counts_are_in_good_english(finished: P
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["anomalies"]
     assert len(rows) == 1, "this campaign finds one anomaly: the summary says so in the singular"
-    logged = {m.group(1): int(m.group(2)) for m in re.finditer(r"!! (\S+) \[.*?\] found at experiment (\d+) ",
-                                                                r.stderr)}
-    assert logged == {a["anomaly"]: a["found_at"] for a in rows}
+    logged = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(
+        r"!! (\S+) \[.*?\] found at trial (\d+) \(experiment (\d+)\) ", r.stderr)}
+    assert logged == {a["anomaly"]: (a["found_trial"], a["found_at"]) for a in rows}
     evidence = json.loads((out / "anomalies" / rows[0]["anomaly"] / "evidence.json").read_text())
     assert evidence["original"]["found_at"] == rows[0]["found_at"]
     # the experiment that found it is an explore trial, the found_at-th experiment of the journal
@@ -202,6 +202,7 @@ def test_found_at_agrees_with_the_log_and_counts_are_in_good_english(finished: P
     counted = [t for t in journal if t["status"] == "COMPLETE" and t["phase"] in ("explore", "confirm", "minimize")]
     finder = counted[rows[0]["found_at"] - 1]
     assert finder["phase"] == "explore" and finder["verdict"]["anomalous"]
+    assert finder["trial"] == rows[0]["found_trial"]  # the trial number the log and the reports give
     assert "; 1 anomaly in " in r.stderr
     assert not re.search(r"\b1 (experiments|anomalies|runs|known cases|minimal feature sets)\b", r.stderr), r.stderr
 

@@ -29,7 +29,7 @@ def _campaign(out: Path, target: str, seed: int) -> list[Path]:
 
 
 @pytest.mark.parametrize(("target", "seed"), [("sim:cx6-200g", 4), ("sim:cx6-200g-amd", 1),
-                                              ("sim:p2100g-100g", 2)])
+                                              ("sim:p2100g-100g", 6)])
 def test_each_anomaly_is_saved_once_with_its_case_at_its_edges(tmp_path: Path, target: str, seed: int) -> None:
     folders = _campaign(tmp_path / "c", target, seed)
     cases = [read_case_folder(f) for f in folders]

@@ -244,7 +244,10 @@ def test_without_a_spare_the_campaign_stops_with_exit_3_and_resumes_once_the_hos
     assert str(err.value).endswith("the campaign cannot go on (fix the host, then continue with --resume)")
     at_open = campaign_cli(f"remote:{inventory}", out, "--resume")
     assert at_open.returncode == 3
-    assert at_open.stderr.startswith("collie: error: host 'h1': ") and "collie hosts check" in at_open.stderr
+    # the resume says what it reads back, then why it cannot go on
+    assert at_open.stderr.startswith("resumed ")
+    assert at_open.stderr.splitlines()[-1].startswith("collie: error: host 'h1': ")
+    assert "collie hosts check" in at_open.stderr
     farm.servers[1].start()  # back, on the same port with the same key
     resumed = campaign_cli(f"remote:{inventory}", out, "--resume")
     assert resumed.returncode == 0, resumed.stderr

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,8 +172,9 @@ def test_a_remote_campaigns_page_names_each_roles_host_and_wraps_commands_betwee
     for card in driver.find_elements(By.CSS_SELECTOR, "section.card.anomaly"):
         assert " on node-" in card.find_element(By.CSS_SELECTOR, "h2 .headline").text
         hosts = [h.text for h in card.find_elements(By.CSS_SELECTOR, ".host h3")]
-        assert hosts == ["node-a (mlx5_0:1, sender)", "node-b (mlx5_1:1, receiver)"] or \
-            hosts == ["node-a (mlx5_0:1, receiver)", "node-b (mlx5_1:1, sender)"], hosts
+        # each host by its inventory name, device and port, and its end (both receive in a case both ways)
+        assert hosts and all(re.fullmatch(r"node-a \(mlx5_0:1, (sender|receiver)\)|node-b \(mlx5_1:1, "
+                                          r"(sender|receiver)\)", h) for h in hosts), hosts
     cells = [r.find_elements(By.TAG_NAME, "td")[1].text
              for r in driver.find_elements(By.CSS_SELECTOR, "table.findings tr[data-anomaly]")]
     assert cells and all(c.startswith(("node-a (mlx5_0:1, ", "node-b (mlx5_1:1, ")) for c in cells), cells
