@@ -315,3 +315,21 @@ def test_a_remote_campaign_names_the_host_device_and_address_of_each_role(campai
     html = _report(folder, "html", tmp_path).read_text()
     assert ('id="simulated"' in html) is simulated
     assert html.count("<h3>node-b (mlx5_1:1, ") == html.count('class="card anomaly"')
+
+
+def test_an_anomalys_further_hits_show_in_every_format(campaign: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "hits"
+    shutil.copytree(campaign, folder)
+    case = sorted((folder / "anomalies").iterdir())[0]
+    evidence = json.loads((case / "evidence.json").read_text())
+    evidence["hits"] = [{"trial": 120, "kind": "inside", "signature": evidence["signature"], "experiments": 0},
+                        {"trial": 305, "kind": "nested", "signature": evidence["signature"], "experiments": 31}]
+    (case / "evidence.json").write_text(json.dumps(evidence))
+    html = _report(folder, "html", tmp_path).read_text()
+    assert "Met again</b> (2 further hits): trial 120: inside its minimal feature set; trial 305: minimized to " \
+           "the same region (after 31 experiments)" in html
+    md = _report(folder, "md", tmp_path).read_text()
+    assert "**Met again** (2 further hits): trial 120" in md
+    doc = json.loads(_report(folder, "json", tmp_path).read_text())
+    first = next(a for a in doc["anomalies"] if a["id"] == case.name)
+    assert first["hits"] == 3 and [h["trial"] for h in first["further_hits"]] == [120, 305]
