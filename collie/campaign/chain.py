@@ -393,6 +393,8 @@ class Chain:
                 self.summary.minimize_experiments += self.summary.experiments - before
             self._open.pop(0)
             self.budget.release(self.index, edges.minimizer)
+            if self.registry.find(record.anomaly_id) is None:  # another chain's find took it in meanwhile
+                continue
             cost = self.summary.experiments - before
             moved = finished.point != record.point
             self._replace_mfs(record, finished.mfs, cost, finished.point,
