@@ -35,6 +35,12 @@ grouped.
 A final confirmation re-runs the simplest case ``runs`` times and requires ``required`` anomalous runs (a probe
 that already kept that exact case counts as one).
 
+The case sits at its edges: a dimension bisected from its simplest value ends at the edge (the simplest value that
+keeps the condition), and a size edge found toward smaller messages moves the case's size down to it
+(:func:`off_edges` names a condition a case does not sit at). A point that ``explained`` (a campaign's hook: the
+region of another known anomaly of the same symptom) holds is never run: it reads as a masked loss, so the case
+never moves into a known region.
+
 Deferred edges (``run(..., defer=True)``, what a campaign does): an edge gets only ``search_bisect_steps``
 bisection steps while the search waits. An edge still open then stands in the MFS at the near end of its
 bracket on the side that lost the anomaly (a wider region than the true one: exclusion stays conservative and
