@@ -36,10 +36,11 @@ A final confirmation re-runs the simplest case ``runs`` times and requires ``req
 that already kept that exact case counts as one).
 
 The case sits at its edges: a dimension bisected from its simplest value ends at the edge (the simplest value that
-keeps the condition), and a size edge found toward smaller messages moves the case's size down to it
-(:func:`off_edges` names a condition a case does not sit at). A point that ``explained`` (a campaign's hook: the
-region of another known anomaly of the same symptom) holds is never run: it reads as a masked loss, so the case
-never moves into a known region.
+keeps the condition; :func:`off_edges` names a condition a case does not sit at). A size edge is a far-side check
+of the case's one size, which stays as found. A point that ``explained`` (a campaign's hook: the
+region of another known anomaly of the same symptom) holds is never run and cannot be tested, like a point that
+cannot run (a verb half reads it as masked: the next alternative decides), so the case never moves into a known
+region and no edge is drawn at one.
 
 Deferred edges (``run(..., defer=True)``, what a campaign does): an edge gets only ``search_bisect_steps``
 bisection steps while the search waits. An edge still open then stands in the MFS at the near end of its
@@ -146,12 +147,12 @@ class Minimizer:
             return False  # settled: vanished in a probe and its recheck
         if self._explained(point):
             # a known anomaly of the same symptom explains whatever runs there: it decides nothing about this
-            # one (masked), and it is not run; as a loss it keeps the case out of the known region
+            # one, so it is not run and cannot be tested (a verb half reads it as masked: the next alternative
+            # decides); the case never moves there
             self._masked.add(key)
-            self._lost.add(key)
-            self.steps.append({"why": f"{why} (a known anomaly's region)", "kept": False, "point": dict(point),
+            self.steps.append({"why": f"{why} (a known anomaly's region)", "kept": None, "point": dict(point),
                                "runs": 0})
-            return False
+            return None
         if not recheck and key in self._vanished:
             return False  # seen without the anomaly, and one run is all this probe would have had
         # a grouped probe of this very point already saw the anomaly vanish: this run is its recheck
@@ -335,7 +336,10 @@ class Minimizer:
         value = current[d.name]
         simplest = d.simplest()
         if value != simplest:
-            kept = self._test({**current, d.name: simplest}, signature, f"{d.name} -> {simplest}")
+            trial = {**current, d.name: simplest}
+            kept = self._test(trial, signature, f"{d.name} -> {simplest}")
+            if kept is None and d.name == "op" and point_key(trial) in self._masked:
+                return self._verb(d, current, signature)  # a known anomaly's region: the verb's halves decide
             if kept is None:
                 return None
             if not kept:
@@ -390,6 +394,8 @@ class Minimizer:
         for v in values:
             point = {**current, name: v}
             kept = self._test(point, signature, f"{name} -> {v}")
+            if kept is None and point_key(point) in self._masked:
+                continue  # a known anomaly's region: the next alternative decides
             if kept is None:
                 return _UNTESTABLE
             if kept:
@@ -577,8 +583,7 @@ class Minimizer:
 
     def _size_edge(self, d: SizeVector, sizes: list[int], exps: list[int], end: int, current: dict[str, Any],
                    signature: str) -> list[Condition]:
-        """The edge between the current single size (anomalous) and ``end`` (not), as a condition; a lower edge
-        (``end`` smaller) puts the case's size at the edge.
+        """The edge between the current single size (anomalous) and ``end`` (not), as a condition.
 
         When the original pattern ``sizes`` held no message beyond the edge's side, it cannot tell whether the
         anomaly needs every message on this side of the edge or only one: one probe of the case with a message
@@ -591,11 +596,8 @@ class Minimizer:
             if self._test({**current, d.name: mix}, signature, f"sizes -> {mix} (one message beyond)",
                           recheck=False):
                 pattern.append(end)
-        value, conditions = self._bisect(d.name, [[e] for e in exps], [end], [v], current, signature,
-                                         partial(_size_condition, pattern, lower), places_case=lower)
-        if lower:  # smaller messages are simpler: the case moves down to the edge, as to a numeric one's
-            current[d.name] = value
-        return conditions
+        return self._bisect(d.name, [[e] for e in exps], [end], [v], current, signature,
+                            partial(_size_condition, pattern, lower))[1]
 
 
 def _size_condition(sizes: list[int], lower: bool, edge: list[int], case: Mapping[str, Any]) -> list[Condition]:
@@ -744,8 +746,9 @@ def off_edges(space: SearchSpace, mfs: MFS, point: Mapping[str, Any]) -> list[Co
 
     A minimized case sits at each edge of its MFS, the simplest value that keeps the condition: the feature
     equals the condition's value, unless the dimension driving it holds its simplest value inside the region
-    (an upper edge found from the simplest value) or, for a message size, the case's messages lie below an
-    upper edge (smaller is simpler).
+    (an upper edge found from the simplest value). Message sizes are not held to it: a size edge is found by a
+    far-side check of the case's one size, which stays as found (moving it down to a lower edge changed what
+    the other dimensions were checked against, and the campaigns found fewer planted anomalies).
     """
     f = features(space.build(point))
     off: list[Condition] = []
@@ -753,8 +756,6 @@ def off_edges(space: SearchSpace, mfs: MFS, point: Mapping[str, Any]) -> list[Co
         if c.op not in (">=", "<=") or getattr(f, c.feature) == c.value:
             continue
         if c.feature in _SIZE_FEATURES:
-            if c.op == ">=":
-                off.append(c)
             continue
         drivers = [p for p, feature in PARAM_FEATURE.items() if feature == c.feature and p in point]
         if not any(point[p] == space.dimension(p).simplest() for p in drivers):

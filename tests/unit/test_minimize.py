@@ -399,19 +399,6 @@ def test_points_a_known_anomaly_explains_are_not_run_and_decide_nothing() -> Non
     assert plain.point["op"] == "RC_WRITE"
 
 
-def test_a_lower_size_edge_puts_the_case_at_the_edge() -> None:
-    # a pause for READs of 16 KB or more: found with 1 MB messages, the case comes down to 16 KB
-    def big_reads(point: Any) -> Verdict:
-        f = features(SPACE.build(point))
-        return PAUSE if f.opcode == "READ" and f.max_msg >= 16384 else CLEAN
-
-    result = Minimizer(SPACE, big_reads, MinimizeSettings()).run(
-        {**SPACE.simplest(), "op": "RC_READ", "sizes": [1 << 20], "mr_size": 1 << 22}, PAUSE)
-    assert "max_msg >= 16384" in result.mfs.describe() or "min_msg >= 16384" in result.mfs.describe()
-    assert result.point["sizes"] == [16384] and result.confirmed
-    assert off_edges(SPACE, result.mfs, result.point) == []
-
-
 def test_off_edges_names_the_conditions_a_case_does_not_sit_at() -> None:
     mfs = MFS("pause@receiver", (Condition("batch", ">=", 64), Condition("mtu", "<=", 1024),
                                  Condition("wq_depth", ">=", 256)))
