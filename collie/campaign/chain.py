@@ -132,7 +132,7 @@ class Chain:
     def _experiment(self, phase: Phase, workload: Workload, point: Mapping[str, Any] | None) -> TrialOutcome:
         """Run (or take from the journal) one trial; journal it (with the point as it runs: legal, as the live
         view and the reports show it); return its outcome."""
-        return self.runner.run(phase, workload, None if point is None else self.space.legal_point(point))
+        return self.runner.run(phase, workload, None if point is None else self.space.legal_point(point, workload))
 
     def _probe(self, phase: Phase, point: Mapping[str, Any]) -> Verdict | None:
         if not self.space.is_valid(point):

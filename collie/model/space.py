@@ -138,10 +138,11 @@ class SearchSpace:
 
         return Workload(flows=tuple(flow(c, s) for c, s in DIRECTION_PAIRS[p["direction"]]))
 
-    def legal_point(self, point: Mapping[str, Any]) -> dict[str, Any]:
-        """``point`` as it runs: each of its parameters at its value in the workload :meth:`build` makes of it
-        (inline 0 for a READ, an MR of at least one SGE, ...), for showing what ran rather than what was asked."""
-        built = self.point_of(self.build(point))
+    def legal_point(self, point: Mapping[str, Any], workload: Workload) -> dict[str, Any]:
+        """``point`` as it runs: each of its parameters at its value in ``workload``, the one :meth:`build`
+        made of it (inline 0 for a READ, an MR of at least one SGE, ...), for showing what ran rather than what
+        was asked."""
+        built = self.point_of(workload)
         return {k: built.get(k, v) for k, v in point.items()}
 
     def point_of(self, workload: Workload) -> dict[str, Any]:

@@ -307,7 +307,7 @@ def minimize_case(plan: MinimizePlan, *, seed: int, accept_new_host_keys: bool,
         def run(p: Mapping[str, Any]) -> Verdict | None:
             nonlocal spent
             w = space.build(p)
-            ran = space.legal_point(p)
+            ran = space.legal_point(p, w)
             spent += 1
             listener(TrialStarted(spent, "minimize", ran))
             experiment = _complete(run_and_judge(target, w, chosen.duration, calibration.oracle))

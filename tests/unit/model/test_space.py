@@ -285,7 +285,8 @@ def test_repair_steps_out_of_two_overlapping_regions_one_at_a_time(space) -> Non
 
 def test_the_legal_point_is_the_point_that_runs_on_the_points_own_keys(space) -> None:  # type: ignore[no-untyped-def]
     asked = {**space.simplest(), "op": "RC_READ", "inline": 256, "sizes": [65536], "sges": 1, "mr_size": 4096}
-    legal = space.legal_point(asked)
+    legal = space.legal_point(asked, space.build(asked))
     assert legal == {**asked, "inline": 0, "mr_size": 65536}
     assert space.build(legal) == space.build(asked)
-    assert space.legal_point({"op": "RC_READ", "inline": 64}) == {"op": "RC_READ", "inline": 0}
+    read = {"op": "RC_READ", "inline": 64}
+    assert space.legal_point(read, space.build(read)) == {"op": "RC_READ", "inline": 0}
