@@ -107,14 +107,14 @@ def triggers() -> list[Trigger]:
     """The 18 concrete triggers, in Table 2 order, each with its near misses."""
     out: list[Trigger] = []
     # F, Intel and AMD hosts -----------------------------------------------------------------------------
-    w = one("#1", transport="UD", opcode="SEND", qps=1, mr_size=64 * K, wq=256, mtu=2048, batch=64,
+    w = one("#1", transport="UD", opcodes=("SEND",), qps=1, mr_size=64 * K, wq=256, mtu=2048, batch=64,
             sizes=(2 * K,))
     out.append(Trigger("f01-ud-rx-wqe", 1, "cx6-200g", w, True, True, {
         "batch >= 64": with_flows(w, batch=32),
         "wq_depth >= 256": with_flows(w, wq=128),
         "transport == UD": with_flows(w, transport="RC"),
     }))
-    w = one("#2", transport="UD", opcode="SEND", qps=16, wq=1024, mtu=1024, batch=4, sizes=(1 * K,))
+    w = one("#2", transport="UD", opcodes=("SEND",), qps=16, wq=1024, mtu=1024, batch=4, sizes=(1 * K,))
     out.append(Trigger("f02-ud-small-many-qp", 2, "cx6-200g", w, False, True, {
         "batch <= 8": with_flows(w, batch=16),
         "wq_depth >= 1024": with_flows(w, wq=512),
@@ -122,32 +122,32 @@ def triggers() -> list[Trigger]:
         "qps_total >= 16": with_flows(w, qps=8),
         "transport == UD": with_flows(w, transport="RC"),
     }))
-    w = one("#3", transport="RC", opcode="READ", qps=8, mrs=1, mr_size=4 * M, wq=128, mtu=1024,
+    w = one("#3", transport="RC", opcodes=("READ",), qps=8, mrs=1, mr_size=4 * M, wq=128, mtu=1024,
             sizes=(4 * M,))
     out.append(Trigger("f03-read-mtu1k", 3, "cx6-200g", w, True, True, {
         "mtu <= 1K": with_flows(w, mtu=4096),
-        "opcode == READ": with_flows(w, opcode="WRITE"),
+        "opcode == READ": with_flows(w, opcodes=("WRITE",)),
         "max_msg >= 16K": with_flows(w, sizes=(8 * K,)),
     }))
-    w = bi("#4", transport="RC", opcode="READ", qps=80, mr_size=64 * K, wq=128, mtu=4096, batch=128, sges=4,
+    w = bi("#4", transport="RC", opcodes=("READ",), qps=80, mr_size=64 * K, wq=128, mtu=4096, batch=128, sges=4,
            sizes=(128,))
     out.append(Trigger("f04-bi-read-sge", 4, "cx6-200g", w, True, True, {
         "bidirectional": one_way(w),
         "batch >= 32": with_flows(w, batch=16),
         "sges >= 4": with_flows(w, sges=2),
         "qps_total >= 160": with_flows(w, qps=40),
-        "opcode == READ": with_flows(w, opcode="WRITE"),
+        "opcode == READ": with_flows(w, opcodes=("WRITE",)),
     }))
-    w = one("#5", transport="RC", opcode="SEND", qps=1, wq=1024, mtu=1024, batch=64, sges=2, sizes=(2 * K,))
+    w = one("#5", transport="RC", opcodes=("SEND",), qps=1, wq=1024, mtu=1024, batch=64, sges=2, sizes=(2 * K,))
     out.append(Trigger("f05-rc-send-batch", 5, "cx6-200g", w, True, True, {
         "mtu <= 1K": with_flows(w, mtu=4096),
         "batch >= 64": with_flows(w, batch=32),
         "wq_depth >= 1024": with_flows(w, wq=512),
         "min_msg >= 2K": with_flows(w, sizes=(1 * K,)),
         "max_msg <= 8K": with_flows(w, sizes=(16 * K,)),
-        "opcode == SEND": with_flows(w, opcode="WRITE"),
+        "opcode == SEND": with_flows(w, opcodes=("WRITE",)),
     }))
-    w = one("#6", transport="RC", opcode="SEND", qps=32, wq=1024, mtu=1024, batch=8, sges=2, sizes=(1 * K,))
+    w = one("#6", transport="RC", opcodes=("SEND",), qps=32, wq=1024, mtu=1024, batch=8, sges=2, sizes=(1 * K,))
     out.append(Trigger("f06-rc-send-sge", 6, "cx6-200g", w, False, True, {
         "mtu <= 1K": with_flows(w, mtu=4096),
         "batch <= 16": with_flows(w, batch=32),
@@ -155,18 +155,18 @@ def triggers() -> list[Trigger]:
         "wq_depth >= 1024": with_flows(w, wq=512),
         "max_msg <= 1K": with_flows(w, sizes=(2 * K,)),
         "qps_total >= 32": with_flows(w, qps=16),
-        "opcode == SEND": with_flows(w, opcode="WRITE"),
+        "opcode == SEND": with_flows(w, opcodes=("WRITE",)),
     }))
-    w = one("#7", transport="RC", opcode="WRITE", qps=24, mrs=24 * 1024, mr_size=64 * K, wq=128, mtu=1024,
+    w = one("#7", transport="RC", opcodes=("WRITE",), qps=24, mrs=24 * 1024, mr_size=64 * K, wq=128, mtu=1024,
             batch=1, sizes=(512,))
     out.append(Trigger("f07-write-many-mr", 7, "cx6-200g", w, False, True, {
         "batch <= 1": with_flows(w, batch=2),
         "max_msg <= 1K": with_flows(w, sizes=(2 * K,)),
         "mrs_host >= 12000": with_flows(w, mrs=4096),
-        "opcode == WRITE": with_flows(w, opcode="SEND"),
+        "opcode == WRITE": with_flows(w, opcodes=("SEND",)),
         "transport == RC": with_flows(w, transport="UC"),
     }))
-    w = one("#8", transport="RC", opcode="WRITE", qps=480, wq=16, mtu=1024, batch=1, sizes=(512,))
+    w = one("#8", transport="RC", opcodes=("WRITE",), qps=480, wq=16, mtu=1024, batch=1, sizes=(512,))
     out.append(Trigger("f08-write-many-qp", 8, "cx6-200g", w, False, True, {
         "batch <= 1": with_flows(w, batch=2),
         "wq_depth <= 16": with_flows(w, wq=32),
@@ -174,7 +174,7 @@ def triggers() -> list[Trigger]:
         "qps_total >= 450": with_flows(w, qps=200),
         "transport == RC": with_flows(w, transport="UC"),
     }))
-    w = bi("#9", transport="RC", opcode="WRITE", qps=8, mr_size=4 * M, wq=128, mtu=4096, batch=8, sges=3,
+    w = bi("#9", transport="RC", opcodes=("WRITE",), qps=8, mr_size=4 * M, wq=128, mtu=4096, batch=8, sges=3,
            sizes=(128, 64 * K, 1 * K))
     out.append(Trigger("f09-bi-sge-mix-noro", 9, "cx6-200g-amd", w, True, True, {
         "bidirectional": one_way(w),
@@ -183,31 +183,31 @@ def triggers() -> list[Trigger]:
         "size_mix (large)": with_flows(w, sizes=(64 * K,)),
         "relaxed ordering off": ("cx6-200g", w),
     }))
-    w = bi("#10", transport="RC", opcode="WRITE", qps=320, mr_size=64 * K, wq=128, mtu=1024, batch=64,
+    w = bi("#10", transport="RC", opcodes=("WRITE",), qps=320, mr_size=64 * K, wq=128, mtu=1024, batch=64,
            sizes=(64 * K, 128, 128, 128))
     out.append(Trigger("f10-bi-write-mix", 10, "cx6-200g", w, True, False, {
         "bidirectional": one_way(w),
         "batch >= 64": with_flows(w, batch=32),
         "size_mix": with_flows(w, sizes=(128,)),
         "qps_total >= 320": with_flows(w, qps=100),
-        "opcode == WRITE": with_flows(w, opcode="SEND"),
+        "opcode == WRITE": with_flows(w, opcodes=("SEND",)),
     }))
-    w = bi("#11", amem="local", bmem="remote", transport="RC", opcode="WRITE", qps=1, mrs=32, mr_size=4 * M,
+    w = bi("#11", amem="local", bmem="remote", transport="RC", opcodes=("WRITE",), qps=1, mrs=32, mr_size=4 * M,
            wq=128, mtu=4096, batch=16, sizes=(256 * K,))
     out.append(Trigger("f11-bi-remote-numa", 11, "cx6-200g-amd", w, True, False, {
         "bidirectional": one_way(w),
-        "remote_numa": bi("#11 local", transport="RC", opcode="WRITE", qps=1, mrs=32, mr_size=4 * M, wq=128,
+        "remote_numa": bi("#11 local", transport="RC", opcodes=("WRITE",), qps=1, mrs=32, mr_size=4 * M, wq=128,
                           mtu=4096, batch=16, sizes=(256 * K,)),
         "AMD host": ("cx6-200g", w),
     }))
-    w = bi("#12", amem="gpu", bmem="gpu", transport="RC", opcode="WRITE", qps=8, mr_size=4 * M, wq=128,
+    w = bi("#12", amem="gpu", bmem="gpu", transport="RC", opcodes=("WRITE",), qps=8, mr_size=4 * M, wq=128,
            mtu=4096, batch=8, sges=3, sizes=(128, 64 * K, 1 * K))
     out.append(Trigger("f12-gpu-acs", 12, "cx6-200g-amd", w, True, True, {
-        "gpu": bi("#12 host memory", transport="RC", opcode="WRITE", qps=8, mr_size=4 * M, wq=128, mtu=4096,
+        "gpu": bi("#12 host memory", transport="RC", opcodes=("WRITE",), qps=8, mr_size=4 * M, wq=128, mtu=4096,
                   batch=8, sges=3, sizes=(128, 64 * K, 1 * K)),
         "misconfigured PCIe switch": ("cx6-200g", w),
     }))
-    common: dict[str, Any] = {"transport": "RC", "opcode": "WRITE", "mrs": 32, "mr_size": 4 * M, "wq": 128,
+    common: dict[str, Any] = {"transport": "RC", "opcodes": ("WRITE",), "mrs": 32, "mr_size": 4 * M, "wq": 128,
                               "mtu": 4096, "batch": 16, "sizes": (256 * K,)}
     w = Workload(flows=(flow("a", "b", qps=8, **dict(common)), flow("b", "b", qps=8, **dict(common))),
                  name="#13")
@@ -216,7 +216,7 @@ def triggers() -> list[Trigger]:
         "incast (loopback only)": Workload(flows=(flow("b", "b", qps=16, **dict(common)),)),
     }))
     # H ------------------------------------------------------------------------------------------------
-    w = bi("#14", transport="RC", opcode="WRITE", qps=1024, mr_size=256 * K, wq=128, mtu=4096, batch=1,
+    w = bi("#14", transport="RC", opcodes=("WRITE",), qps=1024, mr_size=256 * K, wq=128, mtu=4096, batch=1,
            sges=4, sizes=(64 * K,))
     out.append(Trigger("h14-bi-mtu4k-sge", 14, "p2100g-100g", w, False, True, {
         "mtu >= 4K": with_flows(w, mtu=1024),
@@ -224,31 +224,31 @@ def triggers() -> list[Trigger]:
         "qps_total >= 1300": with_flows(w, qps=512),
         "bidirectional": one_way(w),
     }))
-    w = one("#15", transport="UD", opcode="SEND", qps=32, mr_size=4 * K, wq=64, mtu=2048, batch=1,
+    w = one("#15", transport="UD", opcodes=("SEND",), qps=32, mr_size=4 * K, wq=64, mtu=2048, batch=1,
             sizes=(256, 1 * K, 64, 1 * K))
     out.append(Trigger("h15-ud-many-qp", 15, "p2100g-100g", w, True, False, {
         "wq_depth >= 64": with_flows(w, wq=32),
         "qps_total >= 32": with_flows(w, qps=16),
         "transport == UD": with_flows(w, transport="RC"),
     }))
-    w = one("#16", transport="RC", opcode="READ", qps=500, mr_size=256 * K, wq=128, mtu=1024, batch=8,
+    w = one("#16", transport="RC", opcodes=("READ",), qps=500, mr_size=256 * K, wq=128, mtu=1024, batch=8,
             sizes=(64 * K,))
     out.append(Trigger("h16-read-mtu1k-qps", 16, "p2100g-100g", w, True, False, {
         "mtu <= 1K": with_flows(w, mtu=4096),
         "batch >= 8": with_flows(w, batch=4),
         "qps_total >= 500": with_flows(w, qps=250),
-        "opcode == READ": with_flows(w, opcode="WRITE"),
+        "opcode == READ": with_flows(w, opcodes=("WRITE",)),
     }))
-    w = one("#17", transport="RC", opcode="SEND", qps=80, mr_size=1 * M, wq=128, mtu=1024, batch=1,
+    w = one("#17", transport="RC", opcodes=("SEND",), qps=80, mr_size=1 * M, wq=128, mtu=1024, batch=1,
             sizes=(1 * K,))
     out.append(Trigger("h17-send-small-qps", 17, "p2100g-100g", w, True, False, {
         "batch <= 16": with_flows(w, batch=32),
         "wq_depth >= 128": with_flows(w, wq=64),
         "max_msg <= 1K": with_flows(w, sizes=(2 * K,)),
         "qps_total >= 64": with_flows(w, qps=32),
-        "opcode == SEND": with_flows(w, opcode="WRITE"),
+        "opcode == SEND": with_flows(w, opcodes=("WRITE",)),
     }))
-    w = bi("#18", transport="RC", opcode="WRITE", qps=16, mr_size=64 * K, wq=64, mtu=1024, batch=16,
+    w = bi("#18", transport="RC", opcodes=("WRITE",), qps=16, mr_size=64 * K, wq=64, mtu=1024, batch=16,
            sizes=(64 * K,))
     out.append(Trigger("h18-bi-write-mtu1k", 18, "p2100g-100g", w, True, False, {
         "bidirectional": one_way(w),
@@ -256,7 +256,7 @@ def triggers() -> list[Trigger]:
         "batch >= 16": with_flows(w, batch=8),
         "max_msg <= 64K": with_flows(w, sizes=(128 * K,), mr_size=128 * K),
         "qps_total >= 30": with_flows(w, qps=8),
-        "opcode == WRITE": with_flows(w, opcode="READ"),
+        "opcode == WRITE": with_flows(w, opcodes=("READ",)),
     }))
     return out
 

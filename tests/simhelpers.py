@@ -184,7 +184,7 @@ def random_workload(rng: random.Random, *, gpu: bool = True, remote: bool = True
     cmem, smem = rng.choice(mems), rng.choice(mems)
     qps = logint(1, 2048)
     shape = rng.choice(("oneway", "oneway", "bi", "loop"))
-    base = Flow(client=Endpoint("a", cmem), server=Endpoint("b", smem), transport=transport, opcode=opcode,
+    base = Flow(client=Endpoint("a", cmem), server=Endpoint("b", smem), transport=transport, opcodes=(opcode,),
                 sizes=sizes, qps=qps, batch=batch, sges=sges, sq_depth=depth, rq_depth=depth, mtu=mtu,
                 mrs=mrs, mr_size=mr_size)
     if shape == "bi":
@@ -201,12 +201,12 @@ PERFTEST_DEFAULTS: tuple[Workload, ...] = (
     one(name="ib_write_bw", qps=1, batch=1, wq=128, mtu=4096, sizes=(65536,)),
     one(name="ib_write_bw -q 8 -l 16", qps=8, batch=16, wq=128, mtu=4096, sizes=(65536,)),
     one(name="ib_write_bw -s 64 -q 16", qps=16, batch=32, wq=512, mtu=4096, sizes=(64,)),
-    one(name="ib_read_bw", opcode="READ", qps=1, wq=128, mtu=4096, sizes=(65536,)),
-    one(name="ib_send_bw", opcode="SEND", qps=1, wq=512, mtu=4096, sizes=(65536,)),
-    one(name="ib_send_bw -c UD", transport="UD", opcode="SEND", qps=1, wq=512, mtu=4096, sizes=(4096,)),
+    one(name="ib_read_bw", opcodes=("READ",), qps=1, wq=128, mtu=4096, sizes=(65536,)),
+    one(name="ib_send_bw", opcodes=("SEND",), qps=1, wq=512, mtu=4096, sizes=(65536,)),
+    one(name="ib_send_bw -c UD", transport="UD", opcodes=("SEND",), qps=1, wq=512, mtu=4096, sizes=(4096,)),
     bi(name="ib_write_bw -b", qps=1, wq=128, mtu=4096, sizes=(65536,)),
-    bi(name="ib_read_bw -b -q 4", opcode="READ", qps=4, wq=128, mtu=4096, sizes=(1 << 20,), mr_size=1 << 20),
+    bi(name="ib_read_bw -b -q 4", opcodes=("READ",), qps=4, wq=128, mtu=4096, sizes=(1 << 20,), mr_size=1 << 20),
     one(name="ib_write_bw -a (2 B)", qps=1, wq=128, mtu=4096, sizes=(2,)),
     one(name="ib_write_bw -s 8M", qps=2, wq=128, mtu=4096, sizes=(8 << 20,), mr_size=8 << 20),
-    one(name="ib_atomic_bw", opcode="ATOMIC_FA", qps=4, wq=128, mtu=4096, sizes=(8,)),
+    one(name="ib_atomic_bw", opcodes=("ATOMIC_FA",), qps=4, wq=128, mtu=4096, sizes=(8,)),
 )

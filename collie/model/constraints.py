@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from collie.errors import ConstraintError
-from collie.model.flow import Flow, hosts_of
+from collie.model.flow import ATOMIC_BYTES, INLINE_OPCODES, Flow, hosts_of
 from collie.model.units import format_bytes
 
 ATOMIC_OPCODES: Final = ("ATOMIC_FA", "ATOMIC_CS")
@@ -36,8 +36,9 @@ class Constraint:
 
 def _legal_opcode(f: Flow) -> str | None:
     legal = LEGAL_OPCODES[f.transport]
-    if f.opcode not in legal:
-        return f"{f.transport} does not support {f.opcode}; {f.transport} allows {', '.join(legal)}"
+    for opcode in f.opcodes:
+        if opcode not in legal:
+            return f"{f.transport} does not support {opcode}; {f.transport} allows {', '.join(legal)}"
     return None
 
 
@@ -49,8 +50,10 @@ def _ud_msg_le_mtu(f: Flow) -> str | None:
 
 
 def _atomics(f: Flow) -> str | None:
-    if f.opcode in ATOMIC_OPCODES and (set(f.sizes) != {8} or f.sges != 1):
-        return f"atomic {f.opcode} operates on exactly 8 B in one SGE; set sizes = [8] and sges = 1"
+    if f.opcode in ATOMIC_OPCODES and (set(f.sizes) != {ATOMIC_BYTES} or f.sges != 1):
+        return (f"atomic {f.opcode} operates on exactly {ATOMIC_BYTES} B in one SGE; set sizes = [{ATOMIC_BYTES}] "
+                f"and sges = 1 (in a pattern mixed with other opcodes, atomic requests take {ATOMIC_BYTES} B "
+                f"whatever the sizes say)")
     return None
 
 
@@ -74,30 +77,44 @@ def _sges_le_min_size(f: Flow) -> str | None:
     return None
 
 
-def _sge_fits_mr(f: Flow) -> str | None:
-    sge = -(-f.max_size // f.sges)
-    if sge > f.mr_size:
-        sges = f"{f.sges} SGE{'s' if f.sges > 1 else ''}"
-        return (f"an SGE of {format_bytes(sge)} ({format_bytes(f.max_size)} over {sges}) does not fit an MR of "
-                f"{format_bytes(f.mr_size)}; use mr_size >= {format_bytes(sge)} or more SGEs")
+def _msg_fits_mr(f: Flow) -> str | None:
+    if f.max_size > f.mr_size:
+        return (f"a message of {format_bytes(f.max_size)} does not fit an MR of {format_bytes(f.mr_size)} (a "
+                f"message's range, all its SGEs, lies in one MR); use mr_size >= {format_bytes(f.max_size)}")
     return None
 
 
 def _inline(f: Flow) -> str | None:
-    if f.inline and f.opcode not in ("WRITE", "WRITE_IMM", "SEND", "SEND_IMM"):
+    if f.inline and not INLINE_OPCODES.intersection(f.opcodes):
         return f"inline data only applies to WRITE and SEND, not {f.opcode}; set inline = 0"
     return None
 
 
+def _recv_depth_ge_batch(f: Flow) -> str | None:
+    if f.rq_depth < f.recv_batch:
+        return (f"rq_depth {f.rq_depth} is below recv_batch {f.recv_batch}: a receive post list cannot exceed "
+                f"the receive queue; use rq_depth >= {f.recv_batch}")
+    return None
+
+
+def _recv_sges_le_min_size(f: Flow) -> str | None:
+    if f.recv_sges > f.min_size:
+        return f"{f.recv_sges} receive SGEs cannot split a {f.min_size} B message; use recv_sges <= {f.min_size}"
+    return None
+
+
 CONSTRAINTS: Final[tuple[Constraint, ...]] = (
-    Constraint("legal_opcode", "UD: SEND only; UC: SEND and WRITE; RC: all opcodes", _legal_opcode),
+    Constraint("legal_opcode", "every opcode of the pattern: UD SEND only; UC SEND and WRITE; RC all",
+               _legal_opcode),
     Constraint("ud_msg_le_mtu", "UD messages are at most one MTU", _ud_msg_le_mtu),
     Constraint("atomics_8b", "atomics are RC only, 8 B, one SGE", _atomics),
     Constraint("depth_ge_batch", "sq_depth >= batch", _depth_ge_batch),
     Constraint("signal_within_depth", "signal_every <= sq_depth", _signal_within_depth),
     Constraint("sges_le_min_size", "every SGE carries at least one byte", _sges_le_min_size),
-    Constraint("sge_fits_mr", "each SGE fits in one MR", _sge_fits_mr),
+    Constraint("msg_fits_mr", "a message's range lies in one MR", _msg_fits_mr),
     Constraint("inline_needs_write_or_send", "inline data only for WRITE and SEND", _inline),
+    Constraint("recv_depth_ge_batch", "rq_depth >= recv_batch", _recv_depth_ge_batch),
+    Constraint("recv_sges_le_min_size", "every receive SGE holds at least one byte", _recv_sges_le_min_size),
 )
 
 

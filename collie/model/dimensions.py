@@ -220,4 +220,63 @@ class SizeVector:
         return f"1..{self.max_len} sizes of {self.lo} .. {self.hi} B (powers of two)"
 
 
-Dimension = Choice | IntRange | Flag | SizeVector
+@dataclass(frozen=True)
+class OpcodePattern:
+    """Opcodes cycled with the point's own (``op``) over the work requests of a flow: 0..``max_len`` of
+    ``values``. Half of the samples are empty (one opcode per flow, the paper's traffic), so mixes are searched
+    without crowding out the plain verbs.
+
+    Mutations: append one opcode, drop one, replace one, or clear the pattern.
+    """
+
+    name: str
+    values: tuple[str, ...]
+    max_len: int = 3
+    simplest_value: tuple[str, ...] = ()
+    help: str = ""
+
+    def _one(self, rng: np.random.Generator) -> str:
+        return self.values[int(rng.integers(len(self.values)))]
+
+    def sample(self, rng: np.random.Generator) -> list[str]:
+        if rng.random() < 0.5:
+            return []
+        return [self._one(rng) for _ in range(int(rng.integers(1, self.max_len + 1)))]
+
+    def mutate(self, value: Sequence[str], rng: np.random.Generator) -> list[str]:
+        ops = list(value)
+        for _ in range(16):
+            new = list(ops)
+            move = float(rng.random())
+            if (move < 0.4 or not new) and len(new) < self.max_len:
+                new.insert(int(rng.integers(len(new) + 1)), self._one(rng))
+            elif move < 0.65 and new:
+                del new[int(rng.integers(len(new)))]
+            elif move < 0.9 and new:
+                new[int(rng.integers(len(new)))] = self._one(rng)
+            else:
+                new = []
+            if new != ops:
+                return new
+        return [] if ops else [self.values[0]]
+
+    def check(self, value: Any) -> str | None:
+        ok = (isinstance(value, list | tuple) and len(value) <= self.max_len
+              and all(isinstance(v, str) and v in self.values for v in value))
+        if not ok:
+            return (f"{self.name} = {value!r} is not allowed; use a list of at most {self.max_len} opcodes from "
+                    f"{', '.join(self.values)}")
+        return None
+
+    def simplest(self) -> list[str]:
+        return list(self.simplest_value)
+
+    def repairs(self, value: Sequence[str]) -> list[list[str]]:
+        """No mix at all."""
+        return [list(self.simplest_value)]
+
+    def domain(self) -> str:
+        return f"0..{self.max_len} of {' | '.join(self.values)}"
+
+
+Dimension = Choice | IntRange | Flag | SizeVector | OpcodePattern

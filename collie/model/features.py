@@ -5,11 +5,16 @@ conditions, minimal feature sets and reports all speak in these names, so a cond
 ``qps_total >= 160``) means the same thing everywhere.
 
 Aggregation rules (for workloads of several flows):
-    * categorical features (``transport``, ``opcode``) are the common value, or ``MIXED`` when flows differ;
+    * categorical features (``transport``, ``opcode``) are the common value, or ``MIXED`` when flows differ (a
+      flow whose requests cycle over several opcodes has the opcode ``MIXED`` itself);
     * size-like and count-like features are the maximum over flows, except ``*_total`` (sums), ``mtu`` (the
       smallest: the most packets per message) and ``min_msg`` (the smallest message);
-    * flags (``bidirectional``, ``loopback``, ``incast``, ``remote_numa``, ``gpu``, ``burst``) are true when any
-      flow has them.
+    * flags (``bidirectional``, ``loopback``, ``incast``, ``remote_numa``, ``gpu``, ``burst``, ``read_write_mix``,
+      ``atomics``) are true when any flow has them;
+    * ``line_tail`` and ``tail_packet`` describe where sizes sit against region boundaries: the smallest
+      non-zero ``size mod 64`` (bytes in a message's partial last cache line; 0 when every size is whole lines)
+      and the smallest payload of the last packet of a message of several packets (1 for MTU + 1 bytes; 0 when
+      no message spans packets). "size mod 64 in 1..8" is ``line_tail >= 1 and line_tail <= 8``.
 
 :func:`encode` turns features into regression columns, and :func:`point_encoder` makes the encoder a search
 strategy's surrogate is given (the strategies know nothing of workloads; whoever builds them injects it).
@@ -27,6 +32,8 @@ from collie.model.workload import Workload
 
 SMALL_MSG: Final = 1024
 LARGE_MSG: Final = 65536
+CACHE_LINE: Final = 64
+_WRITES: Final = frozenset(("WRITE", "WRITE_IMM"))
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,13 @@ class Features:
     inline: int
     signal_every: int
     burst: bool
+    read_write_mix: bool
+    atomics: bool
+    line_tail: int
+    tail_packet: int
+    recv_batch: int
+    recv_sges: int
+    recv_delay_us: int
 
     def as_dict(self) -> dict[str, int | bool | str]:
         return asdict(self)
@@ -101,6 +115,8 @@ def features(workload: Workload) -> Features:
             remote_rx.add(receiver)
     max_msg = max(all_sizes)
     min_msg = min(all_sizes)
+    line_tails = [s % CACHE_LINE for s in all_sizes if s % CACHE_LINE]
+    tails = [s - (s - 1) // f.mtu * f.mtu for f in flows if f.transport != "UD" for s in f.sizes if s > f.mtu]
     return Features(
         transport=_common([f.transport for f in flows]),
         opcode=_common([f.opcode for f in flows]),
@@ -131,6 +147,13 @@ def features(workload: Workload) -> Features:
         inline=max(f.inline for f in flows),
         signal_every=max(f.signal_every for f in flows),
         burst=any(f.burst for f in flows),
+        read_write_mix=any("READ" in f.opcodes and _WRITES.intersection(f.opcodes) for f in flows),
+        atomics=any(f.atomic for f in flows),
+        line_tail=min(line_tails, default=0),
+        tail_packet=min(tails, default=0),
+        recv_batch=max(f.recv_batch for f in flows),
+        recv_sges=max(f.recv_sges for f in flows),
+        recv_delay_us=max(f.recv_delay_us for f in flows),
     )
 
 

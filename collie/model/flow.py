@@ -1,17 +1,21 @@
 """One flow of a workload: its client and server :class:`Endpoint` and the verbs resources between them, the
 legal values of each field, and the flow's file form.
 
-A flow's client is the requester (it posts WRITE/READ/SEND work requests), its server the responder; a flow
-whose client and server are the same host is loopback. ``qps`` and ``mrs`` count per flow and per side. Which end
-receives the payload is :attr:`Flow.receiver_is_client`, written once here.
+A flow's client is the requester (it posts WRITE/READ/SEND/atomic work requests, one opcode pattern cycled over
+them like the size pattern), its server the responder; a flow whose client and server are the same host is
+loopback. ``qps`` and ``mrs`` count per flow and per side. Which end receives the payload is
+:attr:`Flow.receiver_is_client`, written once here.
 
 Invariants:
     * every record is a frozen dataclass, hashable and compared by value;
-    * ``flow_from_dict(flow_to_dict(f), where) == f`` (lossless round trip).
+    * ``flow_from_dict(flow_to_dict(f), where) == f`` (lossless round trip);
+    * the file form of a flow that uses none of the newer fields (an opcode pattern, the receive side apart
+      from the send side) is what it was before they existed, so a workload's key never changes under it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
@@ -22,6 +26,16 @@ from collie.model.units import parse_size
 
 TRANSPORTS: Final = ("RC", "UC", "UD")
 OPCODES: Final = ("WRITE", "WRITE_IMM", "READ", "SEND", "SEND_IMM", "ATOMIC_FA", "ATOMIC_CS")
+ATOMIC_OPCODES: Final = frozenset(("ATOMIC_FA", "ATOMIC_CS"))
+#: Opcodes whose every request consumes a receive WQE at the responder.
+RECV_CONSUMING: Final = frozenset(("SEND", "SEND_IMM", "WRITE_IMM"))
+#: Opcodes that can carry inline data.
+INLINE_OPCODES: Final = frozenset(("WRITE", "WRITE_IMM", "SEND", "SEND_IMM"))
+#: Bytes an atomic request operates on, whatever the size pattern says.
+ATOMIC_BYTES: Final = 8
+#: What a flow's :attr:`Flow.opcode` is when its requests use more than one opcode.
+MIXED: Final = "MIXED"
+MAX_OPCODES: Final = 8
 MEMORY_PLACEMENTS: Final = ("local", "remote", "gpu")
 MTUS: Final = (256, 512, 1024, 2048, 4096)
 MAX_SIZES: Final = 8
@@ -39,7 +53,13 @@ FLOW_LIMITS: Final[Mapping[str, tuple[int, int]]] = {
     "inline": (0, 1024),
     "signal_every": (1, 1 << 16),
     "processes": (1, 256),
+    "recv_batch": (1, 4096),
+    "recv_sges": (1, 32),
+    "recv_delay_us": (0, 1_000_000),
 }
+#: Fields written to the file form only when they differ from their default (added after workload keys were
+#: first recorded: leaving them out keeps those keys).
+_OMITTED_AT_DEFAULT: Final = ("recv_batch", "recv_sges", "recv_delay_us")
 SIZE_LIMITS: Final = (1, 1 << 31)
 
 
@@ -65,13 +85,15 @@ class Flow:
         client: the requester.
         server: the responder.
         transport: ``RC``, ``UC`` or ``UD``.
-        opcode: the verb the client posts (one of :data:`OPCODES`).
-        sizes: request-size vector in bytes; work request *i* carries ``sizes[i % len(sizes)]`` bytes.
+        opcodes: the opcode pattern: work request *i* uses ``opcodes[i % len(opcodes)]`` (each one of
+            :data:`OPCODES`); :attr:`opcode` is the one opcode of a uniform pattern.
+        sizes: request-size vector in bytes; work request *i* carries ``sizes[i % len(sizes)]`` bytes (an atomic
+            request always operates on :data:`ATOMIC_BYTES`).
         qps: queue pairs of this flow (each side has as many).
         batch: work requests per post (a post list of this length).
         sges: scatter/gather entries per work request; a message is split evenly over them.
         sq_depth: send-queue depth (max outstanding WQEs per QP).
-        rq_depth: receive-queue depth (only meaningful for SEND opcodes).
+        rq_depth: receive-queue depth (meaningful when an opcode consumes receive WQEs: :data:`RECV_CONSUMING`).
         mtu: path MTU in bytes.
         mrs: memory regions registered per side.
         mr_size: size of each memory region in bytes.
@@ -79,12 +101,17 @@ class Flow:
         signal_every: one signalled completion every this many work requests.
         burst: traffic in on/off bursts instead of a steady stream.
         processes: worker processes driving this flow's QPs on each host.
+        recv_batch: receive WQEs per post (a receive post list of this length).
+        recv_sges: scatter/gather entries per receive WQE.
+        recv_delay_us: the responder waits this long (microseconds) before it reposts a receive post list on a
+            QP (0: as soon as it has polled the completions), so a receiver slower than its sender runs out of
+            receive WQEs (RNR).
     """
 
     client: Endpoint
     server: Endpoint
     transport: str = "RC"
-    opcode: str = "WRITE"
+    opcodes: tuple[str, ...] = ("WRITE",)
     sizes: tuple[int, ...] = (65536,)
     qps: int = 1
     batch: int = 1
@@ -98,6 +125,40 @@ class Flow:
     signal_every: int = 1
     burst: bool = False
     processes: int = 1
+    recv_batch: int = 1
+    recv_sges: int = 1
+    recv_delay_us: int = 0
+
+    @property
+    def opcode(self) -> str:
+        """The opcode every request uses, or :data:`MIXED` when the pattern has several."""
+        first = self.opcodes[0]
+        return first if all(o == first for o in self.opcodes) else MIXED
+
+    @property
+    def mixed(self) -> bool:
+        """Whether requests of this flow use more than one opcode."""
+        return self.opcode == MIXED
+
+    @property
+    def atomic(self) -> bool:
+        """Whether any request of this flow is an atomic."""
+        return any(o in ATOMIC_OPCODES for o in self.opcodes)
+
+    @property
+    def consumes_receives(self) -> bool:
+        """Whether any request of this flow consumes a receive WQE at the responder."""
+        return any(o in RECV_CONSUMING for o in self.opcodes)
+
+    def request(self, i: int) -> tuple[str, int]:
+        """Opcode and payload bytes of work request ``i`` (an atomic operates on :data:`ATOMIC_BYTES`)."""
+        op = self.opcodes[i % len(self.opcodes)]
+        return op, ATOMIC_BYTES if op in ATOMIC_OPCODES else self.sizes[i % len(self.sizes)]
+
+    def requests(self) -> tuple[tuple[str, int], ...]:
+        """One full cycle of the opcode and size patterns: ``lcm(len(opcodes), len(sizes))`` requests."""
+        n = math.lcm(len(self.opcodes), len(self.sizes))
+        return tuple(self.request(i) for i in range(n))
 
     @property
     def loopback(self) -> bool:
@@ -108,8 +169,9 @@ class Flow:
     def receiver_is_client(self) -> bool:
         """Which end the payload flows into: a READ moves payload from the server to the client; every other
         opcode (WRITE, SEND, their ``_IMM`` forms, and the atomics, whose operands travel in the request) from
-        the client to the server. The one place this rule is written: :attr:`payload_receiver` and
-        :attr:`payload_sender` follow it."""
+        the client to the server. A pattern that mixes READ with other opcodes moves payload both ways; its
+        *main* receiver is the client only when READs are all it posts. The one place this rule is written:
+        :attr:`payload_receiver` and :attr:`payload_sender` follow it."""
         return self.opcode == "READ"
 
     @property
@@ -131,7 +193,8 @@ class Flow:
         return min(self.sizes)
 
 
-_FLOW_FIELDS: Final = tuple(Flow.__dataclass_fields__)
+_FILE_FIELDS: Final = tuple("opcode" if n == "opcodes" else n for n in Flow.__dataclass_fields__)
+_DEFAULTS: Final[Mapping[str, Any]] = {n: f.default for n, f in Flow.__dataclass_fields__.items()}
 
 
 def hosts_of(flows: Iterable[Flow]) -> tuple[str, ...]:
@@ -141,8 +204,14 @@ def hosts_of(flows: Iterable[Flow]) -> tuple[str, ...]:
 
 def flow_to_dict(flow: Flow) -> dict[str, Any]:
     """The file form of ``flow`` (plain JSON/TOML-ready values)."""
-    d = asdict(flow)
-    d["sizes"] = list(flow.sizes)
+    d: dict[str, Any] = {}
+    for name, value in asdict(flow).items():
+        if name == "opcodes":
+            d["opcode"] = value[0] if len(value) == 1 else list(value)
+        elif name == "sizes":
+            d[name] = list(value)
+        elif name not in _OMITTED_AT_DEFAULT or value != _DEFAULTS[name]:
+            d[name] = value
     return d
 
 
@@ -179,7 +248,7 @@ def flow_from_dict(raw: Any, where: str) -> Flow:
         InputError: unknown or missing field, wrong type, value out of range (the message names the field).
     """
     expect_type(raw, dict, where, "a table")
-    check_fields(raw, where, _FLOW_FIELDS, required=("client", "server"))
+    check_fields(raw, where, _FILE_FIELDS, required=("client", "server"))
     kwargs: dict[str, Any] = {
         "client": _endpoint_from(raw["client"], f"{where}.client"),
         "server": _endpoint_from(raw["server"], f"{where}.server"),
@@ -187,7 +256,7 @@ def flow_from_dict(raw: Any, where: str) -> Flow:
     if "transport" in raw:
         kwargs["transport"] = Reader(f"{where}.transport").one_of(raw["transport"], TRANSPORTS)
     if "opcode" in raw:
-        kwargs["opcode"] = Reader(f"{where}.opcode").one_of(raw["opcode"], OPCODES)
+        kwargs["opcodes"] = _opcodes(raw["opcode"], f"{where}.opcode")
     if "mtu" in raw:
         kwargs["mtu"] = Reader(f"{where}.mtu").one_of(raw["mtu"], MTUS)
     if "sizes" in raw:
@@ -208,6 +277,16 @@ def _size(value: Any, where: str) -> int:
         return parse_size(value)
     except ValueError as exc:
         raise InputError(f"{where}: {exc}") from None
+
+
+def _opcodes(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    expect_type(value, list, where, f"an opcode or a list of 1 to {MAX_OPCODES} opcodes")
+    if not 1 <= len(value) <= MAX_OPCODES:
+        raise InputError(f"{where}: has {len(value)} opcodes; allowed is 1 to {MAX_OPCODES}")
+    return tuple(Reader(f"{where}[{i}]" if len(value) > 1 else where).one_of(v, OPCODES)
+                 for i, v in enumerate(value))
 
 
 def _sizes(value: Any, where: str) -> tuple[int, ...]:

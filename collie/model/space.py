@@ -26,12 +26,23 @@ from collie.codec import check_fields, expect_type
 from collie.data import data_dir
 from collie.errors import ConstraintError, InputError
 from collie.model.constraints import CONSTRAINTS, violations
-from collie.model.dimensions import Choice, Dimension, Flag, IntRange, SizeVector
-from collie.model.flow import MEMORY_PLACEMENTS, MTUS, Endpoint, Flow
+from collie.model.dimensions import Choice, Dimension, Flag, IntRange, OpcodePattern, SizeVector
+from collie.model.flow import (
+    ATOMIC_BYTES,
+    ATOMIC_OPCODES,
+    INLINE_OPCODES,
+    MEMORY_PLACEMENTS,
+    MTUS,
+    OPCODES,
+    RECV_CONSUMING,
+    Endpoint,
+    Flow,
+)
 from collie.model.workload import Workload
 from collie.tomlio import read_toml
 
-OPS: Final = ("RC_SEND", "RC_WRITE", "RC_READ", "UC_SEND", "UC_WRITE", "UD_SEND")
+OPS: Final = ("RC_SEND", "RC_WRITE", "RC_READ", "UC_SEND", "UC_WRITE", "UD_SEND", "RC_SEND_IMM", "RC_WRITE_IMM",
+               "RC_ATOMIC_FA", "RC_ATOMIC_CS", "UC_SEND_IMM", "UC_WRITE_IMM", "UD_SEND_IMM")
 #: The one table of what each direction is: its flows' (client host, server host) pairs, in flow order. The
 #: space builds workloads from it, reads directions back from it, and calibration measures its first three.
 DIRECTION_PAIRS: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
@@ -59,16 +70,21 @@ PARAMETERS: Final[Mapping[str, Any]] = {
     "inline": 0,
     "signal_every": 1,
     "burst": False,
+    "mix": [],
+    "rq_depth": 0,
+    "recv_batch": 1,
+    "recv_sges": 1,
+    "recv_delay_us": 0,
 }
 PARAMETER_HELP: Final[Mapping[str, str]] = {
-    "op": "transport and opcode: RC_SEND, RC_WRITE, RC_READ, UC_SEND, UC_WRITE, UD_SEND",
+    "op": "transport and the first opcode of each flow's pattern (RC_WRITE, RC_READ, RC_ATOMIC_FA, UD_SEND, ...)",
     "direction": "oneway a->b; bidirectional a<->b; loopback a->a; incast a->b plus b->b into one NIC",
     "qps": "queue pairs per flow (per direction)",
     "mrs": "memory regions per side of each flow",
     "mr_size": "bytes per memory region",
     "batch": "work requests per post list",
     "sges": "scatter/gather entries per work request",
-    "wq_depth": "send and receive queue depth",
+    "wq_depth": "send queue depth (and the receive queue's, unless rq_depth sets it)",
     "mtu": "path MTU in bytes",
     "sizes": "request-size pattern cycled over work requests",
     "memory": "buffer placement: local NUMA node, remote socket, or GPU memory",
@@ -76,6 +92,11 @@ PARAMETER_HELP: Final[Mapping[str, str]] = {
     "inline": "max inline data in bytes (0 = off)",
     "signal_every": "request a completion every N work requests",
     "burst": "on/off bursts instead of a steady stream",
+    "mix": "opcodes cycled after op's over the work requests of the same QPs ([] = op's opcode only)",
+    "rq_depth": "receive queue depth (0 = as wq_depth); for opcodes that consume receives",
+    "recv_batch": "receive WQEs per receive post list",
+    "recv_sges": "scatter/gather entries per receive WQE",
+    "recv_delay_us": "the receiver waits this long (us) before reposting each receive post list (0 = at once)",
 }
 DEFAULT_SPACE: Final = "default.toml"
 _MAX_TRIES: Final = 2000
@@ -110,30 +131,42 @@ class SearchSpace:
         """The workload a point describes, projected onto the nearest legal one.
 
         Parameters that cannot apply are clamped instead of rejected, so that one-dimension moves of a
-        search never hit a wall: UD sizes are cut to the MTU, inline is 0 for READ, queue depth is at least
-        the batch, signalling happens at least once per queue, SGEs are at most the smallest message and
-        MRs are at least one SGE. The features of the built workload (not the raw point) are what quirks,
-        minimal feature sets and reports speak of. Only ``pinned_memory`` can still fail (see
-        :meth:`validate`).
+        search never hit a wall: UD sizes are cut to the MTU, a flow of atomics only carries 8 B in one SGE,
+        inline is 0 without WRITE or SEND, queue depths are at least their post lists, signalling happens at
+        least once per queue, SGEs are at most the smallest message, an MR holds the largest message, and the
+        receive side keeps its defaults unless an opcode consumes receives. The features of the built
+        workload (not the raw point) are what quirks, minimal feature sets and reports speak of. A mix an
+        opcode of which the transport lacks, and ``pinned_memory``, can still fail (see :meth:`validate`).
         """
         p = self.complete(point)
         transport, opcode = str(p["op"]).split("_", 1)
+        opcodes = (opcode, *p["mix"])
         memory = str(p["memory"])
         sizes = tuple(p["sizes"])
+        if all(o in ATOMIC_OPCODES for o in opcodes):
+            sizes = (ATOMIC_BYTES,)
         if transport == "UD":
             sizes = tuple(min(s, p["mtu"]) for s in sizes)
-        sges = max(1, min(p["sges"], min(sizes)))
+        sges = 1 if all(o in ATOMIC_OPCODES for o in opcodes) else max(1, min(p["sges"], min(sizes)))
         depth = max(p["wq_depth"], p["batch"])
-        inline = p["inline"] if opcode in ("WRITE", "WRITE_IMM", "SEND", "SEND_IMM") else 0
-        mr_size = max(p["mr_size"], -(-max(sizes) // sges))
+        inline = p["inline"] if INLINE_OPCODES.intersection(opcodes) else 0
+        mr_size = max(p["mr_size"], max(sizes))
+        if RECV_CONSUMING.intersection(opcodes):
+            recv_batch = p["recv_batch"]
+            rq_depth = max(p["rq_depth"] or depth, recv_batch)
+            recv_sges = max(1, min(p["recv_sges"], min(sizes)))
+            recv_delay = p["recv_delay_us"]
+        else:
+            recv_batch, rq_depth, recv_sges, recv_delay = 1, depth, 1, 0
 
         def flow(client: str, server: str) -> Flow:
             return Flow(
                 client=Endpoint(client, memory), server=Endpoint(server, memory),
-                transport=transport, opcode=opcode, sizes=sizes, qps=p["qps"],
-                batch=p["batch"], sges=sges, sq_depth=depth, rq_depth=depth,
+                transport=transport, opcodes=opcodes, sizes=sizes, qps=p["qps"],
+                batch=p["batch"], sges=sges, sq_depth=depth, rq_depth=rq_depth,
                 mtu=p["mtu"], mrs=p["mrs"], mr_size=mr_size, inline=inline,
                 signal_every=min(p["signal_every"], depth), burst=p["burst"], processes=p["processes"],
+                recv_batch=recv_batch, recv_sges=recv_sges, recv_delay_us=recv_delay,
             )
 
         return Workload(flows=tuple(flow(c, s) for c, s in DIRECTION_PAIRS[p["direction"]]))
@@ -157,14 +190,16 @@ class SearchSpace:
         f = workload.flows[0]
         memories = {e.memory for fl in workload.flows for e in (fl.client, fl.server)}
         same = all(replace(x, client=f.client, server=f.server) == f for x in workload.flows)
-        if direction is None or not same or len(memories) != 1 or f.sq_depth != f.rq_depth:
+        if direction is None or not same or len(memories) != 1:
             raise InputError("this workload is not a point of the search space (its flows must be alike, on "
                              "hosts a and b, one-way, bidirectional, loopback or incast, with one memory "
-                             "placement and equal queue depths)")
-        point = {"op": f"{f.transport}_{f.opcode}", "direction": direction, "qps": f.qps, "mrs": f.mrs,
+                             "placement)")
+        point = {"op": f"{f.transport}_{f.opcodes[0]}", "direction": direction, "qps": f.qps, "mrs": f.mrs,
                  "mr_size": f.mr_size, "batch": f.batch, "sges": f.sges, "wq_depth": f.sq_depth, "mtu": f.mtu,
                  "sizes": list(f.sizes), "memory": memories.pop(), "processes": f.processes, "inline": f.inline,
-                 "signal_every": f.signal_every, "burst": f.burst}
+                 "signal_every": f.signal_every, "burst": f.burst, "mix": list(f.opcodes[1:]),
+                 "rq_depth": f.rq_depth, "recv_batch": f.recv_batch, "recv_sges": f.recv_sges,
+                 "recv_delay_us": f.recv_delay_us}
         return {k: v for k, v in point.items() if k in self.names}
 
     def problems(self, point: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -302,12 +337,13 @@ def constraint_rows() -> list[dict[str, str]]:
     return rows
 
 
-_KINDS: Final = ("choice", "int", "bool", "sizes")
+_KINDS: Final = ("choice", "int", "bool", "sizes", "opcodes")
 _DIM_FIELDS: Final = {
     "choice": ("name", "kind", "values", "simplest", "ordered", "help"),
     "int": ("name", "kind", "min", "max", "scale", "simplest", "help"),
     "bool": ("name", "kind", "simplest", "help"),
     "sizes": ("name", "kind", "min", "max", "max_len", "simplest", "help"),
+    "opcodes": ("name", "kind", "values", "max_len", "help"),
 }
 _CHOICE_DOMAINS: Final[Mapping[str, tuple[Any, ...]]] = {
     "op": OPS, "direction": DIRECTIONS, "memory": MEMORY_PLACEMENTS, "mtu": MTUS,
@@ -339,6 +375,17 @@ def _dimension(raw: Any, where: str) -> Dimension:
             raise InputError(f"{where}.simplest: {simplest!r} is not one of its values")
         ordered = expect_type(raw.get("ordered", False), bool, f"{where}.ordered", "true or false")
         return Choice(name, tuple(values), simplest, ordered, help_text)
+    if kind == "opcodes":
+        if name != "mix":
+            raise InputError(f"{where}: kind \"opcodes\" is only for the parameter 'mix'")
+        values = expect_type(raw.get("values", list(OPCODES)), list, f"{where}.values", "a list of opcodes")
+        for v in values:
+            if v not in OPCODES:
+                raise InputError(f"{where}.values: {v!r} is not an opcode; use values from {', '.join(OPCODES)}")
+        max_len = expect_type(raw.get("max_len", 3), int, f"{where}.max_len", "an integer from 1 to 7")
+        if not values or not 1 <= max_len <= 7:
+            raise InputError(f"{where}: needs at least one opcode in values and max_len from 1 to 7")
+        return OpcodePattern(name, tuple(values), max_len, (), help_text)
     if kind == "bool":
         if not isinstance(default, bool):
             raise InputError(f"{where}: parameter {name!r} is not a flag; use kind = \"int\" or \"choice\"")

@@ -34,9 +34,9 @@ def one(**kw: Any) -> Workload:
 
 MATRIX = {
     "rc-write": one(sizes=(65536,), qps=2, mrs=2),
-    "rc-read": one(opcode="READ", sizes=(4096,), sges=2),
-    "rc-send": one(opcode="SEND", sizes=(512, 4096), batch=4, signal_every=4, rq_depth=64, qps=2),
-    "ud-send": one(transport="UD", opcode="SEND", sizes=(1024,), mtu=1024, qps=2, batch=8, signal_every=8),
+    "rc-read": one(opcodes=("READ",), sizes=(4096,), sges=2),
+    "rc-send": one(opcodes=("SEND",), sizes=(512, 4096), batch=4, signal_every=4, rq_depth=64, qps=2),
+    "ud-send": one(transport="UD", opcodes=("SEND",), sizes=(1024,), mtu=1024, qps=2, batch=8, signal_every=8),
 }
 
 
@@ -143,7 +143,7 @@ def _host(device: str, role: str, seed: int, conn: Connection) -> None:
 def test_two_sessions_in_two_processes(device: str) -> None:
     before = rdma_resources(device)
     # a->b over two worker processes on each host, b->a the other way, a->a both ends on host a (local)
-    w = Workload(flows=(Flow(A, B, sizes=(16384,), qps=2, processes=2), Flow(B, A, opcode="SEND", sizes=(2048,), qps=2),
+    w = Workload(flows=(Flow(A, B, sizes=(16384,), qps=2, processes=2), Flow(B, A, opcodes=("SEND",), sizes=(2048,), qps=2),
                         Flow(A, A, sizes=(4096,))))
     ctx = mp.get_context("fork")
     hosts = []

@@ -101,6 +101,8 @@ class FlowCalc:
 
 
 _FLOW_FIELDS: Final = tuple(Flow.__dataclass_fields__)
+_DEFAULTS: Final = {n: f.default for n, f in Flow.__dataclass_fields__.items()}
+_OMITTED_AT_DEFAULT: Final = frozenset(("recv_batch", "recv_sges", "recv_delay_us"))
 
 
 def workload_key(workload: Workload) -> str:
@@ -114,6 +116,11 @@ def workload_key(workload: Workload) -> str:
                 v = {"host": v.host, "memory": v.memory}
             elif name == "sizes":
                 v = list(v)
+            elif name == "opcodes":
+                d["opcode"] = v[0] if len(v) == 1 else list(v)
+                continue
+            elif name in _OMITTED_AT_DEFAULT and v == _DEFAULTS[name]:
+                continue
             d[name] = v
         canon.append(json.dumps(d, sort_keys=True))
     canon.sort()

@@ -32,14 +32,14 @@ def test_incast_needs_loopback_and_remote_into_the_same_receiver() -> None:
 
 
 def test_read_receiver_is_the_client() -> None:
-    w = Workload((Flow(Endpoint("a"), Endpoint("b"), opcode="READ"), Flow(Endpoint("a"), Endpoint("a"))))
+    w = Workload((Flow(Endpoint("a"), Endpoint("b"), opcodes=("READ",)), Flow(Endpoint("a"), Endpoint("a"))))
     assert features(w).incast  # a reads from b (data into a) while a writes to itself
 
 
 def test_mixed_flows_and_size_mix() -> None:
     w = Workload((
         Flow(Endpoint("a"), Endpoint("b", "remote"), sizes=(128, 65536), mtu=1024, mr_size=65536),
-        Flow(Endpoint("a"), Endpoint("b", "gpu"), transport="UC", opcode="SEND", sizes=(512,)),
+        Flow(Endpoint("a"), Endpoint("b", "gpu"), transport="UC", opcodes=("SEND",), sizes=(512,)),
     ))
     f = features(w)
     assert f.transport == "MIXED" and f.opcode == "MIXED"

@@ -102,7 +102,7 @@ def test_build_projects_inapplicable_parameters(space) -> None:  # type: ignore[
     read = space.build({**p, "op": "RC_READ", "sizes": [64], "sges": 16, "mr_size": 4096}).flows[0]
     assert read.inline == 0 and read.sges == 16 and read.sizes == (64,)
     big = space.build({**p, "op": "RC_WRITE", "sizes": [1 << 23], "sges": 2, "mr_size": 4096}).flows[0]
-    assert big.mr_size == 1 << 22
+    assert big.mr_size == 1 << 23
 
 
 def test_sampled_ops_are_uniform(space) -> None:  # type: ignore[no-untyped-def]

@@ -73,7 +73,7 @@ def test_bad_input_names_the_field(text: str, fragment: str) -> None:
         ("batch = 64\nsq_depth = 32", "depth_ge_batch"),
         ('opcode = "ATOMIC_FA"\nsizes = [16]', "atomics_8b"),
         ("sges = 4\nsizes = [2]", "sges_le_min_size"),
-        ('sizes = ["1M"]\nmr_size = "64K"', "sge_fits_mr"),
+        ('sizes = ["1M"]\nmr_size = "64K"', "msg_fits_mr"),
         ("signal_every = 256\nsq_depth = 128", "signal_within_depth"),
         ('opcode = "READ"\ninline = 64', "inline_needs_write_or_send"),
         ('mrs = 100000\nmr_size = "1M"\nsizes = [4096]', "pinned_memory"),
@@ -101,7 +101,7 @@ def test_missing_file_and_bad_json(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("opcode", sorted(OPCODES))
 def test_payload_flows_from_server_to_client_only_for_a_read(opcode: str) -> None:
-    f = Flow(Endpoint("a"), Endpoint("b", "gpu"), opcode=opcode)
+    f = Flow(Endpoint("a"), Endpoint("b", "gpu"), opcodes=(opcode,))
     assert f.receiver_is_client == (opcode == "READ")
     if opcode == "READ":
         assert (f.payload_sender, f.payload_receiver) == (Endpoint("b", "gpu"), Endpoint("a"))

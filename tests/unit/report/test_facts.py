@@ -61,7 +61,7 @@ def test_the_replay_command_is_quoted_for_a_shell() -> None:
 
 
 def test_a_flow_in_words() -> None:
-    f = Flow(client=Endpoint("a", "gpu"), server=Endpoint("a"), transport="RC", opcode="SEND", sizes=(4096,),
+    f = Flow(client=Endpoint("a", "gpu"), server=Endpoint("a"), transport="RC", opcodes=("SEND",), sizes=(4096,),
              qps=2, sges=2)
     assert flow_words(f) == ("a -> a (loopback): RC SEND of 4 KiB, 2 QPs, batch 1, SQ depth 128, RQ depth 128, "
                              "MTU 4096, 2 SGEs, client memory gpu")

@@ -43,7 +43,7 @@ def _flow(**kw: object) -> Flow:
 
 
 def test_a_write_case_maps_field_by_field_on_a_verbs_target() -> None:
-    w = Workload((_flow(transport="UC", opcode="WRITE", sizes=(65536,), qps=8, mtu=1024, sq_depth=256, batch=32,
+    w = Workload((_flow(transport="UC", opcodes=("WRITE",), sizes=(65536,), qps=8, mtu=1024, sq_depth=256, batch=32,
                         signal_every=16, inline=64),))
     device = device_of("verbs:mlx5_0:1:3")
     p = perftest_lines(w, {"a": device, "b": device}, duration_s=10.0)
@@ -57,7 +57,7 @@ def test_a_write_case_maps_field_by_field_on_a_verbs_target() -> None:
 
 
 def test_a_ud_send_case_sets_both_queue_depths() -> None:
-    w = Workload((_flow(transport="UD", opcode="SEND", sizes=(1024,), qps=32, mtu=1024, sq_depth=1448,
+    w = Workload((_flow(transport="UD", opcodes=("SEND",), sizes=(1024,), qps=32, mtu=1024, sq_depth=1448,
                         rq_depth=1448),))
     tool, options, rest = _parse(perftest_lines(w, {}).client)
     assert tool == "ib_send_bw" and options["-c"] == "UD" and options["-t"] == options["-r"] == "1448"
@@ -66,7 +66,7 @@ def test_a_ud_send_case_sets_both_queue_depths() -> None:
 
 
 def test_a_read_case_runs_ib_read_bw_with_the_requester_as_client() -> None:
-    w = Workload((_flow(opcode="READ", sizes=(131072,), mtu=1024),))
+    w = Workload((_flow(opcodes=("READ",), sizes=(131072,), mtu=1024),))
     p = perftest_lines(w, {})
     assert p.tool == "ib_read_bw" and p.client_host == "a" and "-r" not in _parse(p.server)[1]
 
@@ -80,8 +80,8 @@ def test_a_loopback_case_connects_to_localhost_and_gpu_memory_uses_cuda() -> Non
 
 
 def test_a_flow_and_its_mirror_image_are_perftest_bidirectional() -> None:
-    there = _flow(opcode="READ", sizes=(4096,))
-    back = Flow(client=Endpoint("b"), server=Endpoint("a"), opcode="READ", sizes=(4096,))
+    there = _flow(opcodes=("READ",), sizes=(4096,))
+    back = Flow(client=Endpoint("b"), server=Endpoint("a"), opcodes=("READ",), sizes=(4096,))
     p = perftest_lines(Workload((there, back)), {})
     assert p.tool == "ib_read_bw"
     assert "-b" in _parse(p.server)[1] and "-b" in _parse(p.client)[1]
@@ -94,14 +94,14 @@ def test_one_memory_region_per_qp_is_mr_per_qp() -> None:
 @pytest.mark.parametrize("workload, condition", [
     (Workload((_flow(), _flow())), "2 flows at once that are not mirror images"),
     (Workload((_flow(), _flow(), _flow())), "3 flows at once"),
-    (Workload((_flow(opcode="ATOMIC_FA", sizes=(8,)),)), "posts ATOMIC_FA"),
+    (Workload((_flow(opcodes=("ATOMIC_FA",), sizes=(8,)),)), "posts ATOMIC_FA"),
     (Workload((_flow(sizes=(64, 65536)),)), "2 sizes"),
     (Workload((_flow(sges=4),)), "over 4"),
     (Workload((_flow(qps=2, mrs=7),)), "7 for 2 QPs"),
     (Workload((Flow(client=Endpoint("a", "remote"), server=Endpoint("b")),)), "NUMA"),
     (Workload((_flow(processes=2),)), "2 per host"),
     (Workload((_flow(burst=True),)), "bursts"),
-    (Workload((_flow(opcode="READ", transport="UC"),)), "no UC connection"),
+    (Workload((_flow(opcodes=("READ",), transport="UC"),)), "no UC connection"),
     (Workload((_flow(batch=4, signal_every=8),)), "4 work requests at a time with one completion every 8"),
 ])
 def test_what_perftest_cannot_express_is_named_in_one_sentence(workload: Workload, condition: str) -> None:
@@ -117,7 +117,7 @@ def test_the_device_comes_from_a_verbs_target_only() -> None:
 
 
 def test_each_host_opens_its_own_device_and_the_client_connects_to_the_servers_address() -> None:
-    w = Workload((_flow(opcode="WRITE", sizes=(4096,)),))
+    w = Workload((_flow(opcodes=("WRITE",), sizes=(4096,)),))
     p = perftest_lines(w, {"a": Device("mlx5_0", 1, 3, "10.0.0.1"), "b": Device("mlx5_2", 2, 5, "10.0.0.2")})
     _, server, rest = _parse(p.server)
     assert (server["-d"], server["-i"], server["-x"], rest) == ("mlx5_2", "2", "5", [])

@@ -124,7 +124,7 @@ def test_counters_are_real_names_on_both_hosts(profile: str, dialect: str) -> No
 
 
 def test_mlx5_counters_agree_with_rates_and_pause_sits_at_the_receiver() -> None:
-    w = one(transport="UD", opcode="SEND", qps=1, wq=256, mtu=2048, batch=64, sizes=(2048,))  # anomaly #1
+    w = one(transport="UD", opcodes=("SEND",), qps=1, wq=256, mtu=2048, batch=64, sizes=(2048,))  # anomaly #1
     r = SimTarget("cx6-200g").run(w, D)
     assert r.truth == ("f01-ud-rx-wqe",)
     a, b = r.host("a").counters, r.host("b").counters
@@ -139,7 +139,7 @@ def test_mlx5_counters_agree_with_rates_and_pause_sits_at_the_receiver() -> None
 
 
 def test_bnxt_pause_names() -> None:
-    w = one(transport="UD", opcode="SEND", qps=32, wq=64, mtu=2048, sizes=(1024,))  # anomaly #15
+    w = one(transport="UD", opcodes=("SEND",), qps=32, wq=64, mtu=2048, sizes=(1024,))  # anomaly #15
     r = SimTarget("p2100g-100g").run(w, D)
     assert r.truth == ("h15-ud-many-qp",)
     assert r.host("b").counters["pfc_pri3_tx_duration_us"] > 0.05 * D * 1e6
@@ -188,7 +188,7 @@ def test_fast_key_matches_workload_key() -> None:
 
 def test_without_quirks_is_the_base_model() -> None:
     p = load_profile("cx6-200g")
-    w = one(transport="UD", opcode="SEND", qps=1, wq=256, mtu=2048, batch=64, sizes=(2048,))
+    w = one(transport="UD", opcodes=("SEND",), qps=1, wq=256, mtu=2048, batch=64, sizes=(2048,))
     quirky = SimTarget(p).run(w, D)
     base = SimTarget(p.without_quirks()).run(w, D)
     assert quirky.truth and not base.truth

@@ -33,7 +33,7 @@ def _increasing(xs: list[float]) -> bool:
 
 def test_qpc_misses_climb_with_qps_before_the_cliff_of_8() -> None:
     qps = [8, 16, 32, 64, 128, 256, 400, 480]
-    ws = [one(transport="RC", opcode="WRITE", qps=q, wq=16, mtu=1024, batch=1, sizes=(512,)) for q in qps]
+    ws = [one(transport="RC", opcodes=("WRITE",), qps=q, wq=16, mtu=1024, batch=1, sizes=(512,)) for q in qps]
     diag, bps, truth = _ladder("sim_qpc_cache_miss", ws)
     assert _increasing(diag)
     assert diag[-2] > 5 * diag[0]
@@ -44,7 +44,7 @@ def test_qpc_misses_climb_with_qps_before_the_cliff_of_8() -> None:
 
 def test_translation_misses_climb_with_mrs_before_the_cliff_of_7() -> None:
     mrs = [16, 128, 1024, 4096, 8192, 11000, 24576]
-    ws = [one(transport="RC", opcode="WRITE", qps=24, mrs=m, mr_size=65536, wq=128, mtu=1024, batch=1,
+    ws = [one(transport="RC", opcodes=("WRITE",), qps=24, mrs=m, mr_size=65536, wq=128, mtu=1024, batch=1,
               sizes=(512,)) for m in mrs]
     diag, bps, truth = _ladder("sim_mtt_cache_miss", ws)
     assert _increasing(diag)
@@ -54,18 +54,18 @@ def test_translation_misses_climb_with_mrs_before_the_cliff_of_7() -> None:
 
 def test_rx_wqe_misses_climb_with_batch_and_depth_toward_1() -> None:
     batches = [1, 2, 4, 8, 16, 32, 64]
-    ws = [one(transport="UD", opcode="SEND", qps=1, wq=256, mtu=2048, batch=b, sizes=(2048,))
+    ws = [one(transport="UD", opcodes=("SEND",), qps=1, wq=256, mtu=2048, batch=b, sizes=(2048,))
           for b in batches]
     diag, _, truth = _ladder("sim_rx_wqe_cache_miss", ws)
     assert _increasing(diag) and truth[-1] == ("f01-ud-rx-wqe",)
     depths = [16, 32, 64, 128, 256]
-    ws = [one(transport="UD", opcode="SEND", qps=1, wq=d, mtu=2048, batch=16, sizes=(2048,)) for d in depths]
+    ws = [one(transport="UD", opcodes=("SEND",), qps=1, wq=d, mtu=2048, batch=16, sizes=(2048,)) for d in depths]
     diag, _, _ = _ladder("sim_rx_wqe_cache_miss", ws)
     assert _increasing(diag)
 
 
 def test_pipeline_stalls_climb_as_mtu_shrinks_toward_3() -> None:
-    ws = [one(transport="RC", opcode="READ", qps=8, mr_size=4 << 20, wq=128, mtu=m, sizes=(4 << 20,))
+    ws = [one(transport="RC", opcodes=("READ",), qps=8, mr_size=4 << 20, wq=128, mtu=m, sizes=(4 << 20,))
           for m in (4096, 2048, 1024)]
     diag, _, truth = _ladder("sim_pkt_pipeline_stall", ws)
     assert _increasing(diag) and truth[-1] == ("f03-read-mtu1k",)

@@ -126,7 +126,7 @@ def test_describe_and_unsupported_from_the_fake_limits() -> None:
         with pytest.raises(Unsupported, match="mtu 4096 > port active_mtu 1024"):
             t.check(Workload(flows=(Flow(a, b),)))
         with pytest.raises(Unsupported, match="needs atomics"):
-            t.check(Workload(flows=(Flow(a, b, opcode="ATOMIC_FA", sizes=(8,), mtu=1024),)))
+            t.check(Workload(flows=(Flow(a, b, opcodes=("ATOMIC_FA",), sizes=(8,), mtu=1024),)))
         with pytest.raises(InputError, match="duration 0 is not a positive"):
             t.run(Workload(flows=(Flow(a, b, mtu=1024),)), 0)
 

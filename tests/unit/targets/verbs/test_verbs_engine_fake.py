@@ -55,11 +55,11 @@ class SteppingClock:
 @pytest.mark.parametrize("flow", [
     Flow(A, B, sizes=(4096,)),
     Flow(A, B, sizes=(64, 1000, 4096), sges=4, batch=3, signal_every=2, sq_depth=3, qps=3, mrs=2),
-    Flow(A, B, opcode="READ", sizes=(8192,), sges=2, batch=8, signal_every=8),
-    Flow(A, B, opcode="SEND", sizes=(512, 2048), batch=4, signal_every=4, rq_depth=16, qps=2),
-    Flow(A, B, opcode="WRITE_IMM", sizes=(256,), batch=2, signal_every=5, sq_depth=8),
-    Flow(A, B, transport="UD", opcode="SEND", sizes=(1024,), mtu=1024, batch=8, signal_every=8),
-    Flow(A, B, opcode="ATOMIC_FA", sizes=(8,), batch=4, signal_every=4, mrs=3),
+    Flow(A, B, opcodes=("READ",), sizes=(8192,), sges=2, batch=8, signal_every=8),
+    Flow(A, B, opcodes=("SEND",), sizes=(512, 2048), batch=4, signal_every=4, rq_depth=16, qps=2),
+    Flow(A, B, opcodes=("WRITE_IMM",), sizes=(256,), batch=2, signal_every=5, sq_depth=8),
+    Flow(A, B, transport="UD", opcodes=("SEND",), sizes=(1024,), mtu=1024, batch=8, signal_every=8),
+    Flow(A, B, opcodes=("ATOMIC_FA",), sizes=(8,), batch=4, signal_every=4, mrs=3),
 ], ids=["write", "write-mix-odd-signal", "read", "send", "write-imm", "ud-send", "fetch-add"])
 def test_engine_counts_and_verifies_on_the_fake_device(flow: Flow, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "time", SteppingClock())

@@ -31,14 +31,14 @@ def test_plain_workload_fits() -> None:
 @pytest.mark.parametrize(("lim", "kw", "fragment"), [
     (replace(RXE, max_qp=100), {"qps": 51}, "qps 51 x 2 sides = 102 > device max_qp 100"),
     (replace(RXE, max_sge=4), {"sges": 8, "sizes": (4096,)}, "sges 8 > device max_sge 4"),
-    (replace(RXE, max_sge_rd=2), {"sges": 4, "opcode": "READ", "sizes": (4096,)}, "device max_sge_rd 2"),
+    (replace(RXE, max_sge_rd=2), {"sges": 4, "opcodes": ("READ",), "sizes": (4096,)}, "device max_sge_rd 2"),
     (replace(RXE, max_qp_wr=64), {"sq_depth": 128}, "sq_depth 128 > device max_qp_wr 64"),
-    (replace(RXE, max_qp_wr=64), {"rq_depth": 128, "opcode": "SEND"}, "rq_depth 128 > device max_qp_wr 64"),
+    (replace(RXE, max_qp_wr=64), {"rq_depth": 128, "opcodes": ("SEND",)}, "rq_depth 128 > device max_qp_wr 64"),
     (replace(RXE, max_cqe=100), {"sq_depth": 128}, "CQ entries per QP > device max_cqe 100"),
     (replace(RXE, max_mr=10), {"mrs": 6}, "mrs 6 x 2 sides = 12 > device max_mr 10"),
     (replace(RXE, max_mr_size=1 << 20), {"mr_size": 1 << 21}, "mr_size 2 MiB > device max_mr_size 1 MiB"),
     (replace(RXE, active_mtu=1024), {"mtu": 4096}, "mtu 4096 > port active_mtu 1024"),
-    (replace(RXE, atomics=False), {"opcode": "ATOMIC_FA", "sizes": (8,)}, "IBV_ATOMIC_NONE"),
+    (replace(RXE, atomics=False), {"opcodes": ("ATOMIC_FA",), "sizes": (8,)}, "IBV_ATOMIC_NONE"),
     (replace(RXE, memlock_bytes=1 << 20), {"mrs": 16, "mr_size": 65536}, "RLIMIT_MEMLOCK"),
     (replace(RXE, available_memory_bytes=1 << 30), {"mrs": 113, "mr_size": 8886518},
      "> 50% of the host's available memory 1 GiB"),
@@ -54,7 +54,7 @@ def test_each_limit_names_field_value_and_limit(lim: DeviceLimits, kw: dict[str,
 
 def test_rq_depth_is_ignored_when_nothing_consumes_receives() -> None:
     lim = replace(RXE, max_qp_wr=64, max_cqe=1000)
-    assert check_workload(wl(rq_depth=128, sq_depth=32, opcode="WRITE"), lim) == []
+    assert check_workload(wl(rq_depth=128, sq_depth=32, opcodes=("WRITE",)), lim) == []
 
 
 def test_remote_memory_needs_two_numa_nodes_and_gpu_is_refused() -> None:
@@ -66,7 +66,7 @@ def test_remote_memory_needs_two_numa_nodes_and_gpu_is_refused() -> None:
 
 
 def test_ud_message_beyond_active_mtu() -> None:
-    problems = check_workload(wl(transport="UD", opcode="SEND", sizes=(2048,), mtu=2048),
+    problems = check_workload(wl(transport="UD", opcodes=("SEND",), sizes=(2048,), mtu=2048),
                               replace(RXE, active_mtu=1024))
     assert any("UD message 2048 B > port active_mtu 1024" in p for p in problems)
 
@@ -81,7 +81,7 @@ def test_totals_count_every_flow_and_name_the_flow() -> None:
 def test_send_cqes_and_registered_bytes() -> None:
     f = Flow(A, B, sq_depth=128, signal_every=16)
     assert send_cqes_per_qp(f) == 9
-    ud = Workload(flows=(Flow(A, B, transport="UD", opcode="SEND", sizes=(512,), mrs=2, mr_size=4096),))
+    ud = Workload(flows=(Flow(A, B, transport="UD", opcodes=("SEND",), sizes=(512,), mrs=2, mr_size=4096),))
     assert registered_bytes(ud) == 2 * 4096 + 2 * (4096 + 40)
 
 
@@ -95,7 +95,7 @@ def test_a_host_of_a_cross_host_run_counts_only_its_ends() -> None:
     # host b: the server ends of flow 0 and both ends of flow 1 (60 + 20 QPs), and flow 1's SGEs
     assert check_workload(w, replace(lim, max_qp=79), ("b",)) == [
         "flows[1]: sges 8 > device max_sge 4", "qps of this host's flow ends 80 > device max_qp 79"]
-    ud = Workload(flows=(Flow(A, B, transport="UD", opcode="SEND", sizes=(512,), mrs=2, mr_size=4096),))
+    ud = Workload(flows=(Flow(A, B, transport="UD", opcodes=("SEND",), sizes=(512,), mrs=2, mr_size=4096),))
     assert registered_bytes(ud, ("a",)) == 2 * 4096 and registered_bytes(ud, ("b",)) == 2 * (4096 + 40)
 
 

@@ -28,7 +28,7 @@ from tests.conftest import ttar_tree
 from tests.unit.targets.verbs.fakeverbs import fake
 
 A, B = Endpoint("a"), Endpoint("b")
-W = Workload(flows=(Flow(A, B, sizes=(4096,), qps=2), Flow(B, A, opcode="SEND", sizes=(1024,), qps=2,
+W = Workload(flows=(Flow(A, B, sizes=(4096,), qps=2), Flow(B, A, opcodes=("SEND",), sizes=(1024,), qps=2,
                                                             processes=2)))
 
 

@@ -33,8 +33,8 @@ def shape(jobs: list[WorkerJob]) -> list[list[tuple[int, int, int, int, str]]]:
 
 
 def test_each_host_holds_its_ends_and_both_split_a_flow_alike() -> None:
-    w = Workload(flows=(Flow(A, B, qps=5, mrs=3, processes=2), Flow(B, A, opcode="READ", qps=2),
-                        Flow(A, A, opcode="SEND", qps=1)))
+    w = Workload(flows=(Flow(A, B, qps=5, mrs=3, processes=2), Flow(B, A, opcodes=("READ",), qps=2),
+                        Flow(A, A, opcodes=("SEND",), qps=1)))
     on_a = plan_jobs(w, SPEC, T, True, 1, None, [0], roles=("a",))
     on_b = plan_jobs(w, SPEC, T, True, 1, None, [0], roles=("b",))
     assert shape(on_a) == [[(0, 0, 3, 2, "client"), (1, 0, 2, 1, "server"), (2, 0, 1, 1, "both")],
@@ -115,9 +115,9 @@ def run_two_hosts(w: Workload, verify: bool = True) -> tuple[dict[str, list[Work
 
 @pytest.mark.parametrize("flow", [
     Flow(A, B, sizes=(4096,), qps=2, mrs=3),
-    Flow(A, B, opcode="READ", sizes=(8192,), sges=2, batch=4, signal_every=4),
-    Flow(A, B, opcode="SEND", sizes=(512, 2048), batch=4, signal_every=4, rq_depth=16, qps=2),
-    Flow(A, B, transport="UD", opcode="SEND", sizes=(1024,), mtu=1024, batch=8, signal_every=8, qps=2),
+    Flow(A, B, opcodes=("READ",), sizes=(8192,), sges=2, batch=4, signal_every=4),
+    Flow(A, B, opcodes=("SEND",), sizes=(512, 2048), batch=4, signal_every=4, rq_depth=16, qps=2),
+    Flow(A, B, transport="UD", opcodes=("SEND",), sizes=(1024,), mtu=1024, batch=8, signal_every=8, qps=2),
 ], ids=["rc-write", "rc-read", "rc-send", "ud-send"])
 def test_two_hosts_exchange_endpoints_connect_and_move_verified_data(flow: Flow) -> None:
     reports, sync = run_two_hosts(Workload(flows=(flow,)))
@@ -156,7 +156,7 @@ def test_a_worker_with_one_sided_shares_needs_a_coordinator() -> None:
 def test_a_server_worker_reports_at_the_end_and_holds_its_ends_until_stop() -> None:
     """The server's host must not tear its QPs down while the client's host drains: its worker reports as soon
     as the interval is over, then keeps its ends up until the coordinator says stop (at most ``linger``)."""
-    w = Workload(flows=(Flow(A, B, opcode="SEND", sizes=(512,), qps=2),))
+    w = Workload(flows=(Flow(A, B, opcodes=("SEND",), sizes=(512,), qps=2),))
     hold = Timing(warmup=0.01, duration=0.05, drain_timeout=2.0, linger=60.0)
     jobs = [replace(j, collector=None) for j in plan_jobs(w, SPEC, hold, False, 1, None, [0], roles=("b",))]
     pool = WorkerPool(jobs, pyverbs=fake())
