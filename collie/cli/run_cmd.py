@@ -57,7 +57,7 @@ def flow_rows(workload: Workload, result: RunResult) -> list[dict[str, Any]]:
         rows.append({
             "flow": fr.flow,
             "path": f"{fr.client}->{fr.server}",
-            "verb": f"{f.transport} {f.opcode}",
+            "verb": f"{f.transport} {f.verbs}",
             "bytes": ", ".join(format_bytes(s) for s in f.sizes),
             "qps": f.qps,
             "BW [Gb/s]": round(fr.bps / 1e9, 3),

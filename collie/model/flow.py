@@ -136,6 +136,11 @@ class Flow:
         return first if all(o == first for o in self.opcodes) else MIXED
 
     @property
+    def verbs(self) -> str:
+        """The opcode pattern for people: ``WRITE``, or ``READ/WRITE`` for a pattern that alternates them."""
+        return "/".join(self.opcodes)
+
+    @property
     def mixed(self) -> bool:
         """Whether requests of this flow use more than one opcode."""
         return self.opcode == MIXED
