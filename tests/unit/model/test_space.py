@@ -37,6 +37,16 @@ def test_samples_are_legal_and_cover_every_value(space) -> None:  # type: ignore
     # log2 scale: about half the samples below sqrt(20000) ~ 141
     assert 0.3 < float(np.mean(qps < 141)) < 0.7
     assert qps.max() > 2000 and qps.min() < 4
+    # opcode patterns: about half the points mix opcodes on the same QPs, and the mixes reach READ + WRITE and
+    # atomics among other opcodes (each built pattern legal for its transport, checked above)
+    flows = [space.build(p).flows[0] for p in points]
+    assert 0.3 < sum(f.mixed for f in flows) / len(flows) < 0.6
+    assert any(f.mixed and f.atomic for f in flows)
+    assert any("READ" in f.opcodes and "WRITE" in f.opcodes for f in flows)
+    # the receive side keeps its defaults unless an opcode consumes receives
+    assert all(f.consumes_receives or (f.recv_batch, f.recv_delay_us, f.rq_depth) == (1, 0, f.sq_depth)
+               for f in flows)
+    assert any(f.consumes_receives and f.recv_delay_us > 0 and f.rq_depth != f.sq_depth for f in flows)
 
 
 def test_mutate_changes_exactly_one_dimension_and_stays_legal(space) -> None:  # type: ignore[no-untyped-def]
