@@ -76,6 +76,8 @@ class Features:
     recv_batch: int
     recv_sges: int
     recv_delay_us: int
+    mr_churn: int
+    qp_churn: int
 
     def as_dict(self) -> dict[str, int | bool | str]:
         return asdict(self)
@@ -154,6 +156,8 @@ def features(workload: Workload) -> Features:
         recv_batch=max(f.recv_batch for f in flows),
         recv_sges=max(f.recv_sges for f in flows),
         recv_delay_us=max(f.recv_delay_us for f in flows),
+        mr_churn=max(f.mr_churn for f in flows),
+        qp_churn=max(f.qp_churn for f in flows),
     )
 
 

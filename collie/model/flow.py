@@ -56,10 +56,12 @@ FLOW_LIMITS: Final[Mapping[str, tuple[int, int]]] = {
     "recv_batch": (1, 4096),
     "recv_sges": (1, 32),
     "recv_delay_us": (0, 1_000_000),
+    "mr_churn": (0, 1_000_000),
+    "qp_churn": (0, 100_000),
 }
 #: Fields written to the file form only when they differ from their default (added after workload keys were
 #: first recorded: leaving them out keeps those keys).
-_OMITTED_AT_DEFAULT: Final = ("recv_batch", "recv_sges", "recv_delay_us")
+_OMITTED_AT_DEFAULT: Final = ("recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn")
 SIZE_LIMITS: Final = (1, 1 << 31)
 
 
@@ -106,6 +108,10 @@ class Flow:
         recv_delay_us: the responder waits this long (microseconds) before it reposts a receive post list on a
             QP (0: as soon as it has polled the completions), so a receiver slower than its sender runs out of
             receive WQEs (RNR).
+        mr_churn: memory regions of ``mr_size`` bytes each side registers and deregisters per second during the
+            measured interval, apart from the data path (0: none).
+        qp_churn: queue pairs each side creates and destroys per second during the measured interval, apart
+            from the data path (0: none).
     """
 
     client: Endpoint
@@ -128,6 +134,8 @@ class Flow:
     recv_batch: int = 1
     recv_sges: int = 1
     recv_delay_us: int = 0
+    mr_churn: int = 0
+    qp_churn: int = 0
 
     @property
     def opcode(self) -> str:

@@ -25,7 +25,7 @@ import numpy as np
 from collie.codec import check_fields, expect_type
 from collie.data import data_dir
 from collie.errors import ConstraintError, InputError
-from collie.model.constraints import CONSTRAINTS, violations
+from collie.model.constraints import CONSTRAINTS, LEGAL_OPCODES, violations
 from collie.model.dimensions import Choice, Dimension, Flag, IntRange, OpcodePattern, SizeVector
 from collie.model.flow import (
     ATOMIC_BYTES,
@@ -75,6 +75,8 @@ PARAMETERS: Final[Mapping[str, Any]] = {
     "recv_batch": 1,
     "recv_sges": 1,
     "recv_delay_us": 0,
+    "mr_churn": 0,
+    "qp_churn": 0,
 }
 PARAMETER_HELP: Final[Mapping[str, str]] = {
     "op": "transport and the first opcode of each flow's pattern (RC_WRITE, RC_READ, RC_ATOMIC_FA, UD_SEND, ...)",
@@ -97,6 +99,8 @@ PARAMETER_HELP: Final[Mapping[str, str]] = {
     "recv_batch": "receive WQEs per receive post list",
     "recv_sges": "scatter/gather entries per receive WQE",
     "recv_delay_us": "the receiver waits this long (us) before reposting each receive post list (0 = at once)",
+    "mr_churn": "MRs each side registers and deregisters per second during the traffic (0 = none)",
+    "qp_churn": "QPs each side creates and destroys per second during the traffic (0 = none)",
 }
 DEFAULT_SPACE: Final = "default.toml"
 _MAX_TRIES: Final = 2000
@@ -131,16 +135,17 @@ class SearchSpace:
         """The workload a point describes, projected onto the nearest legal one.
 
         Parameters that cannot apply are clamped instead of rejected, so that one-dimension moves of a
-        search never hit a wall: UD sizes are cut to the MTU, a flow of atomics only carries 8 B in one SGE,
+        search never hit a wall: opcodes of the mix that the transport lacks are dropped (a UD flow mixes SENDs
+        only), UD sizes are cut to the MTU, a flow of atomics only carries 8 B in one SGE,
         inline is 0 without WRITE or SEND, queue depths are at least their post lists, signalling happens at
         least once per queue, SGEs are at most the smallest message, an MR holds the largest message, and the
         receive side keeps its defaults unless an opcode consumes receives. The features of the built
-        workload (not the raw point) are what quirks, minimal feature sets and reports speak of. A mix an
-        opcode of which the transport lacks, and ``pinned_memory``, can still fail (see :meth:`validate`).
+        workload (not the raw point) are what quirks, minimal feature sets and reports speak of. Only
+        ``pinned_memory`` can still fail (see :meth:`validate`).
         """
         p = self.complete(point)
         transport, opcode = str(p["op"]).split("_", 1)
-        opcodes = (opcode, *p["mix"])
+        opcodes = (opcode, *(o for o in p["mix"] if o in LEGAL_OPCODES[transport]))
         memory = str(p["memory"])
         sizes = tuple(p["sizes"])
         if all(o in ATOMIC_OPCODES for o in opcodes):
@@ -167,6 +172,7 @@ class SearchSpace:
                 mtu=p["mtu"], mrs=p["mrs"], mr_size=mr_size, inline=inline,
                 signal_every=min(p["signal_every"], depth), burst=p["burst"], processes=p["processes"],
                 recv_batch=recv_batch, recv_sges=recv_sges, recv_delay_us=recv_delay,
+                mr_churn=p["mr_churn"], qp_churn=p["qp_churn"],
             )
 
         return Workload(flows=tuple(flow(c, s) for c, s in DIRECTION_PAIRS[p["direction"]]))
@@ -199,7 +205,7 @@ class SearchSpace:
                  "sizes": list(f.sizes), "memory": memories.pop(), "processes": f.processes, "inline": f.inline,
                  "signal_every": f.signal_every, "burst": f.burst, "mix": list(f.opcodes[1:]),
                  "rq_depth": f.rq_depth, "recv_batch": f.recv_batch, "recv_sges": f.recv_sges,
-                 "recv_delay_us": f.recv_delay_us}
+                 "recv_delay_us": f.recv_delay_us, "mr_churn": f.mr_churn, "qp_churn": f.qp_churn}
         return {k: v for k, v in point.items() if k in self.names}
 
     def problems(self, point: Mapping[str, Any]) -> list[tuple[str, str]]:

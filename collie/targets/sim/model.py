@@ -102,7 +102,7 @@ class FlowCalc:
 
 _FLOW_FIELDS: Final = tuple(Flow.__dataclass_fields__)
 _DEFAULTS: Final = {n: f.default for n, f in Flow.__dataclass_fields__.items()}
-_OMITTED_AT_DEFAULT: Final = frozenset(("recv_batch", "recv_sges", "recv_delay_us"))
+_OMITTED_AT_DEFAULT: Final = frozenset(("recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn"))
 
 
 def workload_key(workload: Workload) -> str:
