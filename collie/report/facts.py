@@ -389,10 +389,16 @@ def point_words(point: Mapping[str, Any]) -> str:
 def flow_words(f: Flow) -> str:
     """One flow in a line: ``a -> b: RC WRITE of 64 KiB, 4 QPs, batch 1, SQ depth 128, MTU 4096``."""
     sizes = ", ".join(_value("max_msg", s) for s in f.sizes)
-    parts = [f"{f.transport} {f.opcode} of {sizes}", f"{f.qps} QP{'s' if f.qps != 1 else ''}", f"batch {f.batch}",
+    parts = [f"{f.transport} {f.verbs} of {sizes}", f"{f.qps} QP{'s' if f.qps != 1 else ''}", f"batch {f.batch}",
              f"SQ depth {f.sq_depth}"]
-    if f.opcode.startswith("SEND"):
+    if f.consumes_receives:
         parts.append(f"RQ depth {f.rq_depth}")
+        if f.recv_batch != 1:
+            parts.append(f"receive batch {f.recv_batch}")
+        if f.recv_sges != 1:
+            parts.append(f"{f.recv_sges} receive SGEs")
+        if f.recv_delay_us:
+            parts.append(f"receives reposted after {f.recv_delay_us} us")
     parts.append(f"MTU {f.mtu}")
     if f.sges != 1:
         parts.append(f"{f.sges} SGEs")
@@ -406,6 +412,10 @@ def flow_words(f: Flow) -> str:
         parts.append(f"{f.processes} processes")
     if f.burst:
         parts.append("bursts")
+    if f.mr_churn:
+        parts.append(f"{f.mr_churn} MR registrations/s")
+    if f.qp_churn:
+        parts.append(f"{f.qp_churn} QP creations/s")
     memory = [f"{side} memory {e.memory}" for side, e in (("client", f.client), ("server", f.server))
               if e.memory != "local"]
     ends = f"{f.client.host} -> {f.server.host}" + (" (loopback)" if f.loopback else "")

@@ -111,6 +111,12 @@ def lacks(workload: Workload) -> str:
                 f"{len(workload.flows)} flows at once" + (" that are not mirror images of each other"
                                                            if len(workload.flows) == 2 else ""))
     f = workload.flows[0]
+    if f.mixed:
+        return f"perftest posts one opcode per run, and this case cycles through {f.verbs} on the same QPs"
+    if f.recv_delay_us or f.recv_batch != 1 or f.recv_sges != 1:
+        return "perftest's receiver reposts one receive at a time as soon as it can, and this case paces its receives"
+    if f.mr_churn or f.qp_churn:
+        return "perftest has no control-path churn beside its traffic, which this case needs"
     if f.opcode not in TOOLS:
         return (f"perftest's bandwidth tests post WRITE, READ or SEND, and this case posts {f.opcode}")
     if f.transport not in CONNECTIONS[f.opcode]:

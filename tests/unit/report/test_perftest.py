@@ -103,6 +103,9 @@ def test_one_memory_region_per_qp_is_mr_per_qp() -> None:
     (Workload((_flow(burst=True),)), "bursts"),
     (Workload((_flow(opcodes=("READ",), transport="UC"),)), "no UC connection"),
     (Workload((_flow(batch=4, signal_every=8),)), "4 work requests at a time with one completion every 8"),
+    (Workload((_flow(opcodes=("READ", "WRITE")),)), "cycles through READ/WRITE on the same QPs"),
+    (Workload((_flow(opcodes=("SEND",), recv_delay_us=100),)), "paces its receives"),
+    (Workload((_flow(mr_churn=100),)), "control-path churn"),
 ])
 def test_what_perftest_cannot_express_is_named_in_one_sentence(workload: Workload, condition: str) -> None:
     p = perftest_lines(workload, {})
