@@ -114,6 +114,10 @@ class Symptom:
         """The host ``counter`` was read on (the key of its clean baseline is ``counter_host:counter``)."""
         return self.read_on or self.host
 
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, ``read_on`` only when set (so a symptom of an older record writes back as it was)."""
+        return {k: v for k, v in asdict(self).items() if k != "read_on" or v}
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -156,7 +160,7 @@ class Verdict:
         return tag in self.signature.split("+")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"anomalous": self.anomalous, "symptoms": [asdict(s) for s in self.symptoms],
+        return {"anomalous": self.anomalous, "symptoms": [s.to_dict() for s in self.symptoms],
                 "score": self.score, "signature": self.signature, "metrics": dict(self.metrics),
                 "evidence": dict(self.evidence), "levels": dict(self.levels)}
 

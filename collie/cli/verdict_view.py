@@ -34,10 +34,15 @@ def magnitude(symptom: Symptom, oracle: Oracle | None = None) -> str:
     if oracle is not None:
         key = f"{symptom.counter_host}:{symptom.counter}"
         baseline = oracle.baseline.get(key, oracle.baseline.get(symptom.counter, 0.0))
-        base = f", clean baseline {baseline:.3g}/s"
+        base = f", clean baseline {_rate(baseline)}/s"
     what = "RNR NAKs/s" if symptom.kind == "rnr" else "events/s"
     where = f" counted on {symptom.read_on}" if symptom.read_on else ""
-    return f"{symptom.value:.3g} {what}{where} (limit {symptom.threshold:.3g}/s{base}, {x})"
+    return f"{_rate(symptom.value)} {what}{where} (limit {_rate(symptom.threshold)}/s{base}, {x})"
+
+
+def _rate(per_s: float) -> str:
+    """An event rate in words: whole events with thousands separators from 100/s (``12,000``), else 3 digits."""
+    return f"{per_s:,.0f}" if per_s >= 100 else f"{per_s:.3g}"
 
 
 def sentence(verdict: Verdict) -> str:
