@@ -231,3 +231,17 @@ def test_the_preset_reads_the_rnr_thresholds_and_names_a_bad_one(tmp_path: Path)
         load_preset(str(bad))
     assert "oracle.rnr_floor_per_s" in str(exc.value) and "expected a number" in str(exc.value)
     assert "\n" not in str(exc.value)
+
+
+def test_a_campaign_calibrated_before_rnr_was_judged_judges_it_against_the_floor() -> None:
+    from collie.calibrate import recorded_oracle
+    from collie.storage.campaign import read_config
+    from tests.conftest import ROOT
+
+    config = read_config(ROOT / "tests" / "fixtures" / "campaigns" / "main-474e322")
+    assert config.target_info is not None and config.ceilings is not None and config.baseline is not None
+    assert not any(k.endswith(("rnr_nak_retry_err", "out_of_buffer")) for k in config.baseline)
+    o = recorded_oracle(config.target_info, config.ceilings, config.baseline, Thresholds()).oracle
+    r = rnr_run({"rnr_nak_retry_err": 100.0}, {}, duration=5.0)  # the requester got 20 RNR NAKs/s from b
+    (s,) = [s for s in o.judge(r, SEND).symptoms if s.kind == "rnr"]
+    assert (s.host, s.read_on, s.value, s.threshold) == ("b", "a", 20.0, 10.0)
