@@ -73,8 +73,8 @@ def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, in
 
     Ceilings are the best receiving host's rates per direction kind; the baseline is the highest loss,
     retransmission and receiver-starvation rate any clean calibration run showed, per counter and host, read
-    from the counters' normal form. An oracle
-    calibrated for some kinds only judges only workloads of those kinds (see :func:`kinds_of`).
+    from the counters' normal form. An oracle calibrated for some kinds only judges only workloads of those kinds
+    (see :func:`kinds_of`).
     """
     wire: dict[str, float] = {}
     pps: dict[str, float] = {}
