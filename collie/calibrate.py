@@ -2,7 +2,10 @@
 
 Per direction kind (one-way, bidirectional, loopback: their host pairs from :data:`collie.model.space.DIRECTION_PAIRS`)
 two runs, as the field does it: large RC WRITEs for bits/s and many-QP 64 B RC WRITEs with post lists for
-packets/s. The clean runs' loss and retransmission counters are the baseline the oracle compares against.
+packets/s. The clean runs' loss, retransmission and receiver-starvation (RNR) counters are the baseline the
+oracle compares against, ``host:counter`` -> events/s. A baseline recorded before a counter was kept (a campaign
+calibrated before receiver starvation was judged) lacks its key, which the oracle reads as 0: that counter is
+judged against the floor alone.
 """
 
 from __future__ import annotations
@@ -68,9 +71,10 @@ def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, in
     """Run every calibration workload of the direction kinds ``kinds`` through ``run`` and build the oracle
     from what they measured.
 
-    Ceilings are the best receiving host's rates per direction kind; the baseline is the highest loss and
-    retransmission rate any clean calibration run showed, read from the counters' normal form. An oracle
-    calibrated for some kinds only judges only workloads of those kinds (see :func:`kinds_of`).
+    Ceilings are the best receiving host's rates per direction kind; the baseline is the highest loss,
+    retransmission and receiver-starvation rate any clean calibration run showed, per counter and host, read
+    from the counters' normal form. An oracle calibrated for some kinds only judges only workloads of those kinds
+    (see :func:`kinds_of`).
     """
     wire: dict[str, float] = {}
     pps: dict[str, float] = {}

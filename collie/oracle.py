@@ -9,6 +9,9 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
       bidirectional, loopback) and corrected for the flows' MTU and message sizes.
     * **Loss / retransmission**: counters of those roles above ``margin x`` the clean baseline of the same
       target plus a floor rate.
+    * **Receiver not ready** (``rnr``): receiver-starvation counters (RNR NAKs sent or received, packets dropped
+      for want of a receive WQE) judged the same way, against their own margin and floor. The symptom names the
+      host whose receive queue ran dry, the responder, even where the requester counted the NAKs it got.
     * An ``engine_bound`` run (the traffic engine, not the subsystem, was the limit) or a run with errors is
       never anomalous.
 
@@ -33,18 +36,21 @@ from collie.model.features import features
 from collie.model.workload import Workload
 from collie.targets.base import HostResult, RunResult
 
-SYMPTOM_ORDER: Final = ("pause", "low_throughput", "loss", "retransmission")
+SYMPTOM_ORDER: Final = ("pause", "low_throughput", "loss", "retransmission", "rnr")
 DIRECTION_KINDS: Final = ("oneway", "bidirectional", "loopback")
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Oracle thresholds (preset ``[oracle]`` table)."""
+    """Oracle thresholds (preset ``[oracle]`` table): ``loss_*`` judge loss and retransmission counters,
+    ``rnr_*`` receiver-starvation counters (events/s above ``margin x`` the clean baseline plus the floor)."""
 
     pause_ratio: float = 0.001
     throughput_fraction: float = 0.8
     loss_margin: float = 2.0
     loss_floor_per_s: float = 10.0
+    rnr_margin: float = 2.0
+    rnr_floor_per_s: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -80,14 +86,17 @@ class Symptom:
     """One reason a run is anomalous.
 
     Attributes:
-        kind: ``pause``, ``low_throughput``, ``loss`` or ``retransmission``.
-        host, end: where it showed, and whether that host received or sent the payload.
+        kind: ``pause``, ``low_throughput``, ``loss``, ``retransmission`` or ``rnr``.
+        host, end: where it showed, and whether that host received or sent the payload (for ``rnr``: the host
+            whose receive queue ran dry).
         value, threshold: the reading and the limit it passed (a pause ratio, a fraction of the ceiling, events
             per second).
         counter: the counter it rests on (``tx_prio3_pause_duration``); ``""`` for low throughput, which rests
             on the traffic the target measured.
         estimate: the pause ratio is an upper bound from XOFF frame counts, not a measured duration.
         source: where ``counter`` was read (``ethtool``, ``hw``, ...).
+        read_on: the host ``counter`` was read on when it is not ``host`` (an ``rnr`` symptom resting on the RNR
+            NAKs its requester received); ``""``: on ``host``.
     """
 
     kind: str
@@ -98,6 +107,16 @@ class Symptom:
     counter: str = ""
     estimate: bool = False
     source: str = ""
+    read_on: str = ""
+
+    @property
+    def counter_host(self) -> str:
+        """The host ``counter`` was read on (the key of its clean baseline is ``counter_host:counter``)."""
+        return self.read_on or self.host
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, ``read_on`` only when set (so a symptom of an older record writes back as it was)."""
+        return {k: v for k, v in asdict(self).items() if k != "read_on" or v}
 
 
 @dataclass(frozen=True)
@@ -141,7 +160,7 @@ class Verdict:
         return tag in self.signature.split("+")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"anomalous": self.anomalous, "symptoms": [asdict(s) for s in self.symptoms],
+        return {"anomalous": self.anomalous, "symptoms": [s.to_dict() for s in self.symptoms],
                 "score": self.score, "signature": self.signature, "metrics": dict(self.metrics),
                 "evidence": dict(self.evidence), "levels": dict(self.levels)}
 
@@ -176,10 +195,20 @@ def normalized_hosts(run: RunResult, catalog: Catalog, line_rate_bps: float = 0.
 
 
 def event_rates(views: Mapping[str, NormalizedCounters]) -> dict[str, float]:
-    """Per-second rates of the loss and retransmission counters of every host, ``host:counter`` -> rate (what
-    the clean baseline holds)."""
+    """Per-second rates of the loss, retransmission and receiver-starvation counters of every host,
+    ``host:counter`` -> rate (what the clean baseline holds)."""
     return {f"{host}:{name}": rate for host, n in views.items()
-            for name, rate in {**n.loss_rates, **n.retransmission_rates}.items()}
+            for name, rate in {**n.loss_rates, **n.retransmission_rates, **n.receiver_starvation_rates}.items()}
+
+
+def starved_host(workload: Workload, host: str) -> str:
+    """The host whose receive queue ran dry, by a receiver-starvation counter read on ``host``: ``host`` itself
+    when it serves a flow that consumes receives (it sent the RNR NAKs, or dropped for want of a receive WQE),
+    else the server of such a flow ``host`` is the client of (whose RNR NAKs ``host`` received), else ``host``."""
+    consuming = [f for f in workload.flows if f.consumes_receives]
+    if any(f.server.host == host for f in consuming):
+        return host
+    return next((f.server.host for f in consuming if f.client.host == host), host)
 
 
 class Oracle:
@@ -224,15 +253,20 @@ class Oracle:
                 counter = _strongest_pause_counter(n)
                 symptoms.append(Symptom("pause", h.host, end, tx_max, t.pause_ratio, counter,
                                         n.pause_estimated_tx, n.sources.get(counter, "")))
-            for role, rates in (("loss", n.loss_rates), ("retransmission", n.retransmission_rates)):
+            starved = starved_host(workload, h.host)
+            for role, rates, margin, floor, host in (
+                    ("loss", n.loss_rates, t.loss_margin, t.loss_floor_per_s, h.host),
+                    ("retransmission", n.retransmission_rates, t.loss_margin, t.loss_floor_per_s, h.host),
+                    ("rnr", n.receiver_starvation_rates, t.rnr_margin, t.rnr_floor_per_s, starved)):
+                at = "receiver" if host in receivers else "sender"
                 for counter, rate in rates.items():
                     base = self.baseline.get(f"{h.host}:{counter}", self.baseline.get(counter, 0.0))
-                    limit = base * t.loss_margin + t.loss_floor_per_s
-                    tag = f"{role}@{end}"
+                    limit = base * margin + floor
+                    tag = f"{role}@{at}"
                     levels[tag] = max(levels[tag], rate / limit)
                     if rate > limit:
-                        symptoms.append(Symptom(role, h.host, end, rate, limit, counter, False,
-                                                n.sources.get(counter, "")))
+                        symptoms.append(Symptom(role, host, at, rate, limit, counter, False,
+                                                n.sources.get(counter, ""), "" if host == h.host else h.host))
             evidence["hosts"][h.host] = _host_evidence(h, n, end)
             notes.extend(f"{h.host}: {note}" for note in n.notes)
         if notes:
@@ -307,6 +341,7 @@ def _host_evidence(h: HostResult, n: NormalizedCounters, end: str) -> dict[str, 
         "pause_basis": {"tx": n.pause_basis_tx, "rx": n.pause_basis_rx},
         "loss_rates": dict(n.loss_rates),
         "retransmission_rates": dict(n.retransmission_rates),
+        "receiver_starvation_rates": dict(n.receiver_starvation_rates),
         "counters": {name: {"delta": _delta_of(h, name), "source": n.sources.get(name, "")} for name in used},
     }
     if h.unreadable:

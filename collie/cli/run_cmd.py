@@ -99,8 +99,8 @@ def run(target_spec: TargetSpec, workload_file: Path, duration: float, seed: int
     """Run one experiment and print its result and the oracle's verdict on it.
 
     The verdict says whether the run is anomalous, which symptoms (PFC pause, low throughput, loss,
-    retransmission) at which end, how far past its threshold each is against the target's calibrated
-    ceilings and clean baseline, and the counters that moved on each host, with where they were read.
+    retransmission, receiver not ready) at which end, how far past its threshold each is against the target's
+    calibrated ceilings and clean baseline, and the counters that moved on each host, with where they were read.
 
     \b
     Exit codes: 0 done; 2 a usage mistake (a bad workload or inventory file, a workload the target cannot run);

@@ -22,7 +22,7 @@ def strength(symptom: Symptom) -> float:
 
 def magnitude(symptom: Symptom, oracle: Oracle | None = None) -> str:
     """The symptom's reading against the calibrated baseline, in words (``pause 9.96 % of the time (threshold
-    0.1 %, 99.6x)``); ``oracle`` adds the clean baseline a loss or retransmission rate was compared with."""
+    0.1 %, 99.6x)``); ``oracle`` adds the clean baseline a loss, retransmission or RNR rate was compared with."""
     x = f"{strength(symptom):.3g}x"
     if symptom.kind == "pause":
         bound = "at most " if symptom.estimate else ""
@@ -32,10 +32,17 @@ def magnitude(symptom: Symptom, oracle: Oracle | None = None) -> str:
                 f"it)")
     base = ""
     if oracle is not None:
-        key = f"{symptom.host}:{symptom.counter}"
+        key = f"{symptom.counter_host}:{symptom.counter}"
         baseline = oracle.baseline.get(key, oracle.baseline.get(symptom.counter, 0.0))
-        base = f", clean baseline {baseline:.3g}/s"
-    return f"{symptom.value:.3g} events/s (limit {symptom.threshold:.3g}/s{base}, {x})"
+        base = f", clean baseline {_rate(baseline)}/s"
+    what = "RNR NAKs/s" if symptom.kind == "rnr" else "events/s"
+    where = f" counted on {symptom.read_on}" if symptom.read_on else ""
+    return f"{_rate(symptom.value)} {what}{where} (limit {_rate(symptom.threshold)}/s{base}, {x})"
+
+
+def _rate(per_s: float) -> str:
+    """An event rate in words: whole events with thousands separators from 100/s (``12,000``), else 3 digits."""
+    return f"{per_s:,.0f}" if per_s >= 100 else f"{per_s:.3g}"
 
 
 def sentence(verdict: Verdict) -> str:

@@ -18,7 +18,8 @@ Invariants of a :class:`NormalizedCounters`:
       used (with the counters of its ``group`` summed), else the sum of the per-priority counters;
       ``octets/4`` counters are multiplied by 4;
     * event roles (loss, retransmission, receiver starvation, CNPs) are summed over every present counter
-      and divided by the interval: events per second; loss and retransmission are also kept per counter;
+      and divided by the interval: events per second; loss, retransmission and receiver starvation are also kept
+      per counter;
     * a host with no pause counter at all has ``pause_readable`` false and a note saying so: its pause is
       unknown, not zero (mlx5 and bnxt_en count pause only in ``ethtool -S`` of the netdev).
 """
@@ -70,7 +71,8 @@ class NormalizedCounters:
         fatal_events: QP-killing events (retry limits exceeded); error_events: other error counters.
         diagnostic_per_s: diagnostic counter -> per-second rate (gauges: mean level).
         diagnostic_work: diagnostic counter -> what its rate is per (:class:`Work`).
-        loss_rates, retransmission_rates: per counter of those roles, events per second.
+        loss_rates, retransmission_rates, receiver_starvation_rates: per counter of those roles, events per
+            second.
         pause_readable: whether any pause counter (frames or duration, either direction) was present.
         basis: quantity (a key of :meth:`to_dict`) -> the counters it was computed from.
         sources: counter -> where it was read (``ethtool``, ``hw``, ...), for every counter in ``basis``.
@@ -113,6 +115,7 @@ class NormalizedCounters:
     diagnostic_work: Mapping[str, Work] = field(default_factory=dict)
     loss_rates: Mapping[str, float] = field(default_factory=dict)
     retransmission_rates: Mapping[str, float] = field(default_factory=dict)
+    receiver_starvation_rates: Mapping[str, float] = field(default_factory=dict)
     pause_readable: bool = False
     basis: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -122,7 +125,8 @@ class NormalizedCounters:
     def counters_used(self) -> set[str]:
         """Every counter a quantity of this view rests on."""
         return ({name for names in self.basis.values() for name in names} | set(self.diagnostic_per_s)
-                | set(self.pcie_stall_pct) | set(self.loss_rates) | set(self.retransmission_rates))
+                | set(self.pcie_stall_pct) | set(self.loss_rates) | set(self.retransmission_rates)
+                | set(self.receiver_starvation_rates))
 
     def to_dict(self) -> dict[str, Any]:
         """Flat JSON-ready form: per-priority ratios become ``pause_ratio_rx_p3``; mappings stay nested."""
@@ -327,6 +331,7 @@ def normalize(counters: Mapping[str, float | None], seconds: float, catalog: Cat
         diagnostic_work=work,
         loss_rates=per_counter("loss"),
         retransmission_rates=per_counter("retransmission"),
+        receiver_starvation_rates=per_counter("receiver_starvation"),
         pause_readable=pause_readable,
         basis=basis,
         uncatalogued=tuple(unknown),

@@ -53,7 +53,7 @@ _FLAGS: Final = {
 }
 #: Each symptom kind in a headline.
 _SYMPTOMS: Final = {"pause": "PFC pause", "low_throughput": "low throughput", "loss": "loss",
-                    "retransmission": "retransmissions"}
+                    "retransmission": "retransmissions", "rnr": "receiver not ready"}
 #: A counter's catalog unit as a report writes it beside its value.
 UNIT_WORDS: Final = {"bytes": "bytes", "octets/4": "4-byte words", "packets": "packets", "frames": "frames",
                      "us": "µs", "ms": "ms", "percent": "%", "events": "events"}
@@ -157,9 +157,9 @@ class AnomalyFacts:
         return self.symptom.counter if self.symptom is not None else ""
 
     def is_headline(self, m: MovedCounter) -> bool:
-        """Whether ``m`` is the counter the symptom rests on, on the host it showed on."""
+        """Whether ``m`` is the counter the symptom rests on, on the host it was read on."""
         return self.symptom is not None and bool(self.symptom.counter) and \
-            (m.host, m.name) == (self.symptom.host, self.symptom.counter)
+            (m.host, m.name) == (self.symptom.counter_host, self.symptom.counter)
 
     @property
     def magnitude_text(self) -> str:
@@ -314,6 +314,8 @@ def symptom_size(s: Symptom | None) -> str:
         return f"paused {s.value:.2%} of the time"
     if s.kind == "low_throughput":
         return f"{s.value:.0%} of the calibrated ceiling"
+    if s.kind == "rnr":
+        return f"{s.value:,.0f} RNR NAKs/s of {s.counter}"
     return f"{s.value:,.0f} events/s of {s.counter}"
 
 
@@ -333,7 +335,8 @@ def symptom_text(s: Symptom | None, machines: Machines = LOCAL) -> str:
                 f"({how})")
     if s.kind == "low_throughput":
         return f"{head}: {size}, below the {s.threshold:.0%} threshold"
-    return f"{head}: {size}, {s.value / max(s.threshold, 1e-12):.1f}x the limit of {s.threshold:,.0f}/s"
+    where = f" counted on {machines.label(s.read_on)}" if s.read_on else ""
+    return f"{head}: {size}{where}, {s.value / max(s.threshold, 1e-12):.1f}x the limit of {s.threshold:,.0f}/s"
 
 
 def mfs_words(mfs: MFS | None) -> str:

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+
+import pytest
 
 from collie.collectors.catalog import load_catalog, load_catalogs
+from collie.errors import InputError
 from collie.model.flow import Endpoint, Flow
 from collie.model.workload import Workload
-from collie.oracle import Ceilings, Oracle, Thresholds
+from collie.oracle import SYMPTOM_ORDER, Ceilings, Oracle, Thresholds, starved_host
+from collie.preset import load_preset
 from collie.targets.base import FlowResult, HostResult, RunResult
 
 CEIL = Ceilings({"oneway": 100e9, "bidirectional": 100e9, "loopback": 80e9},
@@ -115,3 +120,128 @@ def test_the_source_a_host_reported_wins_over_the_catalogs() -> None:
     v = oracle().judge(dataclasses.replace(r, hosts=(r.hosts[0], b)), W)
     assert (v.symptoms[0].counter, v.symptoms[0].source) == ("tx_prio3_pause_duration", "rdma-stat")
     assert v.evidence["hosts"]["b"]["counters"]["tx_prio3_pause_duration"]["delta"] == 400_000.0
+
+
+# receiver not ready: a SEND a -> b, whose receives b posts; rxe counts RNR NAKs where they are sent
+# (send_rnr_err, the responder b) and where they are received (rcvd_rnr_err, the requester a)
+SEND = Workload((Flow(Endpoint("a"), Endpoint("b"), opcodes=("SEND",), sizes=(65536,), mtu=4096),))
+
+
+def rnr_run(counters_a: dict[str, float], counters_b: dict[str, float], workload: Workload = SEND,
+            **kw: object) -> RunResult:
+    r = run(97e9, 3e6, counters_b, **kw)
+    a = dataclasses.replace(r.hosts[0], counters=counters_a)
+    return dataclasses.replace(r, workload_key=workload.key(), hosts=(a, r.hosts[1]))
+
+
+def rxe(baseline: dict[str, float] | None = None, thresholds: Thresholds | None = None) -> Oracle:
+    return Oracle(load_catalog("rxe"), CEIL, thresholds or Thresholds(), baseline)
+
+
+def test_rnr_nak_storm_on_the_responder_is_judged_above_its_clean_baseline() -> None:
+    o = rxe(baseline={"b:send_rnr_err": 100.0})
+    clean = o.judge(rnr_run({}, {"send_rnr_err": 400.0}), SEND)  # 200/s < 2 x 100 + 10
+    assert not clean.anomalous and abs(clean.levels["rnr@receiver"] - 200.0 / 210.0) < 1e-9
+    v = o.judge(rnr_run({}, {"send_rnr_err": 24_000.0}), SEND)  # 12,000/s
+    assert v.anomalous and v.signature == "rnr@receiver" and v.leading == "rnr@receiver" and v.primary == "rnr"
+    (s,) = v.symptoms
+    assert (s.kind, s.host, s.end, s.counter, s.source, s.read_on) == ("rnr", "b", "receiver", "send_rnr_err",
+                                                                        "hw", "")
+    assert s.value == 12_000.0 and s.threshold == 210.0 and v.score == 12_000.0 / 210.0
+    assert v.evidence["hosts"]["b"]["receiver_starvation_rates"] == {"send_rnr_err": 12_000.0}
+
+
+def test_rnr_naks_the_requester_received_name_the_responder_whose_receiver_starved() -> None:
+    o = rxe(baseline={"a:rcvd_rnr_err": 1000.0})  # the baseline of the host that counted them
+    assert not o.judge(rnr_run({"rcvd_rnr_err": 4000.0}, {}), SEND).anomalous  # 2,000/s < 2,010
+    v = o.judge(rnr_run({"rcvd_rnr_err": 30_000.0}, {}), SEND)
+    (s,) = v.symptoms
+    assert (s.host, s.end, s.read_on, s.counter_host) == ("b", "receiver", "a", "a")
+    assert v.signature == "rnr@receiver" and s.threshold == 2010.0
+
+
+def test_rnr_has_its_own_margin_and_floor() -> None:
+    storm = rnr_run({}, {"send_rnr_err": 2000.0})  # 1,000/s
+    assert rxe().judge(storm, SEND).anomalous
+    assert not rxe(thresholds=Thresholds(rnr_floor_per_s=5000.0)).judge(storm, SEND).anomalous
+    assert rxe(thresholds=Thresholds(loss_floor_per_s=5000.0)).judge(storm, SEND).anomalous
+    margin = rxe({"b:send_rnr_err": 300.0}, Thresholds(rnr_margin=4.0))
+    assert not margin.judge(storm, SEND).anomalous  # 1,000/s < 4 x 300 + 10
+
+
+def test_missing_rnr_counters_stay_missing_and_judge_nothing() -> None:
+    v = rxe().judge(rnr_run({}, {"out_of_seq_request": 0.0}), SEND)
+    assert not v.anomalous and "rnr@receiver" not in v.levels and "rnr@sender" not in v.levels
+    assert v.evidence["hosts"]["b"]["receiver_starvation_rates"] == {}
+    unread = rxe().judge(rnr_run({"rcvd_rnr_err": None}, {"send_rnr_err": None}), SEND)  # type: ignore[dict-item]
+    assert not unread.anomalous and "rnr@receiver" not in unread.levels
+    # an old calibration without the counter's baseline: it is judged against the floor alone (missing = 0)
+    assert rxe(baseline={"b:out_of_seq_request": 5.0}).judge(rnr_run({}, {"send_rnr_err": 42.0}), SEND).anomalous
+
+
+def test_an_engine_bound_or_failed_run_is_never_rnr_anomalous() -> None:
+    storm = {"send_rnr_err": 1e7}
+    bound = rxe().judge(rnr_run({}, storm, engine_bound=True), SEND)
+    failed = rxe().judge(rnr_run({}, storm, errors=("QP 0: RNR retry count exceeded",)), SEND)
+    for v in (bound, failed):
+        assert not v.anomalous and v.signature == "" and v.symptoms == () and v.levels == {}
+    assert failed.evidence["not_judged"] == "run had errors"
+
+
+def test_rnr_comes_after_the_other_symptoms_in_a_signature() -> None:
+    assert SYMPTOM_ORDER[-2:] == ("retransmission", "rnr")
+    v = oracle().judge(run(30e9, 0.9e6, {"out_of_buffer": 50_000.0, "out_of_sequence": 50_000.0}), W)
+    assert v.signature == "low_throughput@receiver+loss@receiver+rnr@receiver"
+    assert [s.kind for s in v.symptoms] == ["low_throughput", "loss", "rnr"]
+    assert v.leading == "low_throughput@receiver" and v.shows("rnr@receiver")
+
+
+def test_the_starved_host_is_the_responder() -> None:
+    assert starved_host(SEND, "a") == "b" and starved_host(SEND, "b") == "b"
+    read = Workload((Flow(Endpoint("a"), Endpoint("b"), opcodes=("READ",)),))
+    assert starved_host(read, "a") == "a"  # nothing consumes receives: the counter's own host
+    loop = Workload((Flow(Endpoint("a"), Endpoint("a"), opcodes=("WRITE_IMM",)),))
+    assert starved_host(loop, "a") == "a"
+    mixed = Workload((Flow(Endpoint("b"), Endpoint("a"), opcodes=("READ", "SEND_IMM")),))
+    assert starved_host(mixed, "b") == "a"
+
+
+def test_calibration_records_the_clean_baseline_of_receiver_starvation() -> None:
+    from collie.calibrate import calibrated_oracle
+    from collie.targets.sim import SimTarget
+
+    info = SimTarget("cx6-200g").describe()
+
+    def clean(workload: Workload) -> RunResult:  # one-way calibration runs: a writes to b, as rnr_run's flow
+        return rnr_run({"rcvd_rnr_err": 6.0}, {"send_rnr_err": 2.0, "out_of_seq_request": 4.0}, workload)
+
+    o = calibrated_oracle(clean, load_catalog("rxe"), info, Thresholds(), ("oneway",))
+    assert o.baseline == {"a:rcvd_rnr_err": 3.0, "b:send_rnr_err": 1.0, "b:out_of_seq_request": 2.0}
+
+
+def test_the_preset_reads_the_rnr_thresholds_and_names_a_bad_one(tmp_path: Path) -> None:
+    good = tmp_path / "good.toml"
+    good.write_text("[oracle]\nrnr_margin = 3\nrnr_floor_per_s = 50.0\n")
+    t = load_preset(str(good)).thresholds
+    assert (t.rnr_margin, t.rnr_floor_per_s, t.loss_margin) == (3.0, 50.0, 2.0)
+    assert load_preset("collie").thresholds == Thresholds()  # the shipped preset writes the defaults
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[oracle]\nrnr_floor_per_s = "high"\n')
+    with pytest.raises(InputError) as exc:
+        load_preset(str(bad))
+    assert "oracle.rnr_floor_per_s" in str(exc.value) and "expected a number" in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_campaign_calibrated_before_rnr_was_judged_judges_it_against_the_floor() -> None:
+    from collie.calibrate import recorded_oracle
+    from collie.storage.campaign import read_config
+    from tests.conftest import ROOT
+
+    config = read_config(ROOT / "tests" / "fixtures" / "campaigns" / "main-474e322")
+    assert config.target_info is not None and config.ceilings is not None and config.baseline is not None
+    assert not any(k.endswith(("rnr_nak_retry_err", "out_of_buffer")) for k in config.baseline)
+    o = recorded_oracle(config.target_info, config.ceilings, config.baseline, Thresholds()).oracle
+    r = rnr_run({"rnr_nak_retry_err": 100.0}, {}, duration=5.0)  # the requester got 20 RNR NAKs/s from b
+    (s,) = [s for s in o.judge(r, SEND).symptoms if s.kind == "rnr"]
+    assert (s.host, s.read_on, s.value, s.threshold) == ("b", "a", 20.0, 10.0)

@@ -15,6 +15,7 @@ import pytest
 from junitparser import Failure, JUnitXml
 from reporthelpers import REMOTE_HOSTS, SCRIPT, hostile_copy, make_campaign, remote_copy
 
+from collie.oracle import SYMPTOM_ORDER
 from collie.report.frames import TRIAL_COLUMNS, read_trials_csv
 from tests.conftest import ROOT, run_cli
 
@@ -110,7 +111,9 @@ def test_json_follows_its_documented_schema(campaign: Path, tmp_path: Path) -> N
                           "case", "found_at", "throughput", "replay", "target", "hosts", "perftest", "evidence_of",
                           "headline", "symptom_size", "magnitude_text", "found_trial", "hits", "further_hits"}
         _check(a["magnitude"], (int, float), "magnitude")
-        assert a["symptom"]["kind"] in ("pause", "low_throughput", "loss", "retransmission")
+        assert a["symptom"]["kind"] in SYMPTOM_ORDER
+        assert set(a["symptom"]) == {"kind", "host", "end", "value", "threshold", "counter", "estimate", "source",
+                                     "read_on"}
         assert a["leading"] == a["signature"].split("+")[0] or a["evidence_of"] == "case"
         assert a["mfs"] is None or set(a["mfs"]) == {"text", "words", "conditions"}  # None: not minimized
         assert set(a["case"]) == {"key", "name", "flows", "toml"}
@@ -279,7 +282,7 @@ def test_the_counter_a_symptom_rests_on_is_marked_and_every_counter_has_its_unit
     for a in doc["anomalies"]:
         marked = [(h, m["counter"]) for h, ev in a["hosts"].items() for m in ev["moved"] if m["headline"]]
         s = a["symptom"]
-        assert marked == ([(s["host"], s["counter"])] if s["counter"] else [])
+        assert marked == ([(s["read_on"] or s["host"], s["counter"])] if s["counter"] else [])
         assert all(m["unit"] for ev in a["hosts"].values() for m in ev["moved"])
     md = _report(campaign, "md", tmp_path).read_text()
     pause = next(a for a in doc["anomalies"] if a["symptom"]["kind"] == "pause")
@@ -333,3 +336,48 @@ def test_an_anomalys_further_hits_show_in_every_format(campaign: Path, tmp_path:
     doc = json.loads(_report(folder, "json", tmp_path).read_text())
     first = next(a for a in doc["anomalies"] if a["id"] == case.name)
     assert first["hits"] == 3 and [h["trial"] for h in first["further_hits"]] == [120, 305]
+
+
+def _rnr_copy(dst: Path) -> Path:
+    """A copy of :data:`STORED` whose minimized anomaly is receiver starvation: 12,000 RNR NAKs/s that host a,
+    the requester, received from b, whose receive queue ran dry."""
+    shutil.copytree(STORED, dst)
+    path = dst / "anomalies" / "A001-pause" / "evidence.json"
+    evidence = json.loads(path.read_text())
+    verdict = evidence["case"]["verdict"]
+    verdict["symptoms"] = [{"kind": "rnr", "host": "b", "end": "receiver", "value": 12_000.0, "threshold": 10.0,
+                            "counter": "rnr_nak_retry_err", "estimate": False, "source": "hw", "read_on": "a"}]
+    verdict["score"] = 1200.0
+    verdict["evidence"]["hosts"]["a"]["counters"]["rnr_nak_retry_err"]["delta"] = 60_000.0  # over 5 s
+    for record in (evidence, evidence["case"], verdict):
+        record["signature"] = "rnr@receiver"
+    path.write_text(json.dumps(evidence), encoding="utf-8")
+    return dst
+
+
+def test_a_receiver_starvation_anomaly_renders_in_every_format(tmp_path: Path) -> None:
+    folder = _rnr_copy(tmp_path / "rnr")
+    size = "12,000 RNR NAKs/s of rnr_nak_retry_err"
+    text = f"receiver not ready on host b (receiver): {size} counted on host a, 1200.0x the limit of 10/s"
+    doc = json.loads(_report(folder, "json", tmp_path).read_text())
+    a = next(x for x in doc["anomalies"] if x["id"] == "A001-pause")
+    assert (a["signature"], a["leading"], a["symptom"]["kind"]) == ("rnr@receiver", "rnr@receiver", "rnr")
+    assert (a["headline"], a["symptom_size"], a["symptom_text"]) == ("receiver not ready on host b (receiver)",
+                                                                    size, text)
+    # the counter it rests on is marked where it was read: on the requester
+    assert [(h, m["counter"]) for h, ev in a["hosts"].items() for m in ev["moved"] if m["headline"]] == \
+        [("a", "rnr_nak_retry_err")]
+    md = _report(folder, "md", tmp_path).read_text()
+    assert "## A001-pause: receiver not ready on host b (receiver)" in md
+    escaped = {size: size.replace("_", "\\_"), text: text.replace("_", "\\_")}
+    assert f"| host b (receiver) | receiver not ready | {escaped[size]} | 1.2e+03x its threshold |" in md
+    assert f"**Symptom:** {escaped[text]}." in md
+    html = _report(folder, "html", tmp_path).read_text()
+    assert "receiver not ready" in html and '<tr class="headline"><td><code>rnr_nak_retry_err</code>' in html
+    xml = JUnitXml.fromfile(str(_report(folder, "junit", tmp_path)))
+    messages = [r.message for case in next(iter(xml)) for r in case.result if isinstance(r, Failure)]
+    assert f"simulated: {text}" in messages
+    r = run_cli("report", "--compare", str(STORED), str(folder), "--format", "md")
+    assert r.returncode == 0, r.stderr
+    new = r.stdout.split("## New anomalies", 1)[1].split("## Not found again", 1)[0]
+    assert f"- A001-pause `rnr@receiver`: {escaped[text]}; MFS" in new

@@ -57,3 +57,13 @@ def _info():  # type: ignore[no-untyped-def]
     from collie.targets.sim import SimTarget
 
     return SimTarget("cx6-200g").describe()
+
+
+def test_an_rnr_symptom_reads_in_rnr_naks_against_the_baseline_of_the_host_that_counted_them() -> None:
+    rnr = Symptom("rnr", "b", "receiver", 12_000.0, 210.0, "rcvd_rnr_err", False, "hw", read_on="a")
+    oracle = Oracle(calibrate.catalog_of(_info()), Ceilings({}, {}), baseline={"a:rcvd_rnr_err": 100.0})
+    assert magnitude(rnr, oracle) == "12,000 RNR NAKs/s counted on a (limit 210/s, clean baseline 100/s, 57.1x)"
+    v = Verdict(True, (rnr,), 57.1, "rnr@receiver")
+    assert sentence(v) == "ANOMALOUS: rnr@receiver (score 57.1)"
+    (row,) = symptom_rows(v, oracle)
+    assert (row["symptom"], row["host"], row["end"], row["counter"]) == ("rnr", "b", "receiver", "rcvd_rnr_err")

@@ -93,3 +93,16 @@ def test_a_waiver_about_a_case_the_corpus_lacks_is_refused() -> None:
         waivers.check_cases(["f03-read-mtu1", "h15-ud-many-qp"], "corpus")
     with pytest.raises(InputError, match=r"is no case of the corpus corpus; the corpus holds h15-ud-many-qp$"):
         waivers.check_cases(["h15-ud-many-qp"], "corpus")
+
+
+def test_a_waiver_may_cover_receiver_starvation(tmp_path: Path) -> None:
+    f = tmp_path / "w.toml"
+    f.write_text('[[waiver]]\nsignature = "rnr@receiver"\nreason = "a slow receiver by design"\n'
+                 'expires = 2027-01-31\n')
+    (w,) = load_waivers(f).waivers
+    day = dt.date(2027, 1, 31)
+    assert Waivers((w,)).match("rnr@receiver", None, day).active is w
+    assert Waivers((w,)).match("low_throughput@receiver+rnr@receiver", None, day).active is None
+    f.write_text('[[waiver]]\nsignature = "rnr@host"\nreason = "r"\nexpires = 2027-01-31\n')
+    with pytest.raises(InputError, match="retransmission, rnr and end receiver or sender"):
+        load_waivers(f)

@@ -93,3 +93,17 @@ def test_a_search_point_in_words() -> None:
     assert point_words(point) == "RC WRITE incast of 32 B to 512 KiB (3 sizes), 1 QP, batch 55, MTU 1024, " \
         "gpu memory, bursts"
     assert point_words({}) == ""
+
+
+def test_an_rnr_symptom_names_the_starved_receiver_and_the_host_that_counted_the_naks() -> None:
+    rnr = Symptom("rnr", "b", "receiver", 12_000.0, 210.0, "send_rnr_err", False, "hw")
+    assert headline(rnr) == "receiver not ready on host b (receiver)"
+    assert symptom_size(rnr) == "12,000 RNR NAKs/s of send_rnr_err"
+    assert symptom_text(rnr) == ("receiver not ready on host b (receiver): 12,000 RNR NAKs/s of send_rnr_err, "
+                                 "57.1x the limit of 210/s")
+    machines = Machines(remote=True, roles={"a": Machine("a", "node-a", device=Device("mlx5_0", 1, 3, "10.0.0.1")),
+                                            "b": Machine("b", "node-b", device=Device("mlx5_1", 1, 3, "10.0.0.2"))})
+    naks = Symptom("rnr", "b", "receiver", 12_000.0, 210.0, "rnr_nak_retry_err", False, "hw", read_on="a")
+    assert symptom_text(naks, machines) == ("receiver not ready on node-b (mlx5_1:1, receiver): 12,000 RNR NAKs/s "
+                                            "of rnr_nak_retry_err counted on node-a (mlx5_0:1), 57.1x the limit of "
+                                            "210/s")
