@@ -147,7 +147,8 @@ def test_the_fast_key_agrees_on_patterns_and_the_receive_side() -> None:
         if w is None:
             continue
         f = w.flows[0]
-        w = w.with_flows((replace(f, opcodes=("WRITE_IMM", "SEND")[: rng.randint(1, 2)], recv_batch=2,
-                                  recv_delay_us=rng.choice((0, 5))),) + w.flows[1:])
+        mixed = replace(f, opcodes=("WRITE_IMM", "SEND")[: rng.randint(1, 2)], recv_batch=2,
+                        recv_delay_us=rng.choice((0, 5)))
+        w = w.with_flows((mixed, *w.flows[1:]))
         assert workload_key(w) == w.key()
         n += 1
