@@ -152,14 +152,19 @@ def counter_function(catalog: Catalog) -> CounterFunction:
         InputError: a ``sim`` field names an unknown quantity, or one that cannot be reported in the counter's
             unit (one sentence naming the catalog file and the counter).
     """
-    plan: list[tuple[str, Callable[[HostAcc, float, float], float], float, float, Callable[[float], float]]] = []
+    plan: list[tuple[str, Callable[[HostAcc, float, float], float], float, Callable[[float], float]]] = []
+    zeros: dict[str, float] = {}  # counters the model never raises: constant, in catalog order
     for spec in reported(catalog):
         q = _quantity(spec)
-        plan.append((spec.name, q.amount, spec.sim_scale, q.units.get(spec.unit, 1.0), q.rounding))
+        zeros[spec.name] = 0.0
+        if q is not QUANTITIES["zero"]:
+            plan.append((spec.name, q.amount, spec.sim_scale * q.units.get(spec.unit, 1.0), q.rounding))
 
     def counters(acc: HostAcc, d: float, line: float) -> dict[str, float]:
-        return {name: rounding(amount(acc, d, line) * scale * factor)
-                for name, amount, scale, factor, rounding in plan}
+        out = zeros.copy()
+        for name, amount, scale, rounding in plan:
+            out[name] = rounding(amount(acc, d, line) * scale)
+        return out
 
     return counters
 
