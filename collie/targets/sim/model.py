@@ -8,6 +8,11 @@ Base model (no quirk can be seen in it):
     * resources per host: wire TX and RX (line rate each way), loopback path (its own ceiling), NIC packet
       rate TX and RX (the message-rate limit), PCIe read and write direction (gen x width, encoding and
       DLLP overhead removed);
+    * a flow's costs are averaged over one cycle of its opcode and size patterns (``Flow.requests()``): READ
+      data flows server -> client, everything else client -> server; an atomic's 8 B result comes back;
+    * limits of their own: a per-NIC atomic rate (``atomic_mops``), per QP at most ``max_rd_atomic`` READs and
+      atomics in flight for a round trip, a paced receiver's refill (RC: RNR NAKs and the RNR timer; UC/UD:
+      drops), and a partial cache-line write's read-modify-write on the receiver's PCIe write direction;
     * rates are found by proportional water-filling: start every flow at what it would get alone, scale the
       flows of any over-subscribed resource down to its capacity, repeat;
     * per-WQE/doorbell cost that batching amortises, SGE and memory-placement costs are mild efficiency
@@ -21,6 +26,8 @@ Base model (no quirk can be seen in it):
 Invariants:
     * pure: the result depends only on (profile, workload, features, duration, noise draws);
     * no pause above the setup blip (< 0.01 % of the duration) and no loss unless a quirk fired;
+    * ``Outcome.fired`` lists the fired quirks' ids, then a ``base:<limit>`` label for each base-model limit
+      above that holds a flow below 0.9 of what it would get without it (tests and benchmarks only);
     * counters are consistent with the rates (bytes = rate x duration, packets likewise, both hosts).
 """
 
@@ -143,11 +150,6 @@ class FlowCalc:
     def pkts(self) -> float:
         """Data packets per request, both directions."""
         return self.fwd_pkts + self.rev_pkts
-
-    @property
-    def pcie(self) -> float:
-        """PCIe data bytes per request (either direction of the link)."""
-        return max(self.fwd_rd + self.rev_rd, self.fwd_wr + self.rev_wr)
 
 
 _FLOW_FIELDS: Final = tuple(Flow.__dataclass_fields__)
