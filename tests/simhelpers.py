@@ -175,8 +175,7 @@ def random_workload(rng: random.Random, *, gpu: bool = True, remote: bool = True
         sges = min(logint(1, 16), min(sizes))
     batch = logint(1, 128)
     depth = max(batch, logint(1, 4096))
-    sge = -(-max(sizes) // sges)
-    mr_size = max(sge, logint(4096, 4 << 20))
+    mr_size = max(max(sizes), logint(4096, 4 << 20))  # a message lies in one MR (msg_fits_mr)
     mrs = logint(1, 20000)
     while mrs * mr_size * 2 > (32 << 30) and mrs > 1:
         mrs //= 2

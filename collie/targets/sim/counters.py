@@ -119,6 +119,9 @@ QUANTITIES: Final[Mapping[str, Quantity]] = {
     "rx_read": _count("rx_read", _COUNT),
     "rx_atomic": _count("rx_atomic", _COUNT),
     "tx_send": _count("tx_send", _COUNT),
+    "rnr_naks_sent": _count("rnr_naks_sent", _COUNT),
+    "rnr_naks_received": _count("rnr_naks_received", _COUNT),
+    "rx_no_wqe": _count("rx_no_wqe", _COUNT),
     "rx_send": _count("rx_send", _COUNT),
     "pause_tx_time": Quantity(lambda acc, d, line: acc.pause_tx * d, _SECONDS, _int),
     "pause_rx_time": Quantity(lambda acc, d, line: acc.pause_rx * d, _SECONDS, _int),
@@ -149,14 +152,19 @@ def counter_function(catalog: Catalog) -> CounterFunction:
         InputError: a ``sim`` field names an unknown quantity, or one that cannot be reported in the counter's
             unit (one sentence naming the catalog file and the counter).
     """
-    plan: list[tuple[str, Callable[[HostAcc, float, float], float], float, float, Callable[[float], float]]] = []
+    plan: list[tuple[str, Callable[[HostAcc, float, float], float], float, Callable[[float], float]]] = []
+    zeros: dict[str, float] = {}  # counters the model never raises: constant, in catalog order
     for spec in reported(catalog):
         q = _quantity(spec)
-        plan.append((spec.name, q.amount, spec.sim_scale, q.units.get(spec.unit, 1.0), q.rounding))
+        zeros[spec.name] = 0.0
+        if q is not QUANTITIES["zero"]:
+            plan.append((spec.name, q.amount, spec.sim_scale * q.units.get(spec.unit, 1.0), q.rounding))
 
     def counters(acc: HostAcc, d: float, line: float) -> dict[str, float]:
-        return {name: rounding(amount(acc, d, line) * scale * factor)
-                for name, amount, scale, factor, rounding in plan}
+        out = zeros.copy()
+        for name, amount, scale, rounding in plan:
+            out[name] = rounding(amount(acc, d, line) * scale)
+        return out
 
     return counters
 

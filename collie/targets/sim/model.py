@@ -8,6 +8,11 @@ Base model (no quirk can be seen in it):
     * resources per host: wire TX and RX (line rate each way), loopback path (its own ceiling), NIC packet
       rate TX and RX (the message-rate limit), PCIe read and write direction (gen x width, encoding and
       DLLP overhead removed);
+    * a flow's costs are averaged over one cycle of its opcode and size patterns (``Flow.requests()``): READ
+      data flows server -> client, everything else client -> server; an atomic's 8 B result comes back;
+    * limits of their own: a per-NIC atomic rate (``atomic_mops``), per QP at most ``max_rd_atomic`` READs and
+      atomics in flight for a round trip, a paced receiver's refill (RC: RNR NAKs and the RNR timer; UC/UD:
+      drops), and a partial cache-line write's read-modify-write on the receiver's PCIe write direction;
     * rates are found by proportional water-filling: start every flow at what it would get alone, scale the
       flows of any over-subscribed resource down to its capacity, repeat;
     * per-WQE/doorbell cost that batching amortises, SGE and memory-placement costs are mild efficiency
@@ -21,6 +26,8 @@ Base model (no quirk can be seen in it):
 Invariants:
     * pure: the result depends only on (profile, workload, features, duration, noise draws);
     * no pause above the setup blip (< 0.01 % of the duration) and no loss unless a quirk fired;
+    * ``Outcome.fired`` lists the fired quirks' ids, then a ``base:<limit>`` label for each base-model limit
+      above that holds a flow below 0.9 of what it would get without it (tests and benchmarks only);
     * counters are consistent with the rates (bytes = rate x duration, packets likewise, both hosts).
 """
 
@@ -34,7 +41,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from collie.model.features import Features
-from collie.model.flow import Flow
+from collie.model.flow import ATOMIC_OPCODES, RECV_CONSUMING, Flow
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
 from collie.targets.sim.profile import Profile
@@ -51,7 +58,15 @@ CQE_BYTES: Final = 64
 #: Setup-time pause never exceeds this fraction of the measured interval (well below the 0.1 % threshold).
 SETUP_PAUSE_CAP: Final = 1e-4
 
-_RECV_CONSUMING: Final = frozenset(("SEND", "SEND_IMM", "WRITE_IMM"))
+#: A DMA write that ends inside a cache line of this many bytes is a partial-line write.
+CACHE_LINE: Final = 64
+#: L2 bytes of a control packet (READ request, atomic response, RNR NAK) around its 16 B of header/payload.
+_CTL_L2: Final = PACKET_OVERHEAD - L1_OVERHEAD + 16
+#: What a base-model label in ``Outcome.fired`` starts with (quirk ids never do).
+BASE_PREFIX: Final = "base:"
+#: A base-model limit that holds a flow below this fraction of what it would get without it is labelled in
+#: ``Outcome.fired`` (``base:<limit>``).
+_HOLD: Final = 0.9
 _EXTRA_PER_MSG: Final = {"WRITE": 16, "WRITE_IMM": 20, "READ": 8, "SEND": 0, "SEND_IMM": 4,
                          "ATOMIC_FA": 28, "ATOMIC_CS": 28}
 
@@ -78,6 +93,9 @@ class HostAcc:
     lost_rx: float = 0.0  # data packets lost on the way in (per second)
     lost_tx: float = 0.0  # data packets this host had to resend
     pcie_stall: float = 0.0  # percent of time without PCIe credits
+    rnr_naks_sent: float = 0.0  # responder: RNR NAKs it sent (its receive queue was empty)
+    rnr_naks_received: float = 0.0  # requester: RNR NAKs it received (and resent after the RNR timer)
+    rx_no_wqe: float = 0.0  # packets the responder dropped for want of a receive WQE (NAKed or, UC/UD, lost)
     diag_rx_wqe: float = 0.0
     diag_qpc: float = 0.0
     diag_mtt: float = 0.0
@@ -87,17 +105,51 @@ class HostAcc:
 
 @dataclass
 class FlowCalc:
+    """One flow's costs per request, averaged over one cycle of its opcode and size patterns.
+
+    ``fwd`` is the client -> server direction (WRITE, SEND, their ``_IMM`` forms, atomic requests), ``rev`` the
+    server -> client one (READ responses, atomic results). Data packets are charged against the resources;
+    control packets (READ requests, atomic responses) are counted, not charged.
+    """
+
     index: int
-    src: str  # host whose NIC sends the data
-    dst: str  # host whose NIC receives the data
+    client: str
+    server: str
+    src: str  # host whose NIC sends the main payload (Flow.payload_sender)
+    dst: str  # host whose NIC receives it
     loopback: bool
-    msg_bytes: float
-    pkts: float  # data packets per message
-    wire: float  # wire bytes per message incl. L1
-    pcie: float  # PCIe bytes per message, data only
-    req_pkts: float  # packets per message in the other direction (READ requests, atomic responses)
+    qps: int
+    msg_bytes: float  # payload bytes per request, as the workload states them
+    fwd_bytes: float
+    rev_bytes: float
+    fwd_pkts: float  # data packets
+    rev_pkts: float
+    fwd_ctl: float  # control packets
+    rev_ctl: float
+    fwd_wire: float  # wire bytes of the data packets incl. L1
+    rev_wire: float
+    fwd_rd: float  # PCIe bytes read at the client / written at the server
+    fwd_wr: float
+    rev_rd: float  # PCIe bytes read at the server / written at the client
+    rev_wr: float
+    partial: float  # of fwd_wr + rev_wr, what partial cache-line writes cost
+    n_write: float  # requests of each kind per request
+    n_read: float
+    n_atomic: float
+    n_send: float
+    n_recv: float  # requests that consume a receive WQE
     eff: float
-    rate: float = 0.0  # messages/s
+    window: float = math.inf  # READ/atomic window: requests/s
+    refill: float = math.inf  # receive refill: requests/s
+    starved: float = math.inf  # RC: requests/s of a QP that runs dry (rq_depth per RNR timer)
+    free: float = 0.0  # requests/s alone, without the base limits above and partial-line costs
+    rate: float = 0.0  # requests/s
+    labels: tuple[str, ...] = ()
+
+    @property
+    def pkts(self) -> float:
+        """Data packets per request, both directions."""
+        return self.fwd_pkts + self.rev_pkts
 
 
 _FLOW_FIELDS: Final = tuple(Flow.__dataclass_fields__)
@@ -146,6 +198,8 @@ def check_supported(profile: Profile, workload: Workload) -> None:
             mrs[ep.host] = mrs.get(ep.host, 0) + f.mrs
         if f.sges > nic.max_sge:
             raise Unsupported(f"sges {f.sges} > device max_sge {nic.max_sge}")
+        if f.inline > nic.max_inline:
+            raise Unsupported(f"inline {f.inline} > device max_inline {nic.max_inline}")
         depth = max(f.sq_depth, f.rq_depth)
         if depth > nic.max_qp_wr:
             raise Unsupported(f"queue depth {depth} > device max_qp_wr {nic.max_qp_wr}")
@@ -158,23 +212,57 @@ def check_supported(profile: Profile, workload: Workload) -> None:
 
 
 def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
-    sizes = f.sizes
-    n = len(sizes)
+    cycle = f.requests()
+    n = len(cycle)
     mtu = f.mtu
-    msg = sum(sizes) / n
-    pkts = 1.0 if f.transport == "UD" else sum(-(-s // mtu) for s in sizes) / n
-    per_pkt = PACKET_OVERHEAD + (8 if f.transport == "UD" else 0)
-    extra = _EXTRA_PER_MSG.get(f.opcode, 0)
-    wire = msg + pkts * per_pkt + extra
+    ud = f.transport == "UD"
+    per_pkt = PACKET_OVERHEAD + (8 if ud else 0)
     mps = profile.pcie.mps
-    # data TLPs (a DMA engine coalesces the SGEs of one message); per-SGE and descriptor costs only feed
-    # the back-pressure diagnostic, so that the base model stays anomaly-free
-    tlps = max(1.0, math.ceil(msg / mps))
-    pcie = msg + tlps * TLP_HEADER
-    read = f.opcode == "READ"
-    atomic = f.opcode.startswith("ATOMIC")
-    src = f.payload_sender.host
-    dst = f.payload_receiver.host
+    partial_cost = profile.pcie.partial_write_bytes
+    msg = fb = rb = fp = rp = fc = rc = fw = rw = frd = fwr = rrd = rwr = part = 0.0
+    nw = nr = na = ns = nrecv = 0
+    rd_bytes = 0
+    for op, size in cycle:
+        msg += size
+        tlp = size + max(1, -(-size // mps)) * TLP_HEADER  # a DMA engine coalesces the SGEs of one message
+        if op in ATOMIC_OPCODES:
+            na += 1
+            fb += size
+            rb += size
+            fp += 1
+            rc += 1
+            fw += size + per_pkt + _EXTRA_PER_MSG[op]
+            frd += tlp  # the operand, read at the client
+            rrd += tlp  # the responder reads the target ...
+            fwr += tlp  # ... and writes it back
+            rwr += tlp  # the original value, written at the client
+            rd_bytes += size
+            continue
+        pk = 1 if ud else -(-size // mtu)
+        wire = size + pk * per_pkt + _EXTRA_PER_MSG[op]
+        line = partial_cost if size % CACHE_LINE else 0
+        part += line
+        if op == "READ":
+            nr += 1
+            rb += size
+            rp += pk
+            fc += 1
+            rw += wire
+            rrd += tlp
+            rwr += tlp + line
+            rd_bytes += size
+            continue
+        fb += size
+        fp += pk
+        fw += wire
+        frd += tlp
+        fwr += tlp + line
+        if op in RECV_CONSUMING:
+            nrecv += 1
+        if op in ("WRITE", "WRITE_IMM"):
+            nw += 1
+        else:
+            ns += 1
     # mild, bounded efficiency: doorbell/WQE cost amortised by batching, SGE gather, memory placement
     m = profile.model
     eff = 1.0 - m.wqe_overhead / f.batch
@@ -183,49 +271,89 @@ def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
         eff *= 0.985
     if "gpu" in (f.client.memory, f.server.memory):
         eff *= 0.985
-    if f.inline and msg <= f.inline:
+    if f.inline and msg / n <= f.inline:
         eff = min(1.0, eff + 0.5 * m.wqe_overhead / f.batch)
-    req = 1.0 if (read or atomic) else 0.0
-    return FlowCalc(i, src, dst, f.loopback, msg, pkts, wire, pcie, req, eff)
+    c = FlowCalc(i, f.client.host, f.server.host, f.payload_sender.host, f.payload_receiver.host, f.loopback,
+                 f.qps, msg / n, fb / n, rb / n, fp / n, rp / n, fc / n, rc / n, fw / n, rw / n, frd / n,
+                 fwr / n, rrd / n, rwr / n, part / n, nw / n, nr / n, na / n, ns / n, nrecv / n, eff)
+    nic = profile.nic
+    if nr or na:
+        # at most max_rd_atomic READs/atomics outstanding per QP, each for a round trip
+        rtt = (nic.base_latency_us + rd_bytes / (nr + na) * 8 / (nic.line_rate_gbps * 1e3)) * 1e-6
+        c.window = f.qps * nic.max_rd_atomic / rtt / ((nr + na) / n)
+    if nrecv and f.recv_delay_us > 0:
+        # each QP reposts recv_batch WQEs per delay (+ the poll); an RC QP that runs dry is NAKed and its
+        # requester waits an RNR timer, in which the receiver refills at most rq_depth WQEs
+        share = nrecv / n
+        c.refill = f.qps * f.recv_batch / ((f.recv_delay_us + m.recv_poll_us) * 1e-6) / share
+        if f.transport == "RC":
+            c.starved = f.qps * f.rq_depth / (m.rnr_timer_us * 1e-6) / share
+    return c
 
 
 def _allocate(calcs: list[FlowCalc], profile: Profile) -> None:
-    """Proportional water-filling of message rates over the hosts' resources (see the module docstring)."""
+    """Proportional water-filling of request rates over the hosts' resources and each flow's own limits (see
+    the module docstring); labels each flow with the base-model limits that hold it well below its ceiling."""
     nic = profile.nic
     line = nic.line_rate_gbps * 1e9
     loop = nic.loopback_gbps * 1e9
     pps = nic.msg_rate_mpps * 1e6
     pcie = profile.pcie.gbps * 1e9
-    # resource key -> capacity; per flow: list of (resource, usage per message)
-    uses: list[list[tuple[tuple[str, str], float]]] = []
     caps: dict[tuple[str, str], float] = {}
+    kind_cap = {"loop": loop, "wire_tx": line, "wire_rx": line, "atomic": nic.atomic_mops * 1e6}
+    # resource key -> capacity; per flow: list of (resource, usage per request)
+    uses: list[list[tuple[tuple[str, str], float]]] = []
     for c in calcs:
+        cl, sv = c.client, c.server
         u: list[tuple[tuple[str, str], float]] = []
         if c.loopback:
-            u.append(((c.src, "loop"), c.wire * 8))
+            u.append(((cl, "loop"), (c.fwd_wire + c.rev_wire) * 8))
         else:
-            u.append(((c.src, "wire_tx"), c.wire * 8))
-            u.append(((c.dst, "wire_rx"), c.wire * 8))
-        # READ requests and atomic responses are counted, not charged: the message-rate limit is on data.
-        # The sending side of the loopback path has its own packet and DMA budget, so a host that sends to
-        # itself and to its peer serves both at full rate; receivers share theirs (in-NIC incast shares the
-        # receiver's PCIe write direction). Contention beyond that is the business of quirks (#13).
+            u += [((cl, "wire_tx"), c.fwd_wire * 8), ((sv, "wire_rx"), c.fwd_wire * 8),
+                  ((sv, "wire_tx"), c.rev_wire * 8), ((cl, "wire_rx"), c.rev_wire * 8)]
+        # Control packets (READ requests, atomic responses) are counted, not charged: the message-rate limit
+        # is on data. The sending side of the loopback path has its own packet and DMA budget, so a host that
+        # sends to itself and to its peer serves both at full rate; receivers share theirs (in-NIC incast
+        # shares the receiver's PCIe write direction). Contention beyond that is the business of quirks (#13).
         side = "loop_" if c.loopback else ""
-        u.append(((c.src, side + "pps_tx"), c.pkts))
-        u.append(((c.dst, "pps_rx"), c.pkts))
-        u.append(((c.src, side + "pcie_rd"), c.pcie * 8))
-        u.append(((c.dst, "pcie_wr"), c.pcie * 8))
-        # merge duplicate keys (loopback: src == dst)
+        u += [((cl, side + "pps_tx"), c.fwd_pkts), ((sv, "pps_rx"), c.fwd_pkts),
+              ((sv, side + "pps_tx"), c.rev_pkts), ((cl, "pps_rx"), c.rev_pkts),
+              ((cl, side + "pcie_rd"), c.fwd_rd * 8), ((sv, "pcie_wr"), c.fwd_wr * 8),
+              ((sv, side + "pcie_rd"), c.rev_rd * 8), ((cl, "pcie_wr"), c.rev_wr * 8),
+              ((sv, "atomic"), c.n_atomic)]
+        # merge duplicate keys (loopback: client == server), drop unused ones
         merged: dict[tuple[str, str], float] = {}
         for k, v in u:
-            merged[k] = merged.get(k, 0.0) + v
-        uses.append(list(merged.items()))
-        for k, _ in u:
+            if v > 0:
+                merged[k] = merged.get(k, 0.0) + v
+        for k in merged:
             kind = k[1]
-            caps[k] = (loop if kind == "loop" else line if kind.startswith("wire") else
-                       pps if "pps" in kind else pcie)
-    for c, u in zip(calcs, uses, strict=True):
-        c.rate = min(caps[k] / v for k, v in u if v > 0)
+            caps[k] = kind_cap.get(kind) or (pps if "pps" in kind else pcie)
+        alone = {k: caps[k] / v for k, v in merged.items()}
+        # what the flow would get alone without its base-model limits (and partial-line costs)
+        wr = [k for k in merged if k[1] == "pcie_wr"]
+        plain = min((r for k, r in alone.items() if k[1] not in ("atomic", "pcie_wr")), default=math.inf)
+        full_wr = min((alone[k] for k in wr), default=math.inf)
+        if c.partial and wr:
+            extra = c.partial * 8 / len(wr)
+            plain_wr = min(caps[k] / max(merged[k] - extra, 1e-12) for k in wr)
+        else:
+            plain_wr = full_wr
+        c.free = min(plain, plain_wr)
+        if c.free > c.refill:
+            c.refill = min(c.refill, c.starved)
+        for label, cap in (("base:read_window", c.window), ("base:rnr", c.refill)):
+            if cap < math.inf:
+                k = (f"flow{c.index}", label)
+                caps[k] = cap
+                merged[k] = 1.0
+                alone[k] = cap
+        base = {"base:partial_line": full_wr, "base:atomic_rate": alone.get((sv, "atomic"), math.inf),
+                "base:read_window": c.window, "base:rnr": c.refill}
+        c.rate = min(alone.values())
+        # a limit is labelled when it binds (within 1/_HOLD of the flow's rate alone) well below the ceiling
+        c.labels = tuple(lb for lb, r in base.items() if r < _HOLD * c.free and r * _HOLD <= c.rate)
+        uses.append(list(merged.items()))
     for _ in range(4):
         load: dict[tuple[str, str], float] = {}
         for c, u in zip(calcs, uses, strict=True):
@@ -287,35 +415,37 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
         factor = min(thr, 1.0 - pause_host.get(c.dst, 0.0)) * (1.0 - loss)
         c.rate *= factor * global_noise * (1.0 - amp * 0.5 * tri())
         s, d = hosts[c.src], hosts[c.dst]
+        cl, sv = hosts[c.client], hosts[c.server]
         r = c.rate
-        payload = r * c.msg_bytes
-        l2 = r * (c.wire - L1_OVERHEAD * c.pkts)
-        pk = r * c.pkts
-        s.tx_payload += payload
-        d.rx_payload += payload
-        s.tx_wire += l2
-        d.rx_wire += l2
-        s.tx_pkts += pk
-        d.rx_pkts += pk
-        if c.req_pkts:
-            d.tx_pkts += r * c.req_pkts
-            s.rx_pkts += r * c.req_pkts
-            d.tx_wire += r * c.req_pkts * (PACKET_OVERHEAD - L1_OVERHEAD + 16)
-            s.rx_wire += r * c.req_pkts * (PACKET_OVERHEAD - L1_OVERHEAD + 16)
+        fwd, rev = r * c.fwd_bytes, r * c.rev_bytes
+        cl.tx_payload += fwd
+        sv.rx_payload += fwd
+        sv.tx_payload += rev
+        cl.rx_payload += rev
+        fwd = r * (c.fwd_wire - L1_OVERHEAD * c.fwd_pkts + c.fwd_ctl * _CTL_L2)
+        rev = r * (c.rev_wire - L1_OVERHEAD * c.rev_pkts + c.rev_ctl * _CTL_L2)
+        cl.tx_wire += fwd
+        sv.rx_wire += fwd
+        sv.tx_wire += rev
+        cl.rx_wire += rev
+        fwd, rev = r * (c.fwd_pkts + c.fwd_ctl), r * (c.rev_pkts + c.rev_ctl)
+        cl.tx_pkts += fwd
+        sv.rx_pkts += fwd
+        sv.tx_pkts += rev
+        cl.rx_pkts += rev
         s.tx_msgs += r
         d.rx_msgs += r
-        server = hosts[f.server.host]
-        if f.opcode in ("WRITE", "WRITE_IMM"):
-            server.rx_write += r
-        elif f.opcode == "READ":
-            server.rx_read += r
-        elif f.opcode.startswith("ATOMIC"):
-            server.rx_atomic += r
-        else:
-            server.rx_send += r
-            hosts[f.client.host].tx_send += r
+        sv.rx_write += r * c.n_write
+        sv.rx_read += r * c.n_read
+        sv.rx_atomic += r * c.n_atomic
+        sv.rx_send += r * c.n_send
+        cl.tx_send += r * c.n_send
+        demand = c.free * c.n_recv
+        supply = c.refill * c.n_recv
+        if demand > supply:
+            _starve(c, f, profile, demand, supply, cl, sv)
         if loss:
-            lost = pk * loss / (1.0 - loss)
+            lost = r * c.pkts * loss / (1.0 - loss)
             d.lost_rx += lost
             s.lost_tx += lost
 
@@ -374,7 +504,29 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
     setup = (m.setup_base_s + qps_sides * m.setup_qp_us * 1e-6 + mrs_sides * m.setup_mr_us * 1e-6
              + pinned * 8 / (m.setup_pin_gbps * 1e9)) * (1.0 + 0.05 * (draw() - 0.5))
     return Outcome(flows=tuple(out_flows), hosts=tuple(out_hosts), setup_s=setup,
-                   fired=tuple(q.id for q in fired))
+                   fired=tuple(q.id for q in fired) + tuple(dict.fromkeys(lb for c in calcs for lb in c.labels)))
+
+
+def _starve(c: FlowCalc, f: Flow, profile: Profile, demand: float, supply: float, cl: HostAcc,
+            sv: HostAcc) -> None:
+    """Receive starvation of one flow: its sender wants ``demand`` receive-consuming requests/s, its responder
+    reposts ``supply``. RC: each starved QP is NAKed about once per RNR timer (in proportion to how short the
+    supply falls) and resends the NAKed request; UC/UD: the requests beyond the supply are dropped."""
+    if f.transport == "RC":
+        naks = f.qps / (profile.model.rnr_timer_us * 1e-6) * (1.0 - supply / demand)
+        sv.rnr_naks_sent += naks
+        cl.rnr_naks_received += naks
+        sv.rx_no_wqe += naks
+        for h in (cl, sv):
+            h.tx_pkts += naks  # the resent request; the NAK
+            h.rx_pkts += naks
+            h.tx_wire += naks * _CTL_L2
+            h.rx_wire += naks * _CTL_L2
+    else:
+        dropped = (demand - supply) * c.fwd_pkts / c.n_recv
+        sv.rx_no_wqe += dropped
+        cl.tx_pkts += dropped
+        sv.rx_pkts += dropped
 
 
 def _pause_hosts(fired: list[Quirk], workload: Workload) -> dict[str, float]:
@@ -423,18 +575,23 @@ def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: l
     amp_pcie: dict[str, float] = {}
     for c, r, f in zip(calcs, base_rates, workload.flows, strict=True):
         desc = (WQE_BYTES + SGE_BYTES * f.sges) / 1.0 + CQE_BYTES / f.signal_every
-        pcie_rd[c.src] = pcie_rd.get(c.src, 0.0) + r * (c.pcie + desc)
-        pcie_wr[c.dst] = pcie_wr.get(c.dst, 0.0) + r * (c.pcie + CQE_BYTES / f.signal_every)
+        cqe = CQE_BYTES / f.signal_every
+        pcie_rd[c.client] = pcie_rd.get(c.client, 0.0) + r * c.fwd_rd
+        pcie_rd[c.server] = pcie_rd.get(c.server, 0.0) + r * c.rev_rd
+        pcie_rd[c.src] += r * desc
+        pcie_wr[c.server] = pcie_wr.get(c.server, 0.0) + r * c.fwd_wr
+        pcie_wr[c.client] = pcie_wr.get(c.client, 0.0) + r * c.rev_wr
+        pcie_wr[c.dst] += r * cqe
         for h in (f.client.host, f.server.host):
             qps[h] = qps.get(h, 0.0) + f.qps
         msgs[c.src] = msgs.get(c.src, 0.0) + r
         msgs[c.dst] = msgs.get(c.dst, 0.0) + r
         pkts[c.src] = pkts.get(c.src, 0.0) + r * c.pkts
         pkts[c.dst] = pkts.get(c.dst, 0.0) + r * c.pkts
-        if f.opcode in _RECV_CONSUMING:
-            depth = max(f.sq_depth, f.rq_depth)
-            ws_wqe[c.dst] = ws_wqe.get(c.dst, 0.0) + f.qps * depth * (1.0 + f.batch / 32.0) * f.sges ** 0.5
-            wqe_msgs[c.dst] = wqe_msgs.get(c.dst, 0.0) + r
+        if c.n_recv:
+            ws = f.qps * f.rq_depth * (1.0 + f.batch / 32.0) * f.sges ** 0.5
+            ws_wqe[c.server] = ws_wqe.get(c.server, 0.0) + ws
+            wqe_msgs[c.server] = wqe_msgs.get(c.server, 0.0) + r * c.n_recv
         a = 1.0 + 0.15 * (f.sges - 1)
         for ep in (f.client, f.server):
             if ep.memory == "remote":

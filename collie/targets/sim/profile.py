@@ -50,6 +50,9 @@ class Nic:
     max_mr: int
     max_sge: int
     max_qp_wr: int
+    max_rd_atomic: int
+    atomic_mops: float
+    max_inline: int
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Pcie:
     width: int
     relaxed_ordering: bool
     mps: int
+    partial_write_bytes: int
 
     @property
     def gbps(self) -> float:
@@ -93,6 +97,8 @@ class ModelParams:
     setup_mr_us: float
     setup_pin_gbps: float
     setup_pause_us: float
+    recv_poll_us: float
+    rnr_timer_us: float
 
 
 @dataclass(frozen=True)
@@ -128,9 +134,11 @@ _NIC: Final = {
     "model": (str, None), "firmware": (str, ""), "driver": (str, None),
     "line_rate_gbps": (float, None), "msg_rate_mpps": (float, None), "loopback_gbps": (float, 0.0),
     "base_latency_us": (float, 2.0), "max_qp": (int, 262144), "max_mr": (int, 16777216),
-    "max_sge": (int, 30), "max_qp_wr": (int, 32768),
+    "max_sge": (int, 30), "max_qp_wr": (int, 32768), "max_rd_atomic": (int, 16), "atomic_mops": (float, 50.0),
+    "max_inline": (int, 256),
 }
-_PCIE: Final = {"gen": (int, 4), "width": (int, 16), "relaxed_ordering": (bool, True), "mps": (int, 256)}
+_PCIE: Final = {"gen": (int, 4), "width": (int, 16), "relaxed_ordering": (bool, True), "mps": (int, 256),
+                "partial_write_bytes": (int, 88)}
 _HOST: Final = {
     "cpu_vendor": (str, "intel"), "cpu_model": (str, ""), "sockets": (int, 2), "nic_numa_node": (int, 0),
     "kernel": (str, "6.1.0-18-amd64"), "gpu": (str, "none"),
@@ -140,7 +148,7 @@ _CACHE: Final = {"qpc_entries": (int, 512), "mpt_entries": (int, 8192), "mtt_ent
 _MODEL: Final = {
     "noise": (float, 0.02), "wqe_overhead": (float, 0.05), "setup_base_s": (float, 0.05),
     "setup_qp_us": (float, 120.0), "setup_mr_us": (float, 15.0), "setup_pin_gbps": (float, 40.0),
-    "setup_pause_us": (float, 60.0),
+    "setup_pause_us": (float, 60.0), "recv_poll_us": (float, 0.5), "rnr_timer_us": (float, 640.0),
 }
 
 
@@ -274,7 +282,8 @@ def parse_profile(text: str, source: str) -> Profile:
                          f"got {hosts_raw!r}")
 
     nic_t = _table(data, "nic", _NIC, source, text)
-    for key in ("line_rate_gbps", "msg_rate_mpps", "max_qp", "max_mr", "max_sge", "max_qp_wr"):
+    for key in ("line_rate_gbps", "msg_rate_mpps", "max_qp", "max_mr", "max_sge", "max_qp_wr", "max_rd_atomic",
+                "atomic_mops"):
         _positive(nic_t[key], _loc(source, text, "nic", key))
     if nic_t["loopback_gbps"] == 0:
         nic_t["loopback_gbps"] = nic_t["line_rate_gbps"]
@@ -316,7 +325,8 @@ def parse_profile(text: str, source: str) -> Profile:
     if model_t["wqe_overhead"] > 0.1:
         raise InputError(f"{_loc(source, text, 'model', 'wqe_overhead')}: {model_t['wqe_overhead']} is too "
                          f"large; allowed is 0 to 0.1 (larger losses are quirks, not the base model)")
-    _positive(model_t["setup_pin_gbps"], _loc(source, text, "model", "setup_pin_gbps"))
+    for key in ("setup_pin_gbps", "rnr_timer_us"):
+        _positive(model_t[key], _loc(source, text, "model", key))
     model = ModelParams(**model_t)
 
     inline = parse_quirks(data.get("quirk", []), source, text)

@@ -6,7 +6,8 @@ Invariants:
       ``run`` is told (a campaign: how many of its journal's completed trials ran that key before) or else how
       many times this instance already ran that key; two instances with the same seed replaying the same
       sequence of workloads agree exactly, and so does a campaign resumed from its journal;
-    * ``RunResult.truth`` lists the ids of the quirks that fired (tests and benchmarks only); with
+    * ``RunResult.truth`` lists the ids of the quirks that fired, then the ``base:<limit>`` labels of the
+      base-model limits that held a flow down (``Outcome.fired``; tests and benchmarks only); with
       ``record_truth=False`` it is always empty and nothing else in the result changes.
 """
 
@@ -36,7 +37,7 @@ class SimTarget:
             default (``cx6-200g``).
         seed: noise seed.
         pace: sleep this fraction of each experiment's duration in ``run`` (0 = never sleep).
-        record_truth: fill ``RunResult.truth`` with the fired quirk ids.
+        record_truth: fill ``RunResult.truth`` with the fired quirk ids and base-model labels.
 
     Raises:
         InputError: unknown or malformed profile, or a counter catalog whose ``sim`` fields the simulator

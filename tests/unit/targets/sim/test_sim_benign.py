@@ -1,5 +1,12 @@
 """Benign workloads are clean on every profile: perftest-like defaults and many random points outside every
-quirk's condition, judged by collie's oracle with ceilings calibrated on the target itself."""
+quirk's condition, judged by collie's oracle with ceilings calibrated on the target itself.
+
+A run whose truth holds a base-model label (``base:...``: the READ window, the atomic rate, ...) is held below
+its line- or message-rate ceiling by physics the oracle's calibration (large and small WRITEs) does not know; it
+is left out of the oracle's judgement like a run that fired a quirk, and counted apart. So is a flow with
+atomics in its pattern: an atomic moves 8 B in a packet of ~120 B, so a pattern that mixes them with WRITEs
+reaches neither the byte nor the packet ceiling of the WRITE calibration, and the oracle has no atomic
+ceiling."""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ from simhelpers import PERFTEST_DEFAULTS, max_pause, oracle_for, random_workload
 from collie.oracle import Oracle
 from collie.targets.base import Unsupported
 from collie.targets.sim import SimTarget, builtin_names
+from collie.targets.sim.model import BASE_PREFIX
 
 PROFILES = builtin_names()
 
@@ -25,12 +33,19 @@ def test_builtin_profiles_are_the_documented_five() -> None:
     assert PROFILES == ["cx6-200g", "cx6-200g-amd", "ideal", "p2100g-100g", "rxe"]
 
 
+def _quirks(truth: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(t for t in truth if not t.startswith(BASE_PREFIX))
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_perftest_defaults_are_clean(profile: str) -> None:
     target = SimTarget(profile, seed=5)
     for w in PERFTEST_DEFAULTS:
         run = target.run(w, 10.0)
-        assert run.truth == (), w.name
+        assert not _quirks(run.truth), w.name
+        if run.truth:  # only atomics meet a base-model limit among perftest's defaults
+            assert all(f.atomic for f in w.flows), (w.name, run.truth)
+            continue
         verdict = _oracle(profile).judge(run, w)
         assert not verdict.anomalous, (w.name, verdict.signature, verdict.evidence)
         assert max_pause(run) < 1e-4
@@ -50,8 +65,9 @@ def test_random_points_outside_quirks_are_clean(profile: str) -> None:
             run = target.run(w, 10.0)
         except Unsupported:
             continue
-        if run.truth:
+        if _quirks(run.truth):
             fired += 1
+        if run.truth:
             continue
         judged += 1
         verdict = _oracle(profile).judge(run, w)
@@ -82,7 +98,10 @@ def test_plain_workloads_reach_their_ceiling(profile: str) -> None:
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_points_of_the_default_search_space_outside_quirks_are_clean(profile: str) -> None:
-    """The campaign's own distribution (workloads/default.toml), incast and fan-out shapes included."""
+    """The campaign's own distribution (workloads/default.toml), incast and fan-out shapes included. A profile
+    prunes many points of the whole space (inline beyond the device's max_inline, GPU or remote memory it does
+    not have, ...) and base-model limits hold others (atomics, slow receivers), so it samples until it has judged
+    enough clean points."""
     import numpy as np
 
     from collie.model.space import load_space
@@ -91,7 +110,9 @@ def test_points_of_the_default_search_space_outside_quirks_are_clean(profile: st
     rng = np.random.default_rng(len(profile))
     target = SimTarget(profile, seed=8)
     judged = 0
-    for _ in range(500):
+    for _ in range(2000):
+        if judged == 150:
+            break
         point = space.sample(rng)
         if not space.is_valid(point):
             continue
@@ -100,7 +121,7 @@ def test_points_of_the_default_search_space_outside_quirks_are_clean(profile: st
             run = target.run(w, 10.0)
         except Unsupported:
             continue
-        if run.truth:
+        if run.truth or any(f.atomic for f in w.flows):
             continue
         judged += 1
         verdict = _oracle(profile).judge(run, w)
