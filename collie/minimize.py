@@ -635,21 +635,27 @@ class Minimizer:
         """The simplest single size near the current one that keeps the anomaly, the conditions on where it
         sits against a boundary, and the ladder its magnitude's edges are bisected on.
 
-        A power of two stays. Otherwise the nearest power of two is tried, then the other one around the size;
-        if both lose the anomaly, the size's tail decides: whole cache lines (the size rounded down to 64 B)
+        A power of two stays (one under 64 B, all tail, unless a cache line more loses the anomaly). Otherwise
+        the nearest power of two is tried, then the other one around the size; if both lose the anomaly, the
+        size's tail decides: whole cache lines (the size rounded down to 64 B)
         keeping the anomaly frees ``line_tail`` and a whole last packet frees ``tail_packet``; a tail that is
         necessary is bisected on its offset from the boundary (:meth:`_tail`), and the magnitude is then the
         power of two nearest the boundary, the tail added, on a ladder of powers of two plus that tail."""
         v = current[d.name][0]
         rounds = [1 << e for e in range((d.lo - 1).bit_length(), d.hi.bit_length())]
+        if v not in rounds:
+            below = d.nearest_round(1 << (v.bit_length() - 1))
+            near = d.nearest_round(v)
+            for r in dict.fromkeys((near, below if near != below else d.nearest_round(2 * below))):
+                if self._still({**current, d.name: [r]}, signature, f"sizes -> {[r]} (round)"):
+                    current[d.name], v = [r], r
+                    break
         if v in rounds:
-            return [], rounds
-        below = d.nearest_round(1 << (v.bit_length() - 1))
-        near = d.nearest_round(v)
-        for r in dict.fromkeys((near, below if near != below else d.nearest_round(2 * below))):
-            if self._still({**current, d.name: [r]}, signature, f"sizes -> {[r]} (round)"):
-                current[d.name] = [r]
+            # a round size under a cache line is all tail: one line more tells a small message from its tail
+            if v >= CACHE_LINE or not self._still({**current, d.name: [v + CACHE_LINE]}, signature,
+                                                  f"sizes -> {[v + CACHE_LINE]} (the same line tail, a line more)"):
                 return [], rounds
+            current[d.name], v = [v + CACHE_LINE], v + CACHE_LINE
         mtu = self._feature_at(current, "mtu")
         if v % CACHE_LINE:
             whole = max(CACHE_LINE, v - v % CACHE_LINE)
