@@ -6,7 +6,10 @@ a change is kept only if the anomaly (same signature) survives it, so the curren
 every step (the invariant), and it only ever becomes simpler.
 
 Order and grouping:
-    * topology first (``direction``, ``memory``), one probe each, then the verb (``op``): try the simplest
+    * topology first (``direction``, ``memory``), one probe each, then the opcode mix (``mix``: none if the
+      anomaly keeps without it, else only READ with WRITE, ``read_write_mix == True``, or only the atomics,
+      ``atomics == True``, else as found, ``opcode == MIXED``; a mixed case leaves the opcode to these), then
+      the verb (``op``): try the simplest
       value; if the anomaly vanishes the current value is necessary (an ``==``/flag condition) and its transport
       and opcode are tested apart (the other opcodes on the same transport, the same opcode on the other
       transports; a half is necessary if its first alternative whose run decides loses the anomaly, a run
@@ -20,7 +23,10 @@ Order and grouping:
       the geometric middle of two integer ladder values more than 25 % apart moves the edge there if it keeps
       the anomaly;
     * the size pattern: all-small, then all-large; if neither single size keeps the anomaly, a mix is
-      necessary (``size_mix == true``);
+      necessary (``size_mix == true``); a single size off a power of two moves to the nearest one that keeps
+      the anomaly, else its tail is the condition: ``line_tail`` (bytes past the last whole cache line) or
+      ``tail_packet`` (the last packet's payload), each edge bisected on the offset from the boundary, the case
+      moved to the lower edge beside a power of two (see :meth:`Minimizer._boundary`);
     * last, *checks* of the simplified case, grouped the same way: every numeric dimension's far bound, both
       ends of a single size, and (on their own, since a verb change grouped with others can slip onto another
       anomaly of the same symptom) the halves of an adopted simplest verb. A check that loses the anomaly
@@ -606,14 +612,14 @@ class Minimizer:
 
     def _sizes(self, d: SizeVector, current: dict[str, Any], signature: str) -> list[Condition]:
         sizes = list(current[d.name])
-        small, large = [min(sizes)], [max(sizes)]
-        single: list[int] | None = None
-        if len(set(sizes)) == 1:
-            single = sizes[:1]
-        elif self._still({**current, d.name: small}, signature, f"sizes -> {small}"):
-            single = small
-        elif self._still({**current, d.name: large}, signature, f"sizes -> {large}"):
-            single = large
+        single: list[int] | None = sizes[:1]
+        if len(set(sizes)) > 1:
+            # the smallest, the largest, then the sizes that set the tails (line_tail, tail_packet)
+            line, tail, mtu = (self._feature_at(current, f) for f in ("line_tail", "tail_packet", "mtu"))
+            carriers = [s for s in sizes if line and s % CACHE_LINE == line][:1] \
+                + [s for s in sizes if tail and s > mtu and s - (s - 1) // mtu * mtu == tail][:1]
+            single = next(([s] for s in dict.fromkeys((min(sizes), max(sizes), *carriers))
+                           if self._still({**current, d.name: [s]}, signature, f"sizes -> {[s]}")), None)
         if single is None:
             mix = [min(sizes), max(sizes)]
             if self._still({**current, d.name: mix}, signature, f"sizes -> {mix}"):

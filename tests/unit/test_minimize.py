@@ -421,10 +421,11 @@ def _tail_anomaly(feature: str, lo: int, hi: int) -> Any:
 @pytest.mark.parametrize(("feature", "lo", "hi"), [("line_tail", 1, 8), ("line_tail", 3, 40), ("tail_packet", 1, 64),
                                                    ("tail_packet", 1, 300)])
 def test_a_size_whose_boundary_is_the_condition_yields_tail_conditions(feature: str, lo: int, hi: int) -> None:
-    # 3 x 4096 + 5 B: rounding to 8 or 16 KiB loses the anomaly; the tail is bisected on its offset from the
-    # boundary, and the case moves to the lower edge beside a power of two
+    # neither the smallest nor the largest size holds the tail, 3 x 4096 + 5 B does: rounding it to 8 or 16 KiB
+    # loses the anomaly; the tail is bisected on its offset from the boundary, and the case moves to the lower
+    # edge beside a power of two
     probe = _tail_anomaly(feature, lo, hi)
-    start = {**SPACE.simplest(), "sizes": [3 * 4096 + 5], "qps": 4}
+    start = {**SPACE.simplest(), "sizes": [2048, 3 * 4096 + 5, 1 << 20], "qps": 4}
     result = Minimizer(SPACE, probe, MinimizeSettings()).run(start, PAUSE)
     assert [str(c) for c in result.mfs.conditions] == [f"{feature} >= {lo}", f"{feature} <= {hi}"]
     (size,) = result.point["sizes"]
