@@ -80,7 +80,7 @@ PARAM_FEATURE: Final[Mapping[str, str]] = {
     "qps": "qps_total", "mrs": "mrs_host", "mr_size": "mr_size", "batch": "batch", "sges": "sges",
     "wq_depth": "wq_depth", "mtu": "mtu", "processes": "processes", "inline": "inline",
     "signal_every": "signal_every", "rq_depth": "rq_depth", "recv_batch": "recv_batch",
-    "recv_sges": "recv_sges", "recv_delay_us": "recv_delay_us",
+    "recv_sges": "recv_sges", "recv_delay_us": "recv_delay_us", "mr_churn": "mr_churn", "qp_churn": "qp_churn",
 }
 _SIZE_FEATURES: Final = ("max_msg", "min_msg", "sizes", "size_mix", "line_tail", "tail_packet")
 _DIRECTION_FLAGS: Final = ("bidirectional", "loopback", "incast")
