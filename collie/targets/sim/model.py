@@ -365,8 +365,10 @@ def _allocate(calcs: list[FlowCalc], profile: Profile, slots: dict[str, tuple[fl
         base = {"base:partial_line": full_wr, "base:atomic_rate": alone.get((sv, "atomic"), math.inf),
                 "base:read_window": c.window, "base:rnr": c.refill, "base:churn": churned}
         c.rate = min(alone.values())
-        # a limit is labelled when it binds (within 1/_HOLD of the flow's rate alone) well below the ceiling
-        c.labels = tuple(lb for lb, r in base.items() if r < _HOLD * c.free and r * _HOLD <= c.rate)
+        # a limit is labelled when it binds (within 1/_HOLD of the flow's rate alone) well below the ceiling;
+        # a starved receiver whatever the shortfall, since its RNR NAKs or drops show in the counters
+        c.labels = tuple(lb for lb, r in base.items()
+                         if (r < _HOLD * c.free and r * _HOLD <= c.rate) or (lb == "base:rnr" and r < c.free))
         uses.append(list(merged.items()))
     for _ in range(4):
         load: dict[tuple[str, str], float] = {}
