@@ -44,8 +44,7 @@ from collie.model.features import Features
 from collie.model.flow import ATOMIC_OPCODES, RECV_CONSUMING, Flow
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
-from collie.targets.sim.churn import HostChurn, host_churn, miss_slots, mr_latency_us, qp_latency_us, \
-    xlate_working_set
+from collie.targets.sim.churn import HostChurn, host_churn, miss_slots, mr_latency_us, qp_latency_us, xlate_working_set
 from collie.targets.sim.profile import Profile
 from collie.targets.sim.quirks import Quirk, soft_fraction
 
