@@ -13,6 +13,8 @@ Base model (no quirk can be seen in it):
     * limits of their own: a per-NIC atomic rate (``atomic_mops``), per QP at most ``max_rd_atomic`` READs and
       atomics in flight for a round trip, a paced receiver's refill (RC: RNR NAKs and the RNR timer; UC/UD:
       drops), and a partial cache-line write's read-modify-write on the receiver's PCIe write direction;
+    * control-path churn (``collie.targets.sim.churn``): the misses that churned cache entries add to the data
+      path's cost its packet pipeline; churn latencies come from the firmware command path's load;
     * rates are found by proportional water-filling: start every flow at what it would get alone, scale the
       flows of any over-subscribed resource down to its capacity, repeat;
     * per-WQE/doorbell cost that batching amortises, SGE and memory-placement costs are mild efficiency
