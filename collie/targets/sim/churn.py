@@ -34,6 +34,8 @@ MTT_SPAN: Final = 65536
 #: Firmware commands of one MR churned (register, deregister) and of one QP (create, INIT, RTR, RTS, destroy).
 MR_COMMANDS: Final = 2
 QP_COMMANDS: Final = 5
+#: Pipeline slots per packet below which churn's extra misses are not charged (a rate change under 0.1 %).
+NEGLIGIBLE: Final = 1e-3
 #: Above this firmware load the M/M/1 wait stops growing as 1 / (1 - rho) and grows in proportion to rho.
 _KNEE: Final = 0.95
 
@@ -111,7 +113,7 @@ def qp_latency_us(profile: Profile, churn: HostChurn) -> float:
 
 def miss_slots(profile: Profile, churn: dict[str, HostChurn], xlate_data: float,
                qpc_data: dict[str, float]) -> dict[str, tuple[float, float]]:
-    """Per churning host: packet-pipeline slots (in packet times at ``msg_rate_mpps``) that churn's extra misses
+    """Per churning host where they reach :data:`NEGLIGIBLE`: packet-pipeline slots (in packet times at ``msg_rate_mpps``) that churn's extra misses
     add to the data path, per packet (translations) and per message (QP contexts).
 
     Args:
@@ -119,8 +121,9 @@ def miss_slots(profile: Profile, churn: dict[str, HostChurn], xlate_data: float,
         qpc_data: per host, the data path's QPs over ``qpc_entries``.
     """
     k = profile.cache.miss_ns * 1e-9 * profile.nic.msg_rate_mpps * 1e6
-    return {h: (k * extra_miss(xlate_data, c.xlate), k * extra_miss(qpc_data.get(h, 0.0), c.qpc))
-            for h, c in churn.items()}
+    out = {h: (k * extra_miss(xlate_data, c.xlate), k * extra_miss(qpc_data.get(h, 0.0), c.qpc))
+           for h, c in churn.items()}
+    return {h: s for h, s in out.items() if s[0] + s[1] >= NEGLIGIBLE}
 
 
 def xlate_working_set(profile: Profile, mrs_host: int, mr_footprint: int) -> float:

@@ -146,6 +146,7 @@ class FlowCalc:
     refill: float = math.inf  # receive refill: requests/s
     starved: float = math.inf  # RC: requests/s of a QP that runs dry (rq_depth per RNR timer)
     free: float = 0.0  # requests/s alone, without the base limits above and partial-line costs
+    unchurned: float = 1.0  # how much faster the flow alone would go without churn's slowdown
     rate: float = 0.0  # requests/s
     labels: tuple[str, ...] = ()
 
@@ -349,6 +350,7 @@ def _allocate(calcs: list[FlowCalc], profile: Profile, slots: dict[str, tuple[fl
             plain_wr = full_wr
         c.free = min(plain, plain_wr)
         churned = math.inf
+        plain_alone = min(alone.values())
         for k, v in merged.items():
             if "pps" in k[1] and k[0] in slots:
                 per_pkt, per_msg = slots[k[0]]
@@ -366,6 +368,8 @@ def _allocate(calcs: list[FlowCalc], profile: Profile, slots: dict[str, tuple[fl
         base = {"base:partial_line": full_wr, "base:atomic_rate": alone.get((sv, "atomic"), math.inf),
                 "base:read_window": c.window, "base:rnr": c.refill, "base:churn": churned}
         c.rate = min(alone.values())
+        if churned < math.inf:
+            c.unchurned = min(plain_alone, c.window, c.refill) / c.rate
         # a limit is labelled when it binds (within 1/_HOLD of the flow's rate alone) well below the ceiling;
         # a starved receiver whatever the shortfall, since its RNR NAKs or drops show in the counters
         c.labels = tuple(lb for lb, r in base.items()
@@ -411,11 +415,8 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
     slots = miss_slots(profile, churn, xlate_working_set(profile, feats.mrs_host, feats.mr_footprint),
                        _qpc_working_sets(profile, workload)) if churn else {}
     _allocate(calcs, profile, slots)
-    base_rates = [c.rate for c in calcs]
-    if slots:  # the diagnostics count at the rates the flows would get without churn's slowdown
-        plain = [_flow_calc(i, f, profile) for i, f in enumerate(flows)]
-        _allocate(plain, profile, {})
-        base_rates = [c.rate for c in plain]
+    # the diagnostics count at the rates the flows would get without churn's slowdown
+    base_rates = [c.rate * c.unchurned for c in calcs]
 
     prox = [(q, q.proximity(feats)) for q in profile.active_quirks]
     fired: list[Quirk] = [q for q, p in prox if p == 1.0]
