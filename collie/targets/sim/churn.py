@@ -113,8 +113,9 @@ def qp_latency_us(profile: Profile, churn: HostChurn) -> float:
 
 def miss_slots(profile: Profile, churn: dict[str, HostChurn], xlate_data: float,
                qpc_data: dict[str, float]) -> dict[str, tuple[float, float]]:
-    """Per churning host where they reach :data:`NEGLIGIBLE`: packet-pipeline slots (in packet times at ``msg_rate_mpps``) that churn's extra misses
-    add to the data path, per packet (translations) and per message (QP contexts).
+    """Per churning host: packet-pipeline slots (in packet times at ``msg_rate_mpps``) that churn's extra misses
+    add to the data path, per packet (translations) and per message (QP contexts); hosts where they stay below
+    :data:`NEGLIGIBLE` are left out.
 
     Args:
         xlate_data: the data path's translation working set, in cache capacities (:func:`xlate_working_set`).
