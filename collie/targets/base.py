@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Final, Protocol, Self, runtime_checkable
 
 from collie.codec import Reader, decode, encode_fields
 from collie.model.workload import Workload
@@ -80,6 +80,10 @@ class TargetInfo:
         return decode(cls, data, reader)
 
 
+#: :class:`FlowResult` fields left out of its JSON form at 0.
+_CHURN_FIELDS: Final = frozenset(("mr_churn_us", "qp_churn_us"))
+
+
 @dataclass(frozen=True)
 class FlowResult:
     """Measured performance of one flow of the workload (index into ``Workload.flows``).
@@ -89,6 +93,10 @@ class FlowResult:
         pps: packets/s on the wire (data packets).
         msg_rate: messages (work requests) completed per second.
         lat_p50_us, lat_p99_us, lat_p999_us: completion latency percentiles in µs.
+        mr_churn_us: mean latency in µs of one MR the flow's control-path churn registered and deregistered
+            (``Flow.mr_churn``), both sides; 0 when it churns no MRs (left out of :meth:`to_dict` then).
+        qp_churn_us: mean latency in µs of one QP the churn created, brought to RTS and destroyed
+            (``Flow.qp_churn``); 0 when it churns no QPs (left out of :meth:`to_dict` then).
     """
 
     flow: int
@@ -100,10 +108,12 @@ class FlowResult:
     lat_p50_us: float
     lat_p99_us: float
     lat_p999_us: float
+    mr_churn_us: float = 0.0
+    qp_churn_us: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form, every field."""
-        return encode_fields(self)
+        """Plain JSON-ready form, every field but a churn latency of 0 (results without churn read as before)."""
+        return {k: v for k, v in encode_fields(self).items() if v or k not in _CHURN_FIELDS}
 
     @classmethod
     def from_dict(cls, data: Any, reader: Reader) -> FlowResult:

@@ -13,6 +13,8 @@ Base model (no quirk can be seen in it):
     * limits of their own: a per-NIC atomic rate (``atomic_mops``), per QP at most ``max_rd_atomic`` READs and
       atomics in flight for a round trip, a paced receiver's refill (RC: RNR NAKs and the RNR timer; UC/UD:
       drops), and a partial cache-line write's read-modify-write on the receiver's PCIe write direction;
+    * control-path churn (``collie.targets.sim.churn``): the misses that churned cache entries add to the data
+      path's cost its packet pipeline; churn latencies come from the firmware command path's load;
     * rates are found by proportional water-filling: start every flow at what it would get alone, scale the
       flows of any over-subscribed resource down to its capacity, repeat;
     * per-WQE/doorbell cost that batching amortises, SGE and memory-placement costs are mild efficiency
@@ -44,6 +46,7 @@ from collie.model.features import Features
 from collie.model.flow import ATOMIC_OPCODES, RECV_CONSUMING, Flow
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
+from collie.targets.sim.churn import HostChurn, host_churn, miss_slots, mr_latency_us, qp_latency_us, xlate_working_set
 from collie.targets.sim.profile import Profile
 from collie.targets.sim.quirks import Quirk, soft_fraction
 
@@ -143,6 +146,7 @@ class FlowCalc:
     refill: float = math.inf  # receive refill: requests/s
     starved: float = math.inf  # RC: requests/s of a QP that runs dry (rq_depth per RNR timer)
     free: float = 0.0  # requests/s alone, without the base limits above and partial-line costs
+    unchurned: float = 1.0  # how much faster the flow alone would go without churn's slowdown
     rate: float = 0.0  # requests/s
     labels: tuple[str, ...] = ()
 
@@ -291,9 +295,14 @@ def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
     return c
 
 
-def _allocate(calcs: list[FlowCalc], profile: Profile) -> None:
+def _allocate(calcs: list[FlowCalc], profile: Profile, slots: dict[str, tuple[float, float]]) -> None:
     """Proportional water-filling of request rates over the hosts' resources and each flow's own limits (see
-    the module docstring); labels each flow with the base-model limits that hold it well below its ceiling."""
+    the module docstring); labels each flow with the base-model limits that hold it well below its ceiling.
+
+    Args:
+        slots: per churning host, the packet-pipeline slots churn's extra cache misses add per packet and per
+            message (:func:`collie.targets.sim.churn.miss_slots`).
+    """
     nic = profile.nic
     line = nic.line_rate_gbps * 1e9
     loop = nic.loopback_gbps * 1e9
@@ -340,6 +349,14 @@ def _allocate(calcs: list[FlowCalc], profile: Profile) -> None:
         else:
             plain_wr = full_wr
         c.free = min(plain, plain_wr)
+        churned = math.inf
+        plain_alone = min(alone.values())
+        for k, v in merged.items():
+            if "pps" in k[1] and k[0] in slots:
+                per_pkt, per_msg = slots[k[0]]
+                merged[k] = v * (1.0 + per_pkt + per_msg / c.pkts)
+                alone[k] = caps[k] / merged[k]
+                churned = min(churned, alone[k])
         if c.free > c.refill:
             c.refill = min(c.refill, c.starved)
         for label, cap in (("base:read_window", c.window), ("base:rnr", c.refill)):
@@ -349,10 +366,14 @@ def _allocate(calcs: list[FlowCalc], profile: Profile) -> None:
                 merged[k] = 1.0
                 alone[k] = cap
         base = {"base:partial_line": full_wr, "base:atomic_rate": alone.get((sv, "atomic"), math.inf),
-                "base:read_window": c.window, "base:rnr": c.refill}
+                "base:read_window": c.window, "base:rnr": c.refill, "base:churn": churned}
         c.rate = min(alone.values())
-        # a limit is labelled when it binds (within 1/_HOLD of the flow's rate alone) well below the ceiling
-        c.labels = tuple(lb for lb, r in base.items() if r < _HOLD * c.free and r * _HOLD <= c.rate)
+        if churned < math.inf:
+            c.unchurned = min(plain_alone, c.window, c.refill) / c.rate
+        # a limit is labelled when it binds (within 1/_HOLD of the flow's rate alone) well below the ceiling;
+        # a starved receiver whatever the shortfall, since its RNR NAKs or drops show in the counters
+        c.labels = tuple(lb for lb, r in base.items()
+                         if (r < _HOLD * c.free and r * _HOLD <= c.rate) or (lb == "base:rnr" and r < c.free))
         uses.append(list(merged.items()))
     for _ in range(4):
         load: dict[tuple[str, str], float] = {}
@@ -390,8 +411,12 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
     """
     flows = workload.flows
     calcs = [_flow_calc(i, f, profile) for i, f in enumerate(flows)]
-    _allocate(calcs, profile)
-    base_rates = [c.rate for c in calcs]
+    churn = host_churn(profile, workload)
+    slots = miss_slots(profile, churn, xlate_working_set(profile, feats.mrs_host, feats.mr_footprint),
+                       _qpc_working_sets(profile, workload)) if churn else {}
+    _allocate(calcs, profile, slots)
+    # the diagnostics count at the rates the flows would get without churn's slowdown
+    base_rates = [c.rate * c.unchurned for c in calcs]
 
     prox = [(q, q.proximity(feats)) for q in profile.active_quirks]
     fired: list[Quirk] = [q for q, p in prox if p == 1.0]
@@ -449,7 +474,7 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
             d.lost_rx += lost
             s.lost_tx += lost
 
-    _diagnostics(profile, workload, feats, calcs, base_rates, hosts, prox)
+    _diagnostics(profile, workload, feats, calcs, base_rates, hosts, prox, churn)
 
     # pause: a fired quirk's host asks its remote peers to pause; every receiver shows the setup blip
     setup_us = min(profile.model.setup_pause_us * (0.5 + draw()), SETUP_PAUSE_CAP * duration * 1e6)
@@ -493,9 +518,14 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
         pz = pause_host.get(c.dst, 0.0)
         p99 = p50 * (1.6 + 40.0 * pz)
         p999 = p50 * (2.5 + 120.0 * pz)
+        sides = [churn[h] for h in (f.client.host, f.server.host) if h in churn]
+        mr_us = sum(mr_latency_us(profile, f.mr_size, h) for h in sides) / 2 if f.mr_churn else 0.0
+        qp_us = sum(qp_latency_us(profile, h) for h in sides) / 2 if f.qp_churn else 0.0
         out_flows.append(FlowResult(flow=c.index, client=f.client.host, server=f.server.host,
                                     bps=c.rate * c.msg_bytes * 8, pps=c.rate * c.pkts, msg_rate=c.rate,
-                                    lat_p50_us=p50, lat_p99_us=p99, lat_p999_us=p999))
+                                    lat_p50_us=p50, lat_p99_us=p99, lat_p999_us=p999,
+                                    mr_churn_us=mr_us * (1.0 + 0.02 * tri()) if mr_us else 0.0,
+                                    qp_churn_us=qp_us * (1.0 + 0.02 * tri()) if qp_us else 0.0))
 
     m = profile.model
     qps_sides = sum(2 * f.qps for f in flows)
@@ -559,9 +589,20 @@ def _pause_hosts(fired: list[Quirk], workload: Workload) -> dict[str, float]:
     return out
 
 
+def _qpc_working_sets(profile: Profile, workload: Workload) -> dict[str, float]:
+    """Per host, the data path's QPs (both ends of every flow) over ``qpc_entries``."""
+    qps: dict[str, float] = {}
+    for f in workload.flows:
+        for h in (f.client.host, f.server.host):
+            qps[h] = qps.get(h, 0.0) + f.qps / profile.cache.qpc_entries
+    return qps
+
+
 def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: list[FlowCalc],
-                 base_rates: list[float], hosts: dict[str, HostAcc], prox: list[tuple[Quirk, float]]) -> None:
-    """Fill the ``sim_*`` diagnostic counters (per second) of every host from base-model (pre-quirk) rates."""
+                 base_rates: list[float], hosts: dict[str, HostAcc], prox: list[tuple[Quirk, float]],
+                 churn: dict[str, HostChurn]) -> None:
+    """Fill the ``sim_*`` diagnostic counters (per second) of every host from base-model (pre-quirk) rates; a
+    churning host's caches hold its churned entries too."""
     cache = profile.cache
     pcie_cap = profile.pcie.gbps * 1e9 / 8
     pps_cap = profile.nic.msg_rate_mpps * 1e6
@@ -604,15 +645,17 @@ def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: l
             amp_pcie[h] = max(amp_pcie.get(h, 1.0), a)
     bidir = 1.3 if feats.bidirectional else 1.0
     strict_order = 1.0 if profile.pcie.relaxed_ordering else 1.4
-    mr_ws = feats.mrs_host / cache.mpt_entries + feats.mr_footprint / (cache.mtt_entries * 65536.0)
+    mr_ws = xlate_working_set(profile, feats.mrs_host, feats.mr_footprint)
+    idle = HostChurn(0.0, 1.0, 0.0, 0.0, 0.0)
     read_f = 1.3 if feats.opcode == "READ" else 1.0
     mtu_f = (4096.0 / feats.mtu) ** 0.25
     for h, acc in hosts.items():
         m = msgs.get(h, 0.0) * 0.5
         p = pkts.get(h, 0.0) * 0.5
         acc.diag_rx_wqe = soft_fraction(ws_wqe.get(h, 0.0) / cache.rx_wqe_entries) * wqe_msgs.get(h, 0.0)
-        acc.diag_qpc = soft_fraction(qps.get(h, 0.0) / cache.qpc_entries) * m
-        acc.diag_mtt = soft_fraction(mr_ws) * p
+        ch = churn.get(h, idle)
+        acc.diag_qpc = soft_fraction(qps.get(h, 0.0) / cache.qpc_entries + ch.qpc) * m
+        acc.diag_mtt = soft_fraction(mr_ws + ch.xlate) * p
         util = max(pcie_rd.get(h, 0.0), pcie_wr.get(h, 0.0)) / pcie_cap
         bp = soft_fraction(util * amp_pcie.get(h, 1.0) * bidir * strict_order)
         acc.diag_pcie = 0.2 * bp * p

@@ -86,6 +86,8 @@ class Caches:
     mpt_entries: int
     mtt_entries: int
     rx_wqe_entries: int
+    miss_ns: float
+    residency_ms: float
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class ModelParams:
     setup_pause_us: float
     recv_poll_us: float
     rnr_timer_us: float
+    fw_cmd_us: float
 
 
 @dataclass(frozen=True)
@@ -144,11 +147,14 @@ _HOST: Final = {
     "kernel": (str, "6.1.0-18-amd64"), "gpu": (str, "none"),
 }
 _CACHE: Final = {"qpc_entries": (int, 512), "mpt_entries": (int, 8192), "mtt_entries": (int, 65536),
-                 "rx_wqe_entries": (int, 4096)}
+                 "rx_wqe_entries": (int, 4096), "miss_ns": (float, 100.0), "residency_ms": (float, 50.0)}
+#: The cache capacities (the other [cache] fields are costs and may be 0).
+_CACHE_ENTRIES: Final = ("qpc_entries", "mpt_entries", "mtt_entries", "rx_wqe_entries")
 _MODEL: Final = {
     "noise": (float, 0.02), "wqe_overhead": (float, 0.05), "setup_base_s": (float, 0.05),
     "setup_qp_us": (float, 120.0), "setup_mr_us": (float, 15.0), "setup_pin_gbps": (float, 40.0),
     "setup_pause_us": (float, 60.0), "recv_poll_us": (float, 0.5), "rnr_timer_us": (float, 640.0),
+    "fw_cmd_us": (float, 20.0),
 }
 
 
@@ -315,7 +321,7 @@ def parse_profile(text: str, source: str) -> Profile:
                          f"does not exist on a host with {host_t['sockets']} socket(s)")
     host = HostSpec(**host_t)
     cache_t = _table(data, "cache", _CACHE, source, text)
-    for key in _CACHE:
+    for key in _CACHE_ENTRIES:
         _positive(cache_t[key], _loc(source, text, "cache", key))
     cache = Caches(**cache_t)
     model_t = _table(data, "model", _MODEL, source, text)
