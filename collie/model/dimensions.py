@@ -24,15 +24,21 @@ BOUNDARY_REACH: Final = 64
 
 @dataclass(frozen=True)
 class Choice:
-    """One of a list of values; ``ordered`` choices (like MTU) step to a neighbour most of the time."""
+    """One of a list of values; ``ordered`` choices (like MTU) step to a neighbour most of the time. ``weights``
+    make some values likelier to be sampled (no churn most of the time, say), not to be mutated to."""
 
     name: str
     values: tuple[Any, ...]
     simplest_value: Any
     ordered: bool = False
     help: str = ""
+    #: relative sampling weight of each value (empty: uniform); mutations ignore them
+    weights: tuple[float, ...] = ()
 
     def sample(self, rng: np.random.Generator) -> Any:
+        if self.weights:
+            total = sum(self.weights)
+            return self.values[int(rng.choice(len(self.values), p=[w / total for w in self.weights]))]
         return self.values[int(rng.integers(len(self.values)))]
 
     def mutate(self, value: Any, rng: np.random.Generator) -> Any:

@@ -345,7 +345,7 @@ def constraint_rows() -> list[dict[str, str]]:
 
 _KINDS: Final = ("choice", "int", "bool", "sizes", "opcodes")
 _DIM_FIELDS: Final = {
-    "choice": ("name", "kind", "values", "simplest", "ordered", "help"),
+    "choice": ("name", "kind", "values", "simplest", "ordered", "weights", "help"),
     "int": ("name", "kind", "min", "max", "scale", "simplest", "help"),
     "bool": ("name", "kind", "simplest", "help"),
     "sizes": ("name", "kind", "min", "max", "max_len", "simplest", "boundaries", "help"),
@@ -380,7 +380,12 @@ def _dimension(raw: Any, where: str) -> Dimension:
         if simplest not in values:
             raise InputError(f"{where}.simplest: {simplest!r} is not one of its values")
         ordered = expect_type(raw.get("ordered", False), bool, f"{where}.ordered", "true or false")
-        return Choice(name, tuple(values), simplest, ordered, help_text)
+        weights = expect_type(raw.get("weights", []), list, f"{where}.weights", "a list of numbers")
+        if weights and (len(weights) != len(values) or not all(
+                isinstance(w, int | float) and not isinstance(w, bool) and w >= 0 for w in weights)
+                or not sum(weights)):
+            raise InputError(f"{where}.weights: expected one number >= 0 per value ({len(values)}), not all 0")
+        return Choice(name, tuple(values), simplest, ordered, help_text, tuple(float(w) for w in weights))
     if kind == "opcodes":
         if name != "mix":
             raise InputError(f"{where}: kind \"opcodes\" is only for the parameter 'mix'")

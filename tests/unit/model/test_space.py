@@ -183,6 +183,8 @@ def _space_file(tmp_path: Path, body: str) -> Path:
          "boundaries: expected a non-empty list of integers >= 1"),
         ('[[dimension]]\nname = "mix"\nkind = "opcodes"\nvalues = ["FETCH"]\n', "'FETCH' is not an opcode"),
         ('[[dimension]]\nname = "qps"\nkind = "opcodes"\n', "only for the parameter 'mix'"),
+        ('[[dimension]]\nname = "mtu"\nkind = "choice"\nvalues = [1024, 4096]\nweights = [1]\n',
+         "weights: expected one number >= 0 per value (2)"),
     ],
 )
 def test_bad_space_files(tmp_path: Path, body: str, fragment: str) -> None:
@@ -208,6 +210,15 @@ def test_a_space_file_adds_size_boundaries_and_narrows_the_mix(tmp_path: Path) -
     points = [s.sample(rng) for _ in range(300)]
     assert {tuple(p["mix"]) for p in points} == {(), ("READ",)}
     assert any(abs(v - round(v / 3000) * 3000) <= 64 and v % 3000 for p in points for v in p["sizes"])
+
+
+def test_weights_make_a_choice_likelier_to_be_sampled(tmp_path: Path) -> None:
+    s = load_space(_space_file(tmp_path, '[[dimension]]\nname = "mr_churn"\nkind = "choice"\n'
+                               'values = [0, 1000]\nweights = [9, 1]\n'))
+    rng = np.random.default_rng(0)
+    share = sum(s.sample(rng)["mr_churn"] == 0 for _ in range(2000)) / 2000
+    assert 0.85 < share < 0.95
+    assert s.mutate({"mr_churn": 0}, rng)[0] == {"mr_churn": 1000}  # a mutation still moves
 
 
 def test_point_of_inverts_build(space) -> None:  # type: ignore[no-untyped-def]
