@@ -46,6 +46,10 @@ class TargetInfo:
         msg_rate_pps: the NIC's packet-rate ceiling in packets/s (0 when unknown; calibration measures it).
         hosts: the host names workloads may use.
         details: anything else worth fingerprinting (PCIe gen/width, CPU, NUMA layout, ...).
+        max_rd_atomic: READ and atomic requests a QP keeps outstanding (its ``max_rd_atomic`` as the target sets
+            it up, within the device's ``max_qp_rd_atom``): the window that bounds a READ or atomic flow's rate
+            (0 = unknown, as in fingerprints recorded before it was kept).
+        atomics: the target executes atomics (calibration measures their rate only then).
     """
 
     name: str
@@ -59,6 +63,8 @@ class TargetInfo:
     msg_rate_pps: float
     hosts: tuple[str, ...]
     details: Mapping[str, str] = field(default_factory=dict)
+    max_rd_atomic: int = 0
+    atomics: bool = True
 
     @property
     def simulated(self) -> bool:
@@ -72,7 +78,8 @@ class TargetInfo:
 
     @classmethod
     def from_dict(cls, data: Any, reader: Reader) -> TargetInfo:
-        """Read :meth:`to_dict`'s form (``details`` may be absent), every field checked.
+        """Read :meth:`to_dict`'s form (``details``, ``max_rd_atomic`` and ``atomics`` may be absent), every
+        field checked.
 
         Raises:
             ``reader``'s error: one sentence naming the field (missing, mistyped or unknown).
