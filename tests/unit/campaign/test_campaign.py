@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from collie.calibrate import calibration_workloads
 from collie.campaign import AnomalyRecord, Campaign, CampaignSummary
 from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, TrialFinished, Warned
 from collie.mfs import MFS, Condition
@@ -70,7 +71,7 @@ def _journal(tmp: Path) -> list[dict[str, Any]]:
 def test_campaign_finds_minimizes_and_saves_replayable_cases(tmp_path: Path) -> None:
     summary = _campaign(tmp_path, Wrapped()).run()
     assert summary.experiments == 250
-    assert summary.calibration == 6
+    assert summary.calibration == len(calibration_workloads())
     assert summary.anomalies, "the AMD-host profile has common anomalies that 250 experiments must meet"
     for a in summary.anomalies:
         folder = tmp_path / "anomalies" / a.anomaly_id
