@@ -73,8 +73,14 @@ class TargetInfo:
         return self.kind == "sim" or (self.kind == "remote" and self.details.get("simulated") == "yes")
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form, every field (``hosts`` a list)."""
-        return encode_fields(self)
+        """Plain JSON-ready form (``hosts`` a list), every field but ``max_rd_atomic`` and ``atomics`` at their
+        defaults (so a fingerprint recorded before they were kept writes back as it was)."""
+        out = encode_fields(self)
+        if not self.max_rd_atomic:
+            del out["max_rd_atomic"]
+        if self.atomics:
+            del out["atomics"]
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, reader: Reader) -> TargetInfo:
