@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from collie.collectors.catalog import load_catalogs
 from collie.mfs import MFS
 from collie.model.flow import Endpoint, Flow
 from collie.model.workload import Workload

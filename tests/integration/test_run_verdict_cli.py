@@ -73,10 +73,11 @@ def _one_flow(folder: Path, name: str, flows: list[str]) -> Path:
     return path
 
 
-READ_64 = 'opcode = "READ"\nsizes = [64]\nmr_size = 4096\nclient = {host = "a"}\nserver = {host = "b"}'
-FETCH_ADD = 'opcode = "ATOMIC_FA"\nsizes = [8]\nqps = 4\nmr_size = 4096\nclient = {host = "a"}\nserver = {host = "b"}'
+A_TO_B = '\nclient = {host = "a"}\nserver = {host = "b"}'
+READ_64 = 'opcode = "READ"\nsizes = [64]\nmr_size = 4096' + A_TO_B
+FETCH_ADD = 'opcode = "ATOMIC_FA"\nsizes = [8]\nqps = 4\nmr_size = 4096' + A_TO_B
 # the same with a planted quirk of sim:cx6-200g: a READ of 16 KiB at MTU 1K (f03), an atomic incast into b (f13)
-READ_MTU1K = 'opcode = "READ"\nsizes = [16384]\nmtu = 1024\nmr_size = 16384\nclient = {host = "a"}\nserver = {host = "b"}'
+READ_MTU1K = 'opcode = "READ"\nsizes = [16384]\nmtu = 1024\nmr_size = 16384' + A_TO_B
 FETCH_ADD_LOCAL = FETCH_ADD.replace('client = {host = "a"}', 'client = {host = "b"}')
 
 
