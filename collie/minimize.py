@@ -6,7 +6,10 @@ a change is kept only if the anomaly (same signature) survives it, so the curren
 every step (the invariant), and it only ever becomes simpler.
 
 Order and grouping:
-    * topology first (``direction``, ``memory``), one probe each, then the verb (``op``): try the simplest
+    * topology first (``direction``, ``memory``), one probe each, then the opcode mix (``mix``: none if the
+      anomaly keeps without it, else only READ with WRITE, ``read_write_mix == True``, or only the atomics,
+      ``atomics == True``, else as found, ``opcode == MIXED``; a mixed case leaves the opcode to these), then
+      the verb (``op``): try the simplest
       value; if the anomaly vanishes the current value is necessary (an ``==``/flag condition) and its transport
       and opcode are tested apart (the other opcodes on the same transport, the same opcode on the other
       transports; a half is necessary if its first alternative whose run decides loses the anomaly, a run
@@ -20,7 +23,10 @@ Order and grouping:
       the geometric middle of two integer ladder values more than 25 % apart moves the edge there if it keeps
       the anomaly;
     * the size pattern: all-small, then all-large; if neither single size keeps the anomaly, a mix is
-      necessary (``size_mix == true``);
+      necessary (``size_mix == true``); a single size off a power of two moves to the nearest one that keeps
+      the anomaly, else its tail is the condition: ``line_tail`` (bytes past the last whole cache line) or
+      ``tail_packet`` (the last packet's payload), each edge bisected on the offset from the boundary, the case
+      moved to the lower edge beside a power of two (see :meth:`Minimizer._boundary`);
     * last, *checks* of the simplified case, grouped the same way: every numeric dimension's far bound, both
       ends of a single size, and (on their own, since a verb change grouped with others can slip onto another
       anomaly of the same symptom) the halves of an adopted simplest verb. A check that loses the anomaly
@@ -60,8 +66,9 @@ from functools import partial
 from typing import Any, Final
 
 from collie.mfs import MFS, Condition
-from collie.model.dimensions import Choice, Dimension, Flag, IntRange, SizeVector
-from collie.model.features import features
+from collie.model.dimensions import Choice, Dimension, Flag, IntRange, OpcodePattern, SizeVector
+from collie.model.features import CACHE_LINE, features
+from collie.model.flow import ATOMIC_OPCODES, MIXED
 from collie.model.points import point_key
 from collie.model.space import SearchSpace
 from collie.oracle import Verdict
@@ -72,9 +79,10 @@ Probe = Callable[[Mapping[str, Any]], "Verdict | None"]
 PARAM_FEATURE: Final[Mapping[str, str]] = {
     "qps": "qps_total", "mrs": "mrs_host", "mr_size": "mr_size", "batch": "batch", "sges": "sges",
     "wq_depth": "wq_depth", "mtu": "mtu", "processes": "processes", "inline": "inline",
-    "signal_every": "signal_every",
+    "signal_every": "signal_every", "rq_depth": "rq_depth", "recv_batch": "recv_batch",
+    "recv_sges": "recv_sges", "recv_delay_us": "recv_delay_us", "mr_churn": "mr_churn", "qp_churn": "qp_churn",
 }
-_SIZE_FEATURES: Final = ("max_msg", "min_msg", "sizes", "size_mix")
+_SIZE_FEATURES: Final = ("max_msg", "min_msg", "sizes", "size_mix", "line_tail", "tail_packet")
 _DIRECTION_FLAGS: Final = ("bidirectional", "loopback", "incast")
 _TOPOLOGY: Final = ("direction", "memory")
 #: What :meth:`Minimizer._half_kept` returns when an alternative verb could not run.
@@ -203,11 +211,14 @@ class Minimizer:
         # incast turned WRITE pauses for another reason)
         dims = self.space.dimensions
         retry: list[Dimension] = []
-        for d in [d for d in dims if d.name in _TOPOLOGY] + [d for d in dims if d.name == "op"]:
+        # the opcode mix goes before the verb: the verb's opcode condition depends on whether the flow is mixed
+        first = [d for d in dims if d.name in _TOPOLOGY] + [d for d in dims if isinstance(d, OpcodePattern)] \
+            + [d for d in dims if d.name == "op"]
+        for d in first:
             conditions += self._single(d, current, signature, retry)
         # the other scalar dimensions are simplified in groups: most anomalies need few of them
-        conditions += self._group([d for d in dims if d.name not in _TOPOLOGY and d.name != "op"
-                                   and not isinstance(d, SizeVector)], current, signature, retry)
+        conditions += self._group([d for d in dims if d not in first and not isinstance(d, SizeVector)],
+                                  current, signature, retry)
         for d in [d for d in dims if isinstance(d, SizeVector)]:
             conditions += self._single(d, current, signature, retry)
         for d in retry:
@@ -314,6 +325,8 @@ class Minimizer:
         """Conditions dimension ``d`` contributes (None: its key probe could not run)."""
         if isinstance(d, SizeVector):
             return self._sizes(d, current, signature)
+        if isinstance(d, OpcodePattern):
+            return self._mix(d, current, signature)
         if isinstance(d, Choice) and not d.ordered and not isinstance(d.values[0], int):
             return self._categorical(d, current, signature)
         if isinstance(d, Flag):
@@ -349,8 +362,8 @@ class Minimizer:
         if d.name == "op":
             # the verb is not necessary, but its transport or opcode may be: checked at the end, with the far sides
             for others, condition in _verb_halves(d, simplest):
-                lost = partial(self._masked_then, d.name, others[0], others[1:], _verb_conditions([condition]),
-                               signature=signature)
+                lost = partial(self._masked_then, d.name, others[0], others[1:],
+                               self._verb_conditions(d, [condition], current), signature=signature)
                 self._far.append(_Check(d.name, others[0], lost, alone=True))
         return []
 
@@ -371,17 +384,33 @@ class Minimizer:
             elif kept is not _UNTESTABLE:
                 # alternatives that disagree (the simplest verb RC WRITE lost an RC READ anomaly, RC SEND kept
                 # it): the half is not free, whatever the check below says; it excludes the values that lost
+                # (the alternatives probed up to the one that kept: the others were not tested)
+                probed = others[:others.index(kept) + 1]
                 losing = [v for v in others if point_key({**current, d.name: v}) in self._lost]
                 if losing:
-                    necessary.append(_half_allowed(condition, value, [v for v in others if v not in losing]))
+                    necessary.append(_half_allowed(condition, value, [v for v in probed if v not in losing]))
                 # a keep this far from the simplest case may have slipped onto another anomaly of the same
                 # symptom (a UD SEND case moved to RC SEND meeting an RC SEND anomaly): checked again on the
                 # simplified case, with the far sides
                 rest = [v for v in others if v != kept]
-                lost = partial(self._masked_then, d.name, kept, rest, _verb_conditions([condition]),
-                               signature=signature)
+                lost = partial(self._masked_then, d.name, kept, rest,
+                               self._verb_conditions(d, [condition], current), signature=signature)
                 self._far.append(_Check(d.name, kept, lost, alone=True))
-        return _verb_conditions(necessary)
+        return self._verb_conditions(d, necessary, current)
+
+    def _verb_conditions(self, d: Choice, necessary: list[Condition], current: Mapping[str, Any]
+                         ) -> list[Condition]:
+        """The verb's (``d``) necessary halves, transport first. A space with one UD verb pins its opcode with a
+        necessary UD transport; a case whose flow cycles several opcodes (``opcode == MIXED``) leaves the opcode
+        to the mix's conditions."""
+        out = list(necessary)
+        if self._feature_at(current, "opcode") == MIXED:
+            return [c for c in out if c.feature != "opcode"]
+        transport = next((c.value for c in out if c.feature == "transport"), None)
+        ud = [v for v in d.values if v.startswith("UD_")]
+        if transport == "UD" and len(ud) == 1 and not any(c.feature == "opcode" for c in out):
+            out.append(Condition("opcode", "==", ud[0].split("_", 1)[1]))
+        return sorted(out, key=lambda c: c.feature != "transport")
 
     def _half_kept(self, name: str, values: list[Any], current: dict[str, Any], signature: str) -> Any:
         """The first of ``values`` that keeps the anomaly when ``name`` moves to it, None if the verb half is
@@ -422,6 +451,30 @@ class Minimizer:
             current[d.name] = d.simplest()
             return []
         return [Condition(d.name, "==", value)]
+
+    def _mix(self, d: OpcodePattern, current: dict[str, Any], signature: str) -> list[Condition] | None:
+        """The opcodes cycled with the verb's: none if the anomaly keeps without them; else only READ with WRITE
+        (``read_write_mix == True``) or only the atomics (``atomics == True``) when the mix has them and that
+        keeps it; else the mix as found (``opcode == MIXED``)."""
+        value = list(current[d.name])
+        if value == d.simplest():
+            return []
+        kept = self._test({**current, d.name: d.simplest()}, signature, f"{d.name} -> {d.simplest()}")
+        if kept is None:
+            return None
+        if kept:
+            current[d.name] = d.simplest()
+            return []
+        first = str(self.space.complete(current)["op"]).split("_", 1)[1]
+        pair = {"READ": ["WRITE"], "WRITE": ["READ"], "WRITE_IMM": ["READ"]}.get(first, ["READ", "WRITE"])
+        narrower = (("read_write_mix", pair), ("atomics", [o for o in dict.fromkeys(value) if o in ATOMIC_OPCODES]))
+        for flag, mix in narrower:
+            if not mix or not self._feature_at(current, flag):
+                continue
+            if mix == value or self._still({**current, d.name: mix}, signature, f"{d.name} -> {mix}"):
+                current[d.name] = mix
+                return [Condition(flag, "==", True)]
+        return [Condition("opcode", "==", MIXED)]
 
     def _numeric(self, d: IntRange | Choice, current: dict[str, Any], signature: str) -> list[Condition] | None:
         value, simplest = current[d.name], d.simplest()
@@ -559,31 +612,126 @@ class Minimizer:
 
     def _sizes(self, d: SizeVector, current: dict[str, Any], signature: str) -> list[Condition]:
         sizes = list(current[d.name])
-        small, large = [min(sizes)], [max(sizes)]
-        single: list[int] | None = None
-        if len(set(sizes)) == 1:
-            single = sizes[:1]
-        elif self._still({**current, d.name: small}, signature, f"sizes -> {small}"):
-            single = small
-        elif self._still({**current, d.name: large}, signature, f"sizes -> {large}"):
-            single = large
+        single: list[int] | None = sizes[:1]
+        if len(set(sizes)) > 1:
+            # the smallest, the largest, then the sizes that set the tails (line_tail, tail_packet)
+            line, tail, mtu = (self._feature_at(current, f) for f in ("line_tail", "tail_packet", "mtu"))
+            carriers = [s for s in sizes if line and s % CACHE_LINE == line][:1] \
+                + [s for s in sizes if tail and s > mtu and s - (s - 1) // mtu * mtu == tail][:1]
+            single = next(([s] for s in dict.fromkeys((min(sizes), max(sizes), *carriers))
+                           if self._still({**current, d.name: [s]}, signature, f"sizes -> {[s]}")), None)
         if single is None:
             mix = [min(sizes), max(sizes)]
             if self._still({**current, d.name: mix}, signature, f"sizes -> {mix}"):
                 current[d.name] = mix
             return [Condition("size_mix", "==", True)]
         current[d.name] = single
-        exps = [1 << e for e in range((d.lo - 1).bit_length(), d.hi.bit_length())]
-        for end in (exps[0], exps[-1]):
-            if end != single[0]:
-                self._far.append(_retreating(d.name, [[e] for e in _from_to(exps, end, single[0])],
-                                             lambda v: partial(self._size_edge, d, sizes, exps, v[0],
-                                                               signature=signature)))
-        return []
+        conditions, ladder = self._boundary(d, current, signature)
+        here = current[d.name][0]
+        for end in (ladder[0], ladder[-1]):
+            if end != here:
+                check = _retreating(d.name, [[e] for e in _from_to(ladder, end, here)],
+                                    lambda v: partial(self._size_edge, d, sizes, ladder, v[0], signature=signature))
+                # a smaller message clamps the SGEs (send and receive): grouped, it would hide their far sides
+                self._far.append(dataclasses.replace(check, alone=end < here))
+        return conditions
 
-    def _size_edge(self, d: SizeVector, sizes: list[int], exps: list[int], end: int, current: dict[str, Any],
+    def _boundary(self, d: SizeVector, current: dict[str, Any], signature: str
+                  ) -> tuple[list[Condition], list[int]]:
+        """The simplest single size near the current one that keeps the anomaly, the conditions on where it
+        sits against a boundary, and the ladder its magnitude's edges are bisected on.
+
+        A power of two stays (one under 64 B, all tail, unless a cache line more loses the anomaly). Otherwise
+        the nearest power of two is tried, then the other one around the size; if both lose the anomaly, the
+        size's tail decides: whole cache lines (the size rounded down to 64 B)
+        keeping the anomaly frees ``line_tail`` and a whole last packet frees ``tail_packet``; a tail that is
+        necessary is bisected on its offset from the boundary (:meth:`_tail`), and the magnitude is then the
+        power of two nearest the boundary, the tail added, on a ladder of powers of two plus that tail."""
+        v = current[d.name][0]
+        rounds = [1 << e for e in range((d.lo - 1).bit_length(), d.hi.bit_length())]
+        if v not in rounds:
+            below = d.nearest_round(1 << (v.bit_length() - 1))
+            near = d.nearest_round(v)
+            for r in dict.fromkeys((near, below if near != below else d.nearest_round(2 * below))):
+                if self._still({**current, d.name: [r]}, signature, f"sizes -> {[r]} (round)"):
+                    current[d.name], v = [r], r
+                    break
+        if v in rounds:
+            # a round size under a cache line is all tail: one line more tells a small message from its tail
+            if v >= CACHE_LINE or not self._still({**current, d.name: [v + CACHE_LINE]}, signature,
+                                                  f"sizes -> {[v + CACHE_LINE]} (the same line tail, a line more)"):
+                return [], rounds
+            current[d.name], v = [v + CACHE_LINE], v + CACHE_LINE
+        mtu = self._feature_at(current, "mtu")
+        if v % CACHE_LINE:
+            whole = max(CACHE_LINE, v - v % CACHE_LINE)
+            if not self._still({**current, d.name: [whole]}, signature, f"sizes -> {[whole]} (whole cache lines)"):
+                # line_tail, unless the last packet's payload is what matters: the same line tail in a last
+                # packet of another length tells them apart
+                tail = self._feature_at(current, "tail_packet")
+                other = v - tail + v % CACHE_LINE + (0 if tail > mtu - CACHE_LINE else mtu - CACHE_LINE)
+                if not tail or self._still({**current, d.name: [other]}, signature,
+                                           f"sizes -> {[other]} (the same line tail, another last packet)"):
+                    return self._tail(d, "line_tail", CACHE_LINE, CACHE_LINE - 1, current, signature)
+                return self._tail(d, "tail_packet", mtu, mtu, current, signature)
+            current[d.name], v = [whole], whole
+        tail = self._feature_at(current, "tail_packet")
+        if tail and tail != mtu:
+            whole = v - tail + mtu
+            if not self._still({**current, d.name: [whole]}, signature, f"sizes -> {[whole]} (whole last packet)"):
+                return self._tail(d, "tail_packet", mtu, mtu, current, signature)
+            current[d.name], v = [whole], whole
+        return [], sorted({*rounds, v})
+
+    def _tail(self, d: SizeVector, feature: str, unit: int, top: int, current: dict[str, Any], signature: str
+              ) -> tuple[list[Condition], list[int]]:
+        """Conditions on ``feature``, the size's offset ``o`` from a multiple of ``unit`` (1..``top``), which the
+        anomaly needs: ``feature >= lower`` and, when the offset ``top`` loses it, ``feature <= upper``, each edge
+        bisected on the offset. The case moves to the lower edge on the power of two nearest its boundary."""
+        v = current[d.name][0]
+        offset = self._feature_at(current, feature)
+        base = v - offset
+
+        def kept(o: int, why: str, recheck: bool = False) -> bool:
+            return self._test({**current, d.name: [base + o]}, signature, f"sizes -> {[base + o]} ({why})",
+                              recheck=recheck) is True
+
+        lower = offset
+        if offset > 1 and kept(1, f"{feature} -> 1", recheck=True):
+            lower = 1
+        elif offset > 1:
+            lower = self._offset_edge(1, offset, kept, feature)
+        conditions = [Condition(feature, ">=", lower)]
+        if offset < top and not kept(top, f"{feature} -> {top}", recheck=True):
+            conditions.append(Condition(feature, "<=", self._offset_edge(top, offset, kept, feature)))
+        current[d.name] = [base + lower]
+        if base and base & (base - 1):
+            # the boundary's magnitude: the nearest power of two (a multiple of the unit), then the other one
+            below = 1 << (base.bit_length() - 1)
+            for p in dict.fromkeys((d.nearest_round(base), below, 2 * below)):
+                if p + lower <= d.hi and self._still({**current, d.name: [p + lower]}, signature,
+                                                     f"sizes -> {[p + lower]} (round boundary)"):
+                    current[d.name] = [p + lower]
+                    break
+        rounds = [p + lower for p in (1 << e for e in range(unit.bit_length() - 1, d.hi.bit_length()))
+                  if p + lower <= d.hi]
+        return conditions, sorted({*rounds, current[d.name][0]})
+
+    @staticmethod
+    def _offset_edge(bad: int, good: int, kept: Callable[[int, str], bool], feature: str) -> int:
+        """The offset nearest ``bad`` (lost the anomaly) that keeps it, bisected down from ``good`` (kept)."""
+        while abs(good - bad) > 1:
+            mid = (bad + good) // 2
+            if kept(mid, f"{feature} -> {mid} (bisect)"):
+                good = mid
+            else:
+                bad = mid
+        return good
+
+    def _size_edge(self, d: SizeVector, sizes: list[int], ladder: list[int], end: int, current: dict[str, Any],
                    signature: str) -> list[Condition]:
-        """The edge between the current single size (anomalous) and ``end`` (not), as a condition.
+        """The edge between the current single size (anomalous) and ``end`` (not), as a condition, bisected on
+        ``ladder``.
 
         When the original pattern ``sizes`` held no message beyond the edge's side, it cannot tell whether the
         anomaly needs every message on this side of the edge or only one: one probe of the case with a message
@@ -596,7 +744,7 @@ class Minimizer:
             if self._test({**current, d.name: mix}, signature, f"sizes -> {mix} (one message beyond)",
                           recheck=False):
                 pattern.append(end)
-        return self._bisect(d.name, [[e] for e in exps], [end], [v], current, signature,
+        return self._bisect(d.name, [[e] for e in ladder], [end], [v], current, signature,
                             partial(_size_condition, pattern, lower))[1]
 
 
@@ -693,15 +841,6 @@ def _superseded(conditions: list[Condition]) -> list[Condition]:
     half necessary after all narrows the disagreeing alternatives' set)."""
     pinned = {c.feature for c in conditions if c.op == "=="}
     return [c for c in conditions if c.op != "in" or c.feature not in pinned]
-
-
-def _verb_conditions(necessary: list[Condition]) -> list[Condition]:
-    """The verb's necessary halves, transport first; UD has one opcode, so a necessary UD transport pins it."""
-    out = list(necessary)
-    transport = next((c.value for c in out if c.feature == "transport"), None)
-    if transport == "UD" and not any(c.feature == "opcode" for c in out):
-        out.append(Condition("opcode", "==", "SEND"))
-    return sorted(out, key=lambda c: c.feature != "transport")
 
 
 def _ladder(d: IntRange | Choice) -> list[Any]:

@@ -16,6 +16,10 @@ from typing import Any, Final
 import numpy as np
 
 JUMP_PROBABILITY: Final = 0.15
+#: Region boundaries sizes are drawn toward by default: the 64 B cache line, the RoCE MTUs, the 4 KiB page.
+SIZE_BOUNDARIES: Final = (64, 256, 512, 1024, 2048, 4096)
+#: How far beside a boundary a size is drawn (1..this many bytes either way).
+BOUNDARY_REACH: Final = 64
 
 
 @dataclass(frozen=True)
@@ -152,10 +156,16 @@ class Flag:
 
 @dataclass(frozen=True)
 class SizeVector:
-    """A request-size pattern: 1..``max_len`` sizes, each a power of two in ``[lo, hi]``.
+    """A request-size pattern: 1..``max_len`` sizes, each any integer in ``[lo, hi]``.
 
-    Mutations: step one size by x2 or /2, scale all by 2..8 either way, resample one size, append one, drop one,
-    or make all sizes equal.
+    Half of the fresh sizes are round (a power of two, log-uniform), half sit at a region boundary: a multiple
+    of one of ``boundaries`` (the 64 B cache line, the MTUs, the 4 KiB page; a space file may add its own, like
+    a burst size), log-uniform in magnitude, exactly on it (a third of them) or 1..64 B either side of it
+    (log-uniform, so the 1-byte neighbours are the most frequent). Sizes are clamped to ``[lo, hi]``.
+
+    Mutations: step one size by x2 or /2, scale all by 2..8 either way, resample one size, move one size to the
+    nearest multiple of a boundary or to 1..64 B beside it, round one size to the nearest power of two, append
+    one, drop one, or make all sizes equal.
     """
 
     name: str
@@ -164,14 +174,37 @@ class SizeVector:
     max_len: int = 8
     simplest_value: tuple[int, ...] = (65536,)
     help: str = ""
+    boundaries: tuple[int, ...] = SIZE_BOUNDARIES
 
-    @property
-    def _exponents(self) -> tuple[int, int]:
-        return (self.lo - 1).bit_length(), self.hi.bit_length() - 1
+    def _clamp(self, size: int) -> int:
+        return min(self.hi, max(self.lo, size))
+
+    def _round(self, rng: np.random.Generator) -> int:
+        return self._clamp(1 << int(rng.integers((self.lo - 1).bit_length(), self.hi.bit_length())))
+
+    def _offset(self, rng: np.random.Generator) -> int:
+        """0 a third of the time, else 1..64 B either way (log-uniform)."""
+        if rng.random() < 1 / 3:
+            return 0
+        k = round(math.exp2(float(rng.uniform(0.0, math.log2(BOUNDARY_REACH)))))
+        return k if rng.random() < 0.5 else -k
+
+    def _boundary(self, rng: np.random.Generator) -> int:
+        units = [b for b in self.boundaries if b <= self.hi] or [min(self.boundaries)]
+        unit = units[int(rng.integers(len(units)))]
+        magnitude = math.exp2(float(rng.uniform(math.log2(unit), math.log2(max(unit, self.hi)))))
+        return self._clamp(max(1, round(magnitude / unit)) * unit + self._offset(rng))
 
     def _one(self, rng: np.random.Generator) -> int:
-        e_lo, e_hi = self._exponents
-        return 1 << int(rng.integers(e_lo, e_hi + 1))
+        return self._round(rng) if rng.random() < 0.5 else self._boundary(rng)
+
+    def nearest_boundary(self, size: int, unit: int) -> int:
+        """The multiple of ``unit`` nearest ``size`` (at least ``unit``), clamped to the range."""
+        return self._clamp(max(1, round(size / unit)) * unit)
+
+    def nearest_round(self, size: int) -> int:
+        """The power of two nearest ``size`` on the log scale, clamped to the range."""
+        return self._clamp(1 << max(0, round(math.log2(max(1, size)))))
 
     def sample(self, rng: np.random.Generator) -> list[int]:
         n = int(rng.integers(1, self.max_len + 1))
@@ -183,17 +216,24 @@ class SizeVector:
             new = list(sizes)
             move = float(rng.random())
             i = int(rng.integers(len(new)))
-            if move < 0.35:
-                new[i] = min(self.hi, max(self.lo, new[i] * 2 if rng.random() < 0.5 else new[i] // 2))
-            elif move < 0.5:
+            unit = self.boundaries[int(rng.integers(len(self.boundaries)))]
+            if move < 0.25:
+                new[i] = self._clamp(new[i] * 2 if rng.random() < 0.5 else new[i] // 2)
+            elif move < 0.35:
                 # scale the whole pattern (every size x or / 2..8): moves the smallest and largest at once
                 k = 1 << int(rng.integers(1, 4))
-                new = [min(self.hi, max(self.lo, v * k if move < 0.425 else v // k)) for v in new]
-            elif move < 0.6:
+                new = [self._clamp(v * k if move < 0.3 else v // k) for v in new]
+            elif move < 0.45:
                 new[i] = self._one(rng)
-            elif move < 0.75 and len(new) < self.max_len:
+            elif move < 0.53:
+                new[i] = self.nearest_boundary(new[i], unit)
+            elif move < 0.63:
+                new[i] = self._clamp(self.nearest_boundary(new[i], unit) + (self._offset(rng) or 1))
+            elif move < 0.68:
+                new[i] = self.nearest_round(new[i])
+            elif move < 0.8 and len(new) < self.max_len:
                 new.insert(int(rng.integers(len(new) + 1)), self._one(rng))
-            elif move < 0.9 and len(new) > 1:
+            elif move < 0.92 and len(new) > 1:
                 del new[i]
             else:
                 new = [new[i]] * len(new) if len(set(new)) > 1 else [new[i]]
@@ -217,7 +257,7 @@ class SizeVector:
         return [[min(value)], [max(value)], list(self.simplest_value)]
 
     def domain(self) -> str:
-        return f"1..{self.max_len} sizes of {self.lo} .. {self.hi} B (powers of two)"
+        return f"1..{self.max_len} sizes of {self.lo} .. {self.hi} B (any size, boundaries favoured)"
 
 
 @dataclass(frozen=True)

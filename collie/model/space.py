@@ -26,7 +26,7 @@ from collie.codec import check_fields, expect_type
 from collie.data import data_dir
 from collie.errors import ConstraintError, InputError
 from collie.model.constraints import CONSTRAINTS, LEGAL_OPCODES, violations
-from collie.model.dimensions import Choice, Dimension, Flag, IntRange, OpcodePattern, SizeVector
+from collie.model.dimensions import SIZE_BOUNDARIES, Choice, Dimension, Flag, IntRange, OpcodePattern, SizeVector
 from collie.model.flow import (
     ATOMIC_BYTES,
     ATOMIC_OPCODES,
@@ -348,7 +348,7 @@ _DIM_FIELDS: Final = {
     "choice": ("name", "kind", "values", "simplest", "ordered", "help"),
     "int": ("name", "kind", "min", "max", "scale", "simplest", "help"),
     "bool": ("name", "kind", "simplest", "help"),
-    "sizes": ("name", "kind", "min", "max", "max_len", "simplest", "help"),
+    "sizes": ("name", "kind", "min", "max", "max_len", "simplest", "boundaries", "help"),
     "opcodes": ("name", "kind", "values", "max_len", "help"),
 }
 _CHOICE_DOMAINS: Final[Mapping[str, tuple[Any, ...]]] = {
@@ -409,7 +409,11 @@ def _dimension(raw: Any, where: str) -> Dimension:
         if not 1 <= max_len <= 8:
             raise InputError(f"{where}.max_len: {max_len} is out of range; allowed is 1 to 8")
         simplest_s = raw.get("simplest", [max(lo, min(hi, 65536))])
-        dim = SizeVector(name, lo, hi, max_len, tuple(simplest_s), help_text)
+        boundaries = expect_type(raw.get("boundaries", list(SIZE_BOUNDARIES)), list, f"{where}.boundaries",
+                                 "a list of byte sizes (the profile's burst size, say)")
+        if not boundaries or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in boundaries):
+            raise InputError(f"{where}.boundaries: expected a non-empty list of integers >= 1, got {boundaries!r}")
+        dim = SizeVector(name, lo, hi, max_len, tuple(simplest_s), help_text, tuple(boundaries))
     else:
         if isinstance(default, bool) or not isinstance(default, int):
             raise InputError(f"{where}: parameter {name!r} is not an integer; use kind = \"choice\"")

@@ -43,9 +43,9 @@ def test_minimal_feature_set_and_simplest_case() -> None:
     assert case["direction"] == "oneway" and case["qps"] == 1 and case["mrs"] == 1
     assert planted(case).anomalous
     assert result.experiments == sum(s["runs"] for s in result.steps)
-    # far sides are probed in groups and bisection does not recheck: 28 runs here (35 probing one at a time),
-    # one of them refining the batch edge between 45 and 64
-    assert result.experiments <= 28
+    # far sides are probed in groups and bisection does not recheck: 30 runs here, one of them refining the
+    # batch edge between 45 and 64, two testing the opcode half on UD SEND_IMM
+    assert result.experiments <= 30
 
 
 def upper_edge(point: Any) -> Verdict:
@@ -409,3 +409,96 @@ def test_off_edges_names_the_conditions_a_case_does_not_sit_at() -> None:
     inside = MFS("pause@receiver", (Condition("qps_total", "<=", 4096),))  # the simplest QP count is inside
     assert off_edges(SPACE, inside, {**SPACE.simplest()}) == []
     assert off_edges(SPACE, mfs, {**at, "batch": 126, "wq_depth": 1448}) == [mfs.conditions[0], mfs.conditions[2]]
+
+
+def _tail_anomaly(feature: str, lo: int, hi: int) -> Any:
+    """Pause when ``lo <= feature <= hi`` (a size's place against a boundary)."""
+    def probe(point: Any) -> Verdict:
+        return PAUSE if lo <= getattr(features(SPACE.build(point)), feature) <= hi else CLEAN
+    return probe
+
+
+@pytest.mark.parametrize(("feature", "lo", "hi"), [("line_tail", 1, 8), ("line_tail", 3, 40), ("tail_packet", 1, 64),
+                                                   ("tail_packet", 1, 300)])
+def test_a_size_whose_boundary_is_the_condition_yields_tail_conditions(feature: str, lo: int, hi: int) -> None:
+    # neither the smallest nor the largest size holds the tail, 3 x 4096 + 5 B does: rounding it to 8 or 16 KiB
+    # loses the anomaly; the tail is bisected on its offset from the boundary, and the case moves to the lower
+    # edge beside a power of two
+    probe = _tail_anomaly(feature, lo, hi)
+    start = {**SPACE.simplest(), "sizes": [2048, 3 * 4096 + 5, 1 << 20], "qps": 4}
+    result = Minimizer(SPACE, probe, MinimizeSettings()).run(start, PAUSE)
+    assert [str(c) for c in result.mfs.conditions] == [f"{feature} >= {lo}", f"{feature} <= {hi}"]
+    (size,) = result.point["sizes"]
+    base = size - lo
+    assert base & (base - 1) == 0 and base >= 4096 and result.confirmed
+    assert result.point["qps"] == 1
+
+
+def test_a_size_off_a_power_of_two_shrinks_to_the_nearest_round_size_that_keeps_the_anomaly() -> None:
+    def large(point: Any) -> Verdict:
+        return PAUSE if features(SPACE.build(point)).max_msg >= 10000 else CLEAN
+
+    result = Minimizer(SPACE, large, MinimizeSettings()).run({**SPACE.simplest(), "sizes": [12291]}, PAUSE)
+    assert result.point["sizes"] == [16384]
+    assert [str(c) for c in result.mfs.conditions] == ["max_msg >= 16384"]
+    # 16 KiB loses a size that must stay under 13000: 8 KiB is tried next, and a case whose tail does not
+    # matter drops it (whole cache lines, then a whole last packet)
+    def window(point: Any) -> Verdict:
+        return PAUSE if 10000 <= features(SPACE.build(point)).max_msg <= 13000 else CLEAN
+
+    result = Minimizer(SPACE, window, MinimizeSettings()).run({**SPACE.simplest(), "sizes": [12291]}, PAUSE)
+    assert result.point["sizes"] == [12288] and not any(c.feature in ("line_tail", "tail_packet")
+                                                         for c in result.mfs.conditions)
+
+
+@pytest.mark.parametrize(("flag", "mix", "kept"), [("read_write_mix", ["ATOMIC_FA", "READ"], ["READ"]),
+                                                   ("atomics", ["SEND", "ATOMIC_CS"], ["ATOMIC_CS"])])
+def test_a_necessary_mix_narrows_to_read_with_write_or_to_atomics(flag: str, mix: list[str], kept: list[str]
+                                                                  ) -> None:
+    def probe(point: Any) -> Verdict:
+        return PAUSE if getattr(features(SPACE.build(point)), flag) else CLEAN
+
+    start = {**SPACE.simplest(), "mix": mix, "qps": 8}
+    result = Minimizer(SPACE, probe, MinimizeSettings()).run(start, PAUSE)
+    assert [str(c) for c in result.mfs.conditions] == [f"{flag} == True"]
+    assert result.point["mix"] == kept and result.point["op"] == "RC_WRITE" and result.confirmed
+
+
+def test_a_mix_that_is_neither_stays_as_found_and_the_verb_leaves_the_opcode_to_it() -> None:
+    def mixed(point: Any) -> Verdict:
+        f = features(SPACE.build(point))
+        return PAUSE if f.opcode == "MIXED" and f.transport == "RC" else CLEAN
+
+    result = Minimizer(SPACE, mixed, MinimizeSettings()).run({**SPACE.simplest(), "mix": ["SEND"]}, PAUSE)
+    assert "opcode == MIXED" in [str(c) for c in result.mfs.conditions]
+    assert result.mfs.matches(SPACE.build(result.point)) and result.point["mix"] == ["SEND"]
+    # a mix the anomaly does not need is dropped
+    result = Minimizer(SPACE, planted, MinimizeSettings()).run(
+        {**SPACE.simplest(), "op": "UD_SEND", "batch": 64, "wq_depth": 256, "mix": ["SEND_IMM"]}, PAUSE)
+    assert result.point["mix"] == [] and "opcode == SEND" in result.mfs.describe()
+
+
+def test_an_ordered_choice_of_the_receive_side_gets_its_edge() -> None:
+    def slow_receiver(point: Any) -> Verdict:
+        f = features(SPACE.build(point))
+        return PAUSE if f.recv_delay_us >= 100 and f.rq_depth <= 64 else CLEAN
+
+    start = {**SPACE.simplest(), "op": "RC_SEND", "recv_delay_us": 10000, "rq_depth": 16}
+    result = Minimizer(SPACE, slow_receiver, MinimizeSettings()).run(start, PAUSE)
+    conds = {c.feature: c for c in result.mfs.conditions}
+    assert str(conds["recv_delay_us"]) == "recv_delay_us >= 100" and result.point["recv_delay_us"] == 100
+    assert conds["rq_depth"].op == "<=" and 45 <= conds["rq_depth"].value <= 64
+
+
+def test_a_small_round_size_is_told_apart_from_its_line_tail() -> None:
+    # under 64 B a size is all tail: one cache line more keeps a line-tail anomaly and loses a small-message one
+    start = {**SPACE.simplest(), "sizes": [4, 4096]}
+    result = Minimizer(SPACE, _tail_anomaly("line_tail", 1, 8), MinimizeSettings()).run(start, PAUSE)
+    assert [str(c) for c in result.mfs.conditions] == ["line_tail >= 1", "line_tail <= 8"]
+    assert result.point["sizes"] == [65]
+
+    def tiny(point: Any) -> Verdict:
+        return PAUSE if features(SPACE.build(point)).min_msg <= 8 else CLEAN
+
+    result = Minimizer(SPACE, tiny, MinimizeSettings()).run(start, PAUSE)
+    assert [str(c) for c in result.mfs.conditions] == ["min_msg <= 8"] and result.point["sizes"] == [4]

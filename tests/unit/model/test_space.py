@@ -8,6 +8,7 @@ import pytest
 
 from collie.errors import ConstraintError, InputError
 from collie.model.constraints import violations
+from collie.model.dimensions import SizeVector
 from collie.model.space import PARAMETERS, load_space
 
 
@@ -178,6 +179,10 @@ def _space_file(tmp_path: Path, body: str) -> Path:
         ('[[dimension]]\nname = "mrs"\nkind = "int"\nmin = 100000\nmax = 200000\n[fixed]\nmr_size = 1073741824\n',
          "simplest point is illegal"),
         ('dimension = 3\n', "expected a list"),
+        ('[[dimension]]\nname = "sizes"\nkind = "sizes"\nmin = 1\nmax = 65536\nboundaries = [0]\n',
+         "boundaries: expected a non-empty list of integers >= 1"),
+        ('[[dimension]]\nname = "mix"\nkind = "opcodes"\nvalues = ["FETCH"]\n', "'FETCH' is not an opcode"),
+        ('[[dimension]]\nname = "qps"\nkind = "opcodes"\n', "only for the parameter 'mix'"),
     ],
 )
 def test_bad_space_files(tmp_path: Path, body: str, fragment: str) -> None:
@@ -191,6 +196,18 @@ def test_fixed_values_pin_parameters(tmp_path: Path) -> None:
                                '[fixed]\nop = "RC_READ"\nmtu = 1024\n'))
     w = s.build(s.sample(np.random.default_rng(0)))
     assert w.flows[0].opcode == "READ" and w.flows[0].mtu == 1024
+
+
+def test_a_space_file_adds_size_boundaries_and_narrows_the_mix(tmp_path: Path) -> None:
+    s = load_space(_space_file(tmp_path, '[[dimension]]\nname = "sizes"\nkind = "sizes"\nmin = 1\nmax = 65536\n'
+                               'boundaries = [3000]\n[[dimension]]\nname = "mix"\nkind = "opcodes"\n'
+                               'values = ["READ"]\nmax_len = 1\n'))
+    sizes = s.dimension("sizes")
+    assert isinstance(sizes, SizeVector) and sizes.boundaries == (3000,)
+    rng = np.random.default_rng(0)
+    points = [s.sample(rng) for _ in range(300)]
+    assert {tuple(p["mix"]) for p in points} == {(), ("READ",)}
+    assert any(abs(v - round(v / 3000) * 3000) <= 64 and v % 3000 for p in points for v in p["sizes"])
 
 
 def test_point_of_inverts_build(space) -> None:  # type: ignore[no-untyped-def]
