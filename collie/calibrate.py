@@ -1,23 +1,27 @@
 """Calibration: measure a target's ceilings with simple perftest-like workloads before a campaign.
 
 Per direction kind (one-way, bidirectional, loopback: their host pairs from :data:`collie.model.space.DIRECTION_PAIRS`)
-two runs, as the field does it: large RC WRITEs for bits/s and many-QP 64 B RC WRITEs with post lists for
-packets/s. The clean runs' loss, retransmission and receiver-starvation (RNR) counters are the baseline the
-oracle compares against, ``host:counter`` -> events/s. A baseline recorded before a counter was kept (a campaign
-calibrated before receiver starvation was judged) lacks its key, which the oracle reads as 0: that counter is
-judged against the floor alone.
+three runs, as the field does it: large RC WRITEs for bits/s, many-QP 64 B RC WRITEs with post lists for
+packets/s, and one 64 B RC READ at depth 1 on one QP for the round trip a READ or atomic holds its slot of the
+QP's window (``ib_read_lat``). On a target with atomics, one more run on the first kind measures the atomic
+operation rate of one responder (8 B fetch-adds on many QPs with deep post lists). The clean runs' loss,
+retransmission and receiver-starvation (RNR) counters are the baseline the oracle compares against,
+``host:counter`` -> events/s. A baseline recorded before a counter was kept (a campaign calibrated before
+receiver starvation was judged) lacks its key, which the oracle reads as 0: that counter is judged against the
+floor alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Final
 
 from collie.collectors.catalog import Catalog
 from collie.collectors.normalize import catalog_for
 from collie.model import rocev2
-from collie.model.flow import Endpoint, Flow
+from collie.model.flow import ATOMIC_BYTES, Endpoint, Flow
 from collie.model.space import DIRECTION_PAIRS
 from collie.model.workload import Workload
 from collie.oracle import (
@@ -30,18 +34,29 @@ from collie.oracle import (
     normalized_hosts,
     receivers,
 )
-from collie.targets.base import RunResult, Target, TargetInfo
+from collie.targets.base import FlowResult, RunResult, Target, TargetInfo
 
 BANDWIDTH_SIZE: Final = 1 << 20
 RATE_SIZE: Final = 64
+ROUND_TRIP_SIZE: Final = 64
 MTU: Final = 4096
 CALIBRATION_SECONDS: Final = 5.0
 
 
-def calibration_workloads(kinds: Iterable[str] = DIRECTION_KINDS) -> list[tuple[str, str, Workload]]:
-    """``(kind, measure, workload)`` for every calibration run of the direction kinds ``kinds`` (default: all);
-    ``measure`` is ``bps`` or ``pps``."""
-    out: list[tuple[str, str, Workload]] = []
+class Measure(StrEnum):
+    """What one calibration run measures."""
+
+    BITS = "bps"
+    PACKETS = "pps"
+    ROUND_TRIP = "rtt"
+    ATOMICS = "atomic"
+
+
+def calibration_workloads(kinds: Iterable[str] = DIRECTION_KINDS, atomics: bool = True
+                          ) -> list[tuple[str, Measure, Workload]]:
+    """``(kind, measure, workload)`` for every calibration run of the direction kinds ``kinds`` (default: all),
+    with the atomic rate's run on the first of them when the target has ``atomics``."""
+    out: list[tuple[str, Measure, Workload]] = []
     for kind in (k for k in DIRECTION_KINDS if k in set(kinds)):
         pairs = DIRECTION_PAIRS[kind]
         bw = Workload(tuple(Flow(Endpoint(c), Endpoint(s), sizes=(BANDWIDTH_SIZE,), qps=4, mtu=MTU,
@@ -51,7 +66,17 @@ def calibration_workloads(kinds: Iterable[str] = DIRECTION_KINDS) -> list[tuple[
                                    sq_depth=256, rq_depth=256, signal_every=32, mtu=MTU, mrs=64,
                                    mr_size=4096) for c, s in pairs),
                         name=f"calibrate-{kind}-rate")
-        out += [(kind, "bps", bw), (kind, "pps", rate)]
+        rtt = Workload(tuple(Flow(Endpoint(c), Endpoint(s), opcodes=("READ",), sizes=(ROUND_TRIP_SIZE,),
+                                  sq_depth=1, rq_depth=1, mtu=MTU, mr_size=4096) for c, s in pairs),
+                       name=f"calibrate-{kind}-round-trip")
+        out += [(kind, Measure.BITS, bw), (kind, Measure.PACKETS, rate), (kind, Measure.ROUND_TRIP, rtt)]
+    if atomics and out:
+        first = out[0][0]
+        fa = Workload(tuple(Flow(Endpoint(c), Endpoint(s), opcodes=("ATOMIC_FA",), sizes=(ATOMIC_BYTES,), qps=64,
+                                 batch=32, sq_depth=256, rq_depth=256, signal_every=32, mtu=MTU, mrs=64,
+                                 mr_size=4096) for c, s in DIRECTION_PAIRS[first]),
+                      name=f"calibrate-{first}-atomics")
+        out.append((first, Measure.ATOMICS, fa))
     return out
 
 
@@ -71,25 +96,38 @@ def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, in
     """Run every calibration workload of the direction kinds ``kinds`` through ``run`` and build the oracle
     from what they measured.
 
-    Ceilings are the best receiving host's rates per direction kind; the baseline is the highest loss,
+    Ceilings are the best receiving (WRITE) or responding (atomic) host's rates per direction kind, the round trip
+    the lowest READ latency p50 of its run, the window ``info.max_rd_atomic``; the baseline is the highest loss,
     retransmission and receiver-starvation rate any clean calibration run showed, per counter and host, read
     from the counters' normal form. An oracle calibrated for some kinds only judges only workloads of those kinds
     (see :func:`kinds_of`).
     """
     wire: dict[str, float] = {}
     pps: dict[str, float] = {}
+    rtt: dict[str, float] = {}
+    atomic_ops = 0.0
     baseline: dict[str, float] = {}
-    for kind, measure, workload in calibration_workloads(kinds):
+    for kind, measure, workload in calibration_workloads(kinds, info.atomics):
         result = run(workload)
-        into = receivers(workload)  # calibration flows are WRITEs: the payload flows into their servers
-        if measure == "bps":
-            best = max(sum(fr.bps for fr in result.flows if fr.server == h) for h in into)
-            wire[kind] = wire_bps_from_payload(best)
-        else:
-            pps[kind] = max(sum(fr.pps for fr in result.flows if fr.server == h) for h in into)
+        if measure is Measure.BITS:
+            wire[kind] = wire_bps_from_payload(_best(result, lambda fr: fr.bps))
+        elif measure is Measure.PACKETS:
+            pps[kind] = _best(result, lambda fr: fr.pps)
+        elif measure is Measure.ROUND_TRIP and (best := min((fr.lat_p50_us for fr in result.flows), default=0.0)):
+            rtt[kind] = best
+        elif measure is Measure.ATOMICS:
+            atomic_ops = _best(result, lambda fr: fr.msg_rate)
         for name, rate in event_rates(normalized_hosts(result, catalog, info.line_rate_bps)).items():
             baseline[name] = max(baseline.get(name, 0.0), rate)
-    return Oracle(catalog, Ceilings(wire, pps, info.line_rate_bps), thresholds, baseline)
+    ceilings = Ceilings(wire, pps, info.line_rate_bps, rtt, info.max_rd_atomic, atomic_ops)
+    return Oracle(catalog, ceilings, thresholds, baseline)
+
+
+def _best(result: RunResult, rate: Callable[[FlowResult], float]) -> float:
+    """The highest total ``rate`` of a calibration run's flows into one server (the payload's receiver of a
+    WRITE, the responder of an atomic)."""
+    return max((sum(rate(fr) for fr in result.flows if fr.server == h) for h in {fr.server for fr in result.flows}),
+               default=0.0)
 
 
 @dataclass(frozen=True)
@@ -107,9 +145,10 @@ class Calibration:
 
 def calibrate_target(target: Target, thresholds: Thresholds, kinds: Iterable[str] = DIRECTION_KINDS,
                      seconds: float = CALIBRATION_SECONDS) -> Calibration:
-    """Calibrate an oracle on the entered ``target`` for the direction kinds ``kinds`` (two runs of ``seconds``
-    each per kind; see :func:`calibrated_oracle`), counting the runs. The campaign calibrates through its
-    journaled trials instead; everything else (``run``, ``replay``, ``minimize``) calibrates here.
+    """Calibrate an oracle on the entered ``target`` for the direction kinds ``kinds`` (three runs of ``seconds``
+    each per kind, one more for atomics; see :func:`calibrated_oracle`), counting the runs. The campaign
+    calibrates through its journaled trials instead; everything else (``run``, ``replay``, ``minimize``)
+    calibrates here.
 
     Raises:
         Unsupported: the target cannot run a calibration workload.
@@ -134,6 +173,6 @@ def recorded_oracle(info: TargetInfo, ceilings: Ceilings, baseline: Mapping[str,
 
 def kinds_of(workload: Workload) -> tuple[str, ...]:
     """The direction kinds whose ceilings judging ``workload`` needs (one per receiving host), in
-    :data:`~collie.oracle.DIRECTION_KINDS` order: what a single run calibrates, two runs per kind."""
+    :data:`~collie.oracle.DIRECTION_KINDS` order: what a single run calibrates (:func:`calibration_workloads`)."""
     needed = {direction_kind(workload, host) for host in receivers(workload)}
     return tuple(k for k in DIRECTION_KINDS if k in needed)

@@ -4,9 +4,24 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
     * **PFC pause**: the pause-duration ratio (paused time / measured time, per priority) above 0.1 % on any
       host. ``tx`` pauses on host H mean H's receive path could not keep up; ``rx`` pauses are the peer's. A
       driver with frame counts only gives an upper-bound estimate, labelled as such in the evidence.
-    * **Low throughput**: a receiving host got less than 0.8 x its bits/s ceiling **and** less than 0.8 x its
-      packets/s ceiling. Ceilings come from :class:`Ceilings`, calibrated per direction kind (one-way,
-      bidirectional, loopback) and corrected for the flows' MTU and message sizes.
+    * **Low throughput**: a receiving host got less than 0.8 x (``throughput_fraction``) of what its flows can
+      get. Ceilings come from :class:`Ceilings`, calibrated per direction kind (one-way, bidirectional,
+      loopback) and corrected for the flows' MTU and message sizes. What a host's flows can get is the tightest
+      of, each in its own unit (the host is low only when it is below the fraction of every one):
+
+      - its bits/s ceiling and its packets/s ceiling;
+      - when every flow into it has READs or atomics in its request cycle (``Flow.requests()``, n requests of
+        which k are READs or atomics of b_1..b_k bytes): the sum over its flows of what Little's law lets
+        each complete, ``min(W, A)`` requests/s, where the READ/atomic window gives
+        ``W = qps x max_rd_atomic x n / sum_i(rtt + wire(b_i) / wire_bps)`` (``rtt``: the calibrated round trip
+        of one small READ; ``wire(b)``: the response's bytes on the wire at the flow's MTU) and the atomic rate
+        ``A = atomic_ops x n / a`` for a cycle with ``a`` atomics: a mixed cycle is limited by its READ/atomic
+        share;
+      - when every flow into it has atomics: the calibrated atomic ceiling ``atomic_ops`` against the atomic
+        operations/s of all of them together (one responder executes them all).
+
+      A bound whose calibration is missing (a record made before it was kept, a target without atomics) is
+      not applied. The evidence names the bound the host came nearest to (``bound``).
     * **Loss / retransmission**: counters of those roles above ``margin x`` the clean baseline of the same
       target plus a floor rate.
     * **Receiver not ready** (``rnr``): receiver-starvation counters (RNR NAKs sent or received, packets dropped
@@ -33,10 +48,13 @@ from collie.collectors.normalize import NormalizedCounters, Work, normalize
 from collie.metrics import DIAG_PREFIX, THROUGHPUT
 from collie.model import rocev2
 from collie.model.features import features
+from collie.model.flow import ATOMIC_OPCODES, Flow
 from collie.model.workload import Workload
-from collie.targets.base import HostResult, RunResult
+from collie.targets.base import FlowResult, HostResult, RunResult
 
 SYMPTOM_ORDER: Final = ("pause", "low_throughput", "loss", "retransmission", "rnr")
+#: Opcodes that take a slot of a QP's READ/atomic window (``max_rd_atomic``) for a round trip.
+WINDOWED: Final = frozenset({"READ", *ATOMIC_OPCODES})
 DIRECTION_KINDS: Final = ("oneway", "bidirectional", "loopback")
 
 
@@ -55,30 +73,77 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class Ceilings:
-    """What the subsystem can do, per direction kind: wire bits/s and data packets/s into one host.
+    """What the subsystem can do, per direction kind: wire bits/s and data packets/s into one host, and what
+    bounds READs and atomics.
 
     ``wire_bps`` counts payload plus RoCEv2 per-packet headers, so the payload ceiling of any size pattern and
     MTU follows from :func:`collie.model.rocev2.efficiency`.
+
+    Attributes:
+        wire_bps, pps: per direction kind, wire bits/s and data packets/s into one receiving host.
+        line_rate_bps: the link speed (0: unknown).
+        read_rtt_us: per direction kind, the completion latency (p50) of one small READ at depth 1 on one QP:
+            how long a READ or atomic holds its slot of the window beyond its response's serialisation (a kind
+            without it: no window bound).
+        max_rd_atomic: READs/atomics a QP keeps outstanding (``TargetInfo.max_rd_atomic``; 0: no window bound).
+        atomic_ops: atomic operations/s one responding host executes (0: not measured, no atomic bound).
     """
 
     wire_bps: Mapping[str, float]
     pps: Mapping[str, float]
     line_rate_bps: float = 0.0
+    read_rtt_us: Mapping[str, float] = field(default_factory=dict)
+    max_rd_atomic: int = 0
+    atomic_ops: float = 0.0
 
     def payload_bps(self, kind: str, sizes: list[int], mtu: int) -> float:
         return self.wire_bps[kind] * rocev2.efficiency(sizes, mtu)
 
+    def window_hold_us(self, kind: str, flow: Flow) -> float | None:
+        """Mean microseconds a READ or atomic request of ``flow``'s cycle holds its window slot: the calibrated
+        round trip plus its response's serialisation at the wire ceiling; None when ``flow`` has neither or the
+        window is not calibrated for ``kind``."""
+        rtt = self.read_rtt_us.get(kind)
+        held = [b for op, b in flow.requests() if op in WINDOWED]
+        if rtt is None or not held or self.max_rd_atomic <= 0 or not self.wire_bps.get(kind):
+            return None
+        wire = sum(b + rocev2.packets(b, flow.mtu) * rocev2.PACKET_OVERHEAD for b in held) / len(held)
+        return rtt + wire * 8 / self.wire_bps[kind] * 1e6
+
     def to_dict(self) -> dict[str, Any]:
-        return {"wire_bps": dict(self.wire_bps), "pps": dict(self.pps), "line_rate_bps": self.line_rate_bps}
+        """Every field; the READ/atomic ones only when calibrated (so an older record writes back as it was)."""
+        out: dict[str, Any] = {"wire_bps": dict(self.wire_bps), "pps": dict(self.pps),
+                               "line_rate_bps": self.line_rate_bps}
+        if self.read_rtt_us:
+            out["read_rtt_us"] = dict(self.read_rtt_us)
+        if self.max_rd_atomic:
+            out["max_rd_atomic"] = self.max_rd_atomic
+        if self.atomic_ops:
+            out["atomic_ops"] = self.atomic_ops
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, reader: Reader) -> Ceilings:
-        """Read :meth:`to_dict`'s form (``line_rate_bps`` may be absent), every field checked.
+        """Read :meth:`to_dict`'s form (``line_rate_bps`` and the READ/atomic fields may be absent: a record
+        calibrated before they were kept, judged without their bounds), every field checked.
 
         Raises:
             ``reader``'s error: one sentence naming the field (missing, mistyped or unknown).
         """
         return decode(cls, data, reader)
+
+
+@dataclass(frozen=True)
+class FlowLimit:
+    """What a READ/atomic flow's own limits let it complete (see the module docstring's rule).
+
+    Attributes:
+        rate: requests/s, the tighter of the window's and the atomic rate's.
+        why: the bound in words (``READ window: 16 outstanding x 8 QPs / 2.1 us``, ``atomic rate: ...``).
+    """
+
+    rate: float
+    why: str
 
 
 @dataclass(frozen=True)
@@ -291,7 +356,8 @@ class Oracle:
 
     def _throughput(self, run: RunResult, workload: Workload, symptoms: list[Symptom],
                     evidence: dict[str, Any]) -> float:
-        """Append low-throughput symptoms; return the lowest receiver's fraction of its ceiling."""
+        """Append low-throughput symptoms; return the lowest receiver's fraction of what its flows can get (the
+        largest of its fractions of each bound, see the module docstring)."""
         t = self.thresholds
         by_receiver: dict[str, list[int]] = defaultdict(list)
         for fr in run.flows:
@@ -308,15 +374,60 @@ class Oracle:
             pps = sum(r.pps for r in results)
             bps_ceiling = self.ceilings.payload_bps(kind, sizes, mtu)
             pps_ceiling = self.ceilings.pps[kind]
-            frac = max(bps / bps_ceiling if bps_ceiling else 0.0, pps / pps_ceiling if pps_ceiling else 0.0)
+            fractions = {"bits/s ceiling": bps / bps_ceiling if bps_ceiling else 0.0,
+                         "packets/s ceiling": pps / pps_ceiling if pps_ceiling else 0.0}
+            fractions.update(self._limit_fractions(kind, flows, results))
+            bound = max(fractions, key=lambda k: fractions[k])
+            frac = fractions[bound]
             lowest = min(lowest, frac)
             evidence.setdefault("throughput", {})[host] = {
                 "kind": kind, "bps": bps, "pps": pps, "bps_ceiling": bps_ceiling, "pps_ceiling": pps_ceiling,
-                "fraction": frac,
+                "fraction": frac, "bound": bound,
             }
-            if bps < t.throughput_fraction * bps_ceiling and pps < t.throughput_fraction * pps_ceiling:
+            if bps < t.throughput_fraction * bps_ceiling and pps < t.throughput_fraction * pps_ceiling \
+                    and frac < t.throughput_fraction:
                 symptoms.append(Symptom("low_throughput", host, "receiver", frac, t.throughput_fraction))
         return lowest if lowest < math.inf else 0.0
+
+    def _limit_fractions(self, kind: str, flows: list[Flow], results: list[FlowResult]) -> dict[str, float]:
+        """The fractions of their own READ/atomic limits that ``flows`` into one host reached, by the bound in
+        words: their windows (each capped by the atomic rate) when every flow has one, and the shared atomic
+        rate when every flow has atomics; none when a bound is not calibrated."""
+        out: dict[str, float] = {}
+        limits = [lim for f in flows if (lim := self.flow_limit(kind, f)) is not None]
+        if len(limits) == len(flows):
+            out[" + ".join(lim.why for lim in limits)] = sum(r.msg_rate for r in results) / sum(
+                lim.rate for lim in limits)
+        shares = [_atomic_share(f) for f in flows]
+        if self.ceilings.atomic_ops > 0 and all(shares):
+            ops = sum(r.msg_rate * share for r, share in zip(results, shares, strict=True))
+            out[f"atomic rate: {self.ceilings.atomic_ops / 1e6:.3g} M ops/s shared"] = ops / self.ceilings.atomic_ops
+        return out
+
+    def flow_limit(self, kind: str, flow: Flow) -> FlowLimit | None:
+        """The requests/s ``flow``'s READ/atomic window and the atomic rate let it complete alone (see the
+        module docstring), with the tighter bound in words; None when it has no READ or atomic, or neither bound
+        is calibrated."""
+        c = self.ceilings
+        requests = flow.requests()
+        hold = c.window_hold_us(kind, flow)
+        bounds: list[FlowLimit] = []
+        if hold is not None:
+            held = sum(op in WINDOWED for op, _ in requests)
+            what = "/".join(sorted({"READ" if op == "READ" else "atomic" for op, _ in requests if op in WINDOWED}))
+            bounds.append(FlowLimit(flow.qps * c.max_rd_atomic * len(requests) / held / (hold * 1e-6),
+                                    f"{what} window: {c.max_rd_atomic} outstanding x {flow.qps} QPs / "
+                                    f"{hold:.3g} us"))
+        share = _atomic_share(flow)
+        if share and c.atomic_ops > 0:
+            bounds.append(FlowLimit(c.atomic_ops / share, f"atomic rate: {c.atomic_ops / 1e6:.3g} M ops/s"))
+        return min(bounds, key=lambda b: b.rate, default=None)
+
+
+def _atomic_share(flow: Flow) -> float:
+    """Atomics per request of ``flow``'s cycle."""
+    requests = flow.requests()
+    return sum(op in ATOMIC_OPCODES for op, _ in requests) / len(requests)
 
 
 def _strongest_pause_counter(n: NormalizedCounters) -> str:

@@ -164,7 +164,9 @@ class RemoteTarget:
         return TargetInfo(name=self.spec, kind="remote", nic_model=joined("nic_model"), firmware=joined("firmware"),
                           driver=joined("driver"), kernel=joined("kernel"), counter_dialect=first.counter_dialect,
                           line_rate_bps=min(i.line_rate_bps for i in infos.values()),
-                          msg_rate_pps=min(i.msg_rate_pps for i in infos.values()), hosts=ROLES, details=details)
+                          msg_rate_pps=min(i.msg_rate_pps for i in infos.values()), hosts=ROLES, details=details,
+                          max_rd_atomic=min(i.max_rd_atomic for i in infos.values()),
+                          atomics=all(i.atomics for i in infos.values()))
 
     def _check_dialects(self) -> None:
         dialects = {r: self._agent_of(r).info.counter_dialect for r in ROLES}

@@ -46,6 +46,10 @@ class TargetInfo:
         msg_rate_pps: the NIC's packet-rate ceiling in packets/s (0 when unknown; calibration measures it).
         hosts: the host names workloads may use.
         details: anything else worth fingerprinting (PCIe gen/width, CPU, NUMA layout, ...).
+        max_rd_atomic: READ and atomic requests a QP keeps outstanding (its ``max_rd_atomic`` as the target sets
+            it up, within the device's ``max_qp_rd_atom``): the window that bounds a READ or atomic flow's rate
+            (0 = unknown, as in fingerprints recorded before it was kept).
+        atomics: the target executes atomics (calibration measures their rate only then).
     """
 
     name: str
@@ -59,6 +63,8 @@ class TargetInfo:
     msg_rate_pps: float
     hosts: tuple[str, ...]
     details: Mapping[str, str] = field(default_factory=dict)
+    max_rd_atomic: int = 0
+    atomics: bool = True
 
     @property
     def simulated(self) -> bool:
@@ -67,12 +73,19 @@ class TargetInfo:
         return self.kind == "sim" or (self.kind == "remote" and self.details.get("simulated") == "yes")
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form, every field (``hosts`` a list)."""
-        return encode_fields(self)
+        """Plain JSON-ready form (``hosts`` a list), every field but ``max_rd_atomic`` and ``atomics`` at their
+        defaults (so a fingerprint recorded before they were kept writes back as it was)."""
+        out = encode_fields(self)
+        if not self.max_rd_atomic:
+            del out["max_rd_atomic"]
+        if self.atomics:
+            del out["atomics"]
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, reader: Reader) -> TargetInfo:
-        """Read :meth:`to_dict`'s form (``details`` may be absent), every field checked.
+        """Read :meth:`to_dict`'s form (``details``, ``max_rd_atomic`` and ``atomics`` may be absent), every
+        field checked.
 
         Raises:
             ``reader``'s error: one sentence naming the field (missing, mistyped or unknown).

@@ -4,6 +4,9 @@ moved, in table and JSON, on the simulator."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import EXAMPLES, ROOT, run_cli
 
@@ -24,8 +27,9 @@ def test_a_known_anomaly_is_judged_anomalous_with_its_evidence() -> None:
     moved = {(m["host"], m["counter"]): m for m in verdict["moved_counters"]}
     assert (receiver, pause["counter"]) in moved and moved[(receiver, pause["counter"])]["delta"] > 0
     assert all(m["delta"] != 0 and m["source"] for m in verdict["moved_counters"])
-    # one one-way workload: two calibration runs (bandwidth and rate of that one direction kind), not six
-    assert data["calibration"]["runs"] == 2 and set(data["calibration"]["ceilings"]["wire_bps"]) == {"oneway"}
+    # one one-way workload: four calibration runs (bandwidth, rate and READ round trip of that one direction kind,
+    # and the atomic rate), not ten
+    assert data["calibration"]["runs"] == 4 and set(data["calibration"]["ceilings"]["wire_bps"]) == {"oneway"}
     # the fields of the run itself are still there
     assert data["key"] and data["flows"] and data["hosts"]
 
@@ -60,3 +64,33 @@ def test_no_verdict_skips_calibration() -> None:
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert "verdict" not in data and "calibration" not in data
+
+
+def _one_flow(folder: Path, name: str, flows: list[str]) -> Path:
+    """A workload file of ``flows`` (each the body of one ``[[flows]]`` table)."""
+    path = folder / f"{name}.toml"
+    path.write_text("".join(f"[[flows]]\n{body}\n" for body in flows))
+    return path
+
+
+A_TO_B = '\nclient = {host = "a"}\nserver = {host = "b"}'
+READ_64 = 'opcode = "READ"\nsizes = [64]\nmr_size = 4096' + A_TO_B
+FETCH_ADD = 'opcode = "ATOMIC_FA"\nsizes = [8]\nqps = 4\nmr_size = 4096' + A_TO_B
+# the same with a planted quirk of sim:cx6-200g: a READ of 16 KiB at MTU 1K (f03), an atomic incast into b (f13)
+READ_MTU1K = 'opcode = "READ"\nsizes = [16384]\nmtu = 1024\nmr_size = 16384' + A_TO_B
+FETCH_ADD_LOCAL = FETCH_ADD.replace('client = {host = "a"}', 'client = {host = "b"}')
+
+
+@pytest.mark.parametrize(("name", "flows", "anomalous"), [
+    ("read-64", [READ_64], False), ("fetch-add", [FETCH_ADD], False),
+    ("read-mtu1k", [READ_MTU1K], True), ("fetch-add-incast", [FETCH_ADD, FETCH_ADD_LOCAL], True)])
+def test_reads_and_atomics_at_their_own_limits_are_not_anomalous_and_quirks_still_are(
+        tmp_path: Path, name: str, flows: list[str], anomalous: bool) -> None:
+    path = _one_flow(tmp_path, name, flows)
+    r = run_cli("run", "--target", "sim:cx6-200g", "--workload", str(path), "--duration", "1", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    verdict = json.loads(r.stdout)["verdict"]
+    assert verdict["anomalous"] == anomalous, verdict["signature"]
+    if not anomalous:  # a 64 B READ on one QP is window-bound, a fetch-add rate-bound: what the NIC does
+        (into,) = verdict["evidence"]["throughput"].values()
+        assert into["bound"].startswith(("READ window: 16 outstanding x 1 QPs", "atomic"))

@@ -245,3 +245,134 @@ def test_a_campaign_calibrated_before_rnr_was_judged_judges_it_against_the_floor
     r = rnr_run({"rnr_nak_retry_err": 100.0}, {}, duration=5.0)  # the requester got 20 RNR NAKs/s from b
     (s,) = [s for s in o.judge(r, SEND).symptoms if s.kind == "rnr"]
     assert (s.host, s.read_on, s.value, s.threshold) == ("b", "a", 20.0, 10.0)
+
+
+# READ/atomic flows: bounded by their window (Little's law) and the atomic rate, not by the WRITE-made ceilings
+WINDOWED = dataclasses.replace(CEIL, read_rtt_us={"oneway": 2.0, "bidirectional": 2.0, "loopback": 1.5},
+                               max_rd_atomic=16, atomic_ops=40e6)
+A, B = Endpoint("a"), Endpoint("b")
+
+
+def one_flow_run(workload: Workload, msg_rate: float) -> RunResult:
+    """``workload``'s one flow completing ``msg_rate`` requests/s of its cycle, its payload into its receiver."""
+    (f,) = workload.flows
+    requests = f.requests()
+    nbytes = sum(b for _, b in requests) / len(requests)
+    packets = sum(-(-b // f.mtu) for _, b in requests) / len(requests)
+    bps, pps = msg_rate * nbytes * 8, msg_rate * packets
+    into, out = f.payload_receiver.host, f.payload_sender.host
+    return RunResult(workload_key=workload.key(), target="t", duration_s=2.0, setup_s=0.1,
+                     flows=(FlowResult(0, f.client.host, f.server.host, bps, pps, msg_rate, 2, 3, 4),),
+                     hosts=(HostResult(out, bps, 0, pps, 0), HostResult(into, 0, bps, 0, pps)))
+
+
+def window_rate(qps: int, held: list[int], n: int, rtt_us: float = 2.0, wire_bps: float = 100e9) -> float:
+    """The rule of the oracle's docstring, written out: qps x 16 x n / sum(rtt + wire(b) / wire_bps)."""
+    return qps * 16 * n / sum((rtt_us + (b + 82) * 8 / wire_bps * 1e6) * 1e-6 for b in held)
+
+
+def test_a_read_at_its_window_bound_is_not_low_throughput_and_at_half_of_it_is() -> None:
+    read = Workload((Flow(A, B, opcodes=("READ",), sizes=(64,), qps=2, mr_size=4096),))
+    bound = window_rate(2, [64], 1)  # 15.9 M READs/s: a third of the packets/s ceiling
+    o = Oracle(load_catalog("mlx5"), WINDOWED)
+    full = o.judge(one_flow_run(read, 0.95 * bound), read)
+    assert not full.anomalous and abs(full.metrics["throughput"] - 0.95) < 1e-9
+    assert full.evidence["throughput"]["a"]["bound"] == "READ window: 16 outstanding x 2 QPs / 2.01 us"
+    half = o.judge(one_flow_run(read, 0.5 * bound), read)
+    assert half.signature == "low_throughput@receiver" and abs(half.symptoms[0].value - 0.5) < 1e-9
+    # the WRITE-made ceilings alone (a record calibrated before the window was kept) call the same READ low
+    assert Oracle(load_catalog("mlx5"), CEIL).judge(one_flow_run(read, 0.95 * bound), read).anomalous
+
+
+def test_a_mixed_cycle_is_bounded_by_its_read_share() -> None:
+    mixed = Workload((Flow(A, B, opcodes=("READ", "WRITE", "WRITE"), sizes=(64,), qps=1, mr_size=4096),))
+    bound = window_rate(1, [64], 3)  # one READ per three requests: three times the READs' own rate
+    o = Oracle(load_catalog("mlx5"), WINDOWED)
+    assert not o.judge(one_flow_run(mixed, 0.9 * bound), mixed).anomalous
+    assert o.judge(one_flow_run(mixed, 0.6 * bound), mixed).signature == "low_throughput@receiver"
+
+
+def test_an_atomic_flow_at_the_atomic_ceiling_is_not_low_throughput() -> None:
+    fa = Workload((Flow(A, B, opcodes=("ATOMIC_FA",), sizes=(8,), qps=64, mr_size=4096),))
+    o = Oracle(load_catalog("mlx5"), WINDOWED)
+    at = o.judge(one_flow_run(fa, 0.9 * 40e6), fa)  # its window (64 x 16 / 2 us) is far above 40 M ops/s
+    assert not at.anomalous and at.evidence["throughput"]["b"]["bound"] == "atomic rate: 40 M ops/s"
+    assert o.judge(one_flow_run(fa, 0.5 * 40e6), fa).signature == "low_throughput@receiver"
+    # one atomic per two requests: twice the requests/s before the atomic rate holds
+    mixed = Workload((Flow(A, B, opcodes=("ATOMIC_FA", "WRITE"), sizes=(64,), qps=64, mr_size=4096),))
+    assert not o.judge(one_flow_run(mixed, 0.9 * 80e6), mixed).anomalous
+
+
+def test_atomic_flows_into_one_responder_share_its_atomic_rate() -> None:
+    two = Workload((Flow(A, B, opcodes=("ATOMIC_FA",), sizes=(8,), qps=64, mr_size=4096),
+                    Flow(B, B, opcodes=("ATOMIC_CS",), sizes=(8,), qps=64, mr_size=4096)))
+    r = one_flow_run(Workload((two.flows[0],)), 0.45 * 40e6)
+    r = dataclasses.replace(r, workload_key=two.key(), flows=(r.flows[0], dataclasses.replace(r.flows[0], flow=1,
+                                                                                                client="b")))
+    v = Oracle(load_catalog("mlx5"), WINDOWED).judge(r, two)  # 2 x 18 M ops/s: 0.9 of the one rate of b
+    assert not v.anomalous and v.evidence["throughput"]["b"]["bound"] == "atomic rate: 40 M ops/s shared"
+
+
+def test_a_write_is_judged_as_before_whatever_the_window() -> None:
+    o = Oracle(load_catalog("mlx5"), WINDOWED)
+    assert o.judge(run(30e9, 0.9e6, {}), W).signature == "low_throughput@receiver"
+    v = o.judge(run(97e9, 3e6, {}), W)
+    assert not v.anomalous and v.evidence["throughput"]["b"]["bound"] == "bits/s ceiling"
+    # a READ host that also receives a WRITE flow has no window bound: the WRITE could have filled the link
+    both = Workload((Flow(A, B, opcodes=("READ",), sizes=(64,), mr_size=4096), Flow(B, A, sizes=(64,))))
+    r = one_flow_run(Workload((both.flows[0],)), 1e6)
+    r = dataclasses.replace(r, workload_key=both.key(), flows=(r.flows[0], dataclasses.replace(
+        r.flows[0], flow=1, client="b", server="a")))
+    assert o.judge(r, both).signature == "low_throughput@receiver"
+
+
+def test_ceilings_without_the_read_and_atomic_fields_load_and_apply_no_bound() -> None:
+    from collie.codec import Reader
+
+    old = {"wire_bps": {"oneway": 1e11}, "pps": {"oneway": 5e7}, "line_rate_bps": 1e11}
+    c = Ceilings.from_dict(old, Reader("c.toml"))
+    assert (c.read_rtt_us, c.max_rd_atomic, c.atomic_ops) == ({}, 0, 0.0) and c.to_dict() == old
+    assert Ceilings.from_dict(WINDOWED.to_dict(), Reader("c.toml")) == WINDOWED
+    read = Flow(A, B, opcodes=("READ",), sizes=(64,))
+    assert Oracle(load_catalog("mlx5"), c).flow_limit("oneway", read) is None
+
+
+def test_calibration_measures_the_round_trip_and_the_atomic_rate_and_skips_atomics_without_them() -> None:
+    from collie.calibrate import Measure, calibrated_oracle
+    from collie.targets.sim import SimTarget
+
+    info = SimTarget("cx6-200g").describe()
+    seen: list[Workload] = []
+
+    def fake(workload: Workload) -> RunResult:
+        seen.append(workload)
+        f = workload.flows[0]
+        rate = 30e6 if f.atomic else 1e6
+        return RunResult(workload.key(), "t", 1.0, 0.1,
+                         (FlowResult(0, "a", "b", 8e9, 1e6, rate, 1.7 if f.opcode == "READ" else 9.0, 2, 3),),
+                         (HostResult("a", 8e9, 0, 1e6, 0), HostResult("b", 0, 8e9, 0, 1e6)))
+
+    c = calibrated_oracle(fake, load_catalog("mlx5"), info, Thresholds(), ("oneway",)).ceilings
+    assert (c.read_rtt_us, c.max_rd_atomic, c.atomic_ops) == ({"oneway": 1.7}, info.max_rd_atomic, 30e6)
+    assert [w.name for w in seen] == ["calibrate-oneway-bandwidth", "calibrate-oneway-rate",
+                                      "calibrate-oneway-round-trip", "calibrate-oneway-atomics"]
+    seen.clear()
+    bare = dataclasses.replace(info, atomics=False, max_rd_atomic=0)
+    c = calibrated_oracle(fake, load_catalog("mlx5"), bare, Thresholds(), ("oneway",)).ceilings
+    assert c.atomic_ops == 0.0 and c.max_rd_atomic == 0 and len(seen) == 3
+    assert Measure.ATOMICS == "atomic"
+
+
+def test_a_campaign_recorded_before_the_window_was_kept_loads_and_judges_reads_by_its_ceilings() -> None:
+    from collie.calibrate import recorded_oracle
+    from collie.storage.campaign import read_config
+    from tests.conftest import ROOT
+
+    config = read_config(ROOT / "tests" / "fixtures" / "campaigns" / "main-474e322")
+    assert config.target_info is not None and config.ceilings is not None
+    assert (config.target_info.max_rd_atomic, config.target_info.atomics) == (0, True)
+    assert (config.ceilings.read_rtt_us, config.ceilings.max_rd_atomic, config.ceilings.atomic_ops) == ({}, 0, 0.0)
+    o = recorded_oracle(config.target_info, config.ceilings, config.baseline or {}, Thresholds()).oracle
+    read = Workload((Flow(A, B, opcodes=("READ",), sizes=(64,), mr_size=4096),))
+    v = o.judge(one_flow_run(read, 9e6), read)
+    assert v.signature == "low_throughput@receiver" and v.evidence["throughput"]["a"]["bound"] == "packets/s ceiling"

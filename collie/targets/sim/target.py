@@ -89,7 +89,7 @@ class SimTarget:
             name=self._spec, kind="sim", nic_model=nic.model, firmware=nic.firmware,
             driver=nic.driver or _DRIVERS[p.dialect], kernel=host.kernel, counter_dialect=p.dialect,
             line_rate_bps=nic.line_rate_gbps * 1e9, msg_rate_pps=nic.msg_rate_mpps * 1e6,
-            hosts=p.hosts, details=details,
+            hosts=p.hosts, details=details, max_rd_atomic=nic.max_rd_atomic,
         )
 
     def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:

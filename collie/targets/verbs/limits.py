@@ -28,6 +28,9 @@ GRH_BYTES: Final = 40
 MAX_WORKERS: Final = 256
 #: The largest share of the host's available memory one run may register (MRs are pinned: they cannot be swapped).
 MAX_PINNED_FRACTION: Final = 0.5
+#: READs/atomics the engine lets a QP keep outstanding (its ``max_rd_atomic`` and ``max_dest_rd_atomic``) where
+#: the device allows as many.
+ENGINE_RD_ATOMIC: Final = 16
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,12 @@ class DeviceLimits:
     numa_nodes: int = 1
     memlock_bytes: int | None = None
     available_memory_bytes: int | None = None
+
+
+def rd_atomic_window(lim: DeviceLimits) -> int:
+    """READs/atomics a QP of the engine keeps outstanding on this device: :data:`ENGINE_RD_ATOMIC`, within
+    ``max_qp_rd_atom``."""
+    return min(ENGINE_RD_ATOMIC, lim.max_qp_rd_atom)
 
 
 def send_cqes_per_qp(flow: Flow) -> int:

@@ -25,7 +25,7 @@ from collie.targets.verbs.compat import Pyverbs, load
 from collie.targets.verbs.counters import port_collector
 from collie.targets.verbs.device import DeviceFacts, kernel_release, numa_nodes, query
 from collie.targets.verbs.job import Share, Timing, WorkerJob, side_of
-from collie.targets.verbs.limits import check_workload
+from collie.targets.verbs.limits import check_workload, rd_atomic_window
 from collie.targets.verbs.measure import FlowSummary, engine_bound
 from collie.targets.verbs.plan import split_qps
 from collie.targets.verbs.results import flow_result, host_rates, port_counters, run_errors, summaries
@@ -138,13 +138,13 @@ class VerbsTarget:
             "gid": f.gid, "numa_node": "" if f.numa_node is None else str(f.numa_node),
             "active_mtu": str(lim.active_mtu), "max_qp": str(lim.max_qp), "max_qp_wr": str(lim.max_qp_wr),
             "max_sge": str(lim.max_sge), "max_cqe": str(lim.max_cqe), "max_mr": str(lim.max_mr),
-            "atomics": str(lim.atomics).lower(), "hosts_share_device": "true",
+            "hosts_share_device": "true",
         }
         return TargetInfo(
             name=self.spec.name, kind="verbs", nic_model=model, firmware=f.fw_version, driver=f.driver,
             kernel=kernel_release(), counter_dialect=f.driver, line_rate_bps=f.line_rate_bps,
             msg_rate_pps=0.0,
-            hosts=DEFAULT_HOSTS, details=details,
+            hosts=DEFAULT_HOSTS, details=details, max_rd_atomic=rd_atomic_window(lim), atomics=lim.atomics,
         )
 
     def check(self, workload: Workload) -> None:

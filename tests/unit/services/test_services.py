@@ -91,19 +91,20 @@ def test_run_and_judge_completes_prunes_fails_and_passes_the_unreachable_on() ->
         run_and_judge(target, workload, 1.0, oracle)
 
 
-def test_calibrating_some_direction_kinds_costs_two_runs_each() -> None:
+def test_calibrating_some_direction_kinds_costs_three_runs_each_and_one_for_atomics() -> None:
     with SimTarget("cx6-200g") as target:
         some = calibrate.calibrate_target(target, THRESHOLDS, ("oneway",), seconds=0.5)
         every = calibrate.calibrate_target(target, THRESHOLDS)
-    assert some.runs == 2 and set(some.oracle.ceilings.wire_bps) == {"oneway"}
-    assert every.runs == 2 * len(calibrate.DIRECTION_KINDS)
+    assert some.runs == 4 and set(some.oracle.ceilings.wire_bps) == set(some.oracle.ceilings.read_rtt_us) == {"oneway"}
+    assert some.oracle.ceilings.atomic_ops > 0
+    assert every.runs == 3 * len(calibrate.DIRECTION_KINDS) + 1
 
 
 def test_run_workload_judges_with_an_oracle_calibrated_for_its_kinds_only() -> None:
     ran = run_workload(parse_target("sim"), EXAMPLES / "rc-write-64k.toml", duration=1.0, seed=0, pace=0.0,
                        judge=True, accept_new_host_keys=False)
     assert ran.verdict is not None and ran.oracle is not None
-    assert ran.calibration == 2 * len(calibrate.kinds_of(ran.workload))
+    assert ran.calibration == len(calibrate.calibration_workloads(calibrate.kinds_of(ran.workload)))
     bare = run_workload(parse_target("sim"), EXAMPLES / "rc-write-64k.toml", duration=1.0, seed=0, pace=0.0,
                         judge=False, accept_new_host_keys=False)
     assert (bare.verdict, bare.oracle, bare.calibration) == (None, None, 0)
@@ -156,7 +157,7 @@ def test_a_case_in_its_campaign_is_judged_with_the_campaigns_ceilings(tmp_path: 
         recorded = case_oracle(located, target, THRESHOLDS)
         elsewhere = case_oracle(locate_case(case, parse_target("sim:cx6-200g-amd-other"), Heard()), target, THRESHOLDS)
     assert recorded.runs == 0 and recorded.oracle.ceilings.wire_bps
-    assert elsewhere.runs == 2 * len(calibrate.DIRECTION_KINDS)  # another spec: calibrated afresh
+    assert elsewhere.runs == len(calibrate.calibration_workloads())  # another spec: calibrated afresh
 
 
 def test_minimize_finds_the_mfs_and_saves_a_case_that_knows_its_target(tmp_path: Path) -> None:
@@ -167,7 +168,7 @@ def test_minimize_finds_the_mfs_and_saves_a_case_that_knows_its_target(tmp_path:
     minimized = minimize_case(plan, seed=0, accept_new_host_keys=False, listener=heard)
     mfs = minimized.result.mfs.describe()
     assert "transport == UD" in mfs and minimized.verdict.anomalous
-    assert minimized.calibration == 2 * len(calibrate.DIRECTION_KINDS)
+    assert minimized.calibration == len(calibrate.calibration_workloads())
     assert [p.phase for p in heard.of(PhaseStarted)] == ["calibrate", "minimize"]
     assert len(heard.of(TrialFinished)) == len(heard.of(TrialStarted)) >= minimized.result.experiments
     # each probe shows the point that ran, made legal, not the one asked (a READ's inline, an MR too small)

@@ -118,7 +118,7 @@ def test_describe_and_unsupported_from_the_fake_limits() -> None:
         info = t.describe()
         assert info.kind == "verbs" and info.name == "verbs:mlx5_0:1:1"
         assert info.firmware == "1.2.3" and info.details["active_mtu"] == "1024"
-        assert info.details["atomics"] == "false"
+        assert info.atomics is False and info.max_rd_atomic == 16
         a, b = Endpoint("a"), Endpoint("b")
         t.check(Workload(flows=(Flow(a, b, qps=8, mtu=1024),)))
         with pytest.raises(Unsupported, match="qps 60 x 2 sides = 120 > device max_qp 100"):
