@@ -10,13 +10,14 @@ from types import TracebackType
 from typing import Any
 
 import numpy as np
+from simhelpers import paper_space
 
 from collie.calibrate import calibration_workloads
 from collie.campaign import AnomalyRecord, Campaign, CampaignSummary
 from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, TrialFinished, Warned
 from collie.mfs import MFS, Condition
 from collie.model.features import features
-from collie.model.space import SearchSpace, load_space
+from collie.model.space import load_space
 from collie.model.workload import Workload
 from collie.preset import Preset, load_preset
 from collie.storage.campaign import CampaignStore
@@ -228,17 +229,6 @@ class _FirstThen:
         return getattr(self.then, name)
 
 
-#: What the default space searches beyond the paper's: on a made-up profile, a starved receiver or an atomic
-#: ceiling of the base model is an anomaly of its own, which the scripted tests below are not about.
-BEYOND_THE_PAPER = ("mix", "rq_depth", "recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn")
-
-
-def _paper_space() -> SearchSpace:
-    space = load_space()
-    return dataclasses.replace(space, dimensions=tuple(d for d in space.dimensions
-                                                       if d.name not in BEYOND_THE_PAPER))
-
-
 def _scripted(tmp: Path, profile_text: str, first: list[dict[str, Any]], budget: int,
               events: list[Any] | None = None, preset: Preset | None = None) -> CampaignSummary:
     """A campaign on a made-up profile whose search asks ``first`` (points of the paper's space) before
@@ -246,7 +236,7 @@ def _scripted(tmp: Path, profile_text: str, first: list[dict[str, Any]], budget:
     profile = tmp / "profile.toml"
     profile.write_text(profile_text)
     store = CampaignStore.create(tmp / "c", config(0, budget))
-    campaign = Campaign(targets=[SimTarget(str(profile))], space=_paper_space(), preset=preset or load_preset("collie"),
+    campaign = Campaign(targets=[SimTarget(str(profile))], space=paper_space(), preset=preset or load_preset("collie"),
                         store=store, seed=0, budget=budget,
                         listener=None if events is None else events.append)
     campaign.strategies[0] = _FirstThen(first, campaign.strategies[0])
@@ -256,7 +246,7 @@ def _scripted(tmp: Path, profile_text: str, first: list[dict[str, Any]], budget:
 def test_an_anomaly_met_while_minimizing_another_is_followed_up(tmp_path: Path) -> None:
     # the search first meets the pause (bidirectional READ); minimizing it tries direction -> oneway, which
     # shows the other anomaly (low throughput): that one is confirmed and minimized straight after
-    first = {**_paper_space().simplest(), "op": "RC_READ", "direction": "bidirectional", "qps": 100}
+    first = {**paper_space().simplest(), "op": "RC_READ", "direction": "bidirectional", "qps": 100}
     summary = _scripted(tmp_path, SIDE_PROFILE, [first], budget=120)
     assert [a.signature.split("@")[0] for a in summary.anomalies[:2]] == ["pause", "low_throughput"]
     pause, slow = summary.anomalies[:2]
@@ -292,7 +282,7 @@ def _undeferred() -> Preset:
 def test_a_find_just_past_a_known_edge_widens_that_mfs(tmp_path: Path) -> None:
     # the minimizer's bisection stops on a ladder step (qps_total >= 128 for a true edge of 100); a later find
     # at 100 QPs is the same anomaly: confirmed and taken in by moving the edge, not minimized again
-    read = {**_paper_space().simplest(), "op": "RC_READ"}
+    read = {**paper_space().simplest(), "op": "RC_READ"}
     events: list[Any] = []
     summary = _scripted(tmp_path, EDGE_PROFILE, [{**read, "qps": 181}, {**read, "qps": 100}], 60, events,
                         _undeferred())
@@ -320,7 +310,7 @@ def test_a_find_past_a_known_edge_from_another_anomaly_is_minimized_not_widened(
     # the second find lies just past the first MFS's edge (80 QPs vs qps_total >= 128) with the same symptom,
     # but another anomaly (deep post lists) is why: the known minimal case moved to 80 QPs does not crawl, so
     # the find is minimized on its own instead of widening the first MFS to qps_total >= 80
-    read = {**_paper_space().simplest(), "op": "RC_READ"}
+    read = {**paper_space().simplest(), "op": "RC_READ"}
     events: list[Any] = []
     summary = _scripted(tmp_path, NEIGHBOUR_PROFILE, [{**read, "qps": 181}, {**read, "qps": 80, "batch": 64}], 90,
                         events, _undeferred())
@@ -353,7 +343,7 @@ def test_an_anomaly_inside_another_ones_region_is_kept_apart(tmp_path: Path) -> 
     # minimizing the crawl from an RC WRITE, RC SEND shows it behind the second anomaly's pause: a masked run,
     # so RC READ decides (it crawls: the opcode is not necessary). The RC SEND point, inside the crawl's MFS
     # but leading with a pause, is the second anomaly, minimized on its own rather than taken as known
-    write = {**_paper_space().simplest(), "op": "RC_WRITE", "qps": 100}
+    write = {**paper_space().simplest(), "op": "RC_WRITE", "qps": 100}
     summary = _scripted(tmp_path, OVERLAP_PROFILE, [write], budget=120)
     by_kind = {a.signature.split("@")[0]: a for a in summary.anomalies}
     slow, pause = by_kind["low_throughput"], by_kind["pause"]
@@ -366,7 +356,7 @@ def test_open_edges_are_finished_after_the_search_and_the_rest_of_the_budget_exp
     # the search goes on after a find with the MFS's edge at the wide end of its bracket (qps_total >= 91 for a
     # true edge of 100: wider); the campaign keeps what finishing can cost, finishes it after the search, saves
     # the finished MFS and explores with what finishing left over, so the whole budget is spent
-    read = {**_paper_space().simplest(), "op": "RC_READ"}
+    read = {**paper_space().simplest(), "op": "RC_READ"}
     events: list[Any] = []
     summary = _scripted(tmp_path, EDGE_PROFILE, [{**read, "qps": 4096}], 120, events)
     found = [e for e in events if isinstance(e, AnomalyFound)]
@@ -390,7 +380,7 @@ def _qps_edge(mfs_text: str) -> int:
 
 
 def test_a_budget_spent_before_the_edges_are_finished_keeps_the_wide_mfs(tmp_path: Path) -> None:
-    read = {**_paper_space().simplest(), "op": "RC_READ"}
+    read = {**paper_space().simplest(), "op": "RC_READ"}
     events: list[Any] = []
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -457,7 +447,7 @@ def test_a_known_anomaly_inside_a_later_finds_region_joins_it_as_a_further_hit(t
     # the first find (an incast of 54 QPs a side: 108 in all) cannot lose the incast without falling under the
     # 100-QP edge, so its MFS needs incast; the second (one way, 181 QPs) shows that any READ on enough QPs
     # crawls: a region around the first one's. One anomaly: the first joins the second as a further hit
-    read = {**_paper_space().simplest(), "op": "RC_READ"}
+    read = {**paper_space().simplest(), "op": "RC_READ"}
     events: list[Any] = []
     summary = _scripted(tmp_path, EDGE_PROFILE, [{**read, "qps": 54, "direction": "incast"}, {**read, "qps": 181}],
                         80, events)
@@ -479,7 +469,7 @@ def test_a_known_anomaly_inside_a_later_finds_region_joins_it_as_a_further_hit(t
 def test_minimizing_never_moves_a_find_into_a_known_region(tmp_path: Path) -> None:
     # a READ crawl known on 100+ QPs; a find of the deep-post-list crawl (80 QPs, batch 64) whose minimization
     # tries more QPs would land in the known region, where the crawl says nothing about this anomaly
-    read = {**_paper_space().simplest(), "op": "RC_READ"}
+    read = {**paper_space().simplest(), "op": "RC_READ"}
     events: list[Any] = []
     summary = _scripted(tmp_path, NEIGHBOUR_PROFILE, [{**read, "qps": 181}, {**read, "qps": 80, "batch": 64}], 90,
                         events, _undeferred())

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from simhelpers import paper_space
 
 from collie.campaign import AnomalyRegistry, Campaign, CampaignInterrupted, CampaignSummary, chain_seed
 from collie.campaign.turns import Turns
 from collie.events import AnomalyFound, Event, KnownAnomaly, TrialFinished
 from collie.model.features import features
-from collie.model.space import load_space
 from collie.model.workload import Workload
 from collie.oracle import leading_symptom
 from collie.preset import Preset, load_preset
@@ -54,7 +54,7 @@ def _config(budget: int, parallel: int) -> CampaignConfig:
 def _parallel(folder: Path, targets: list[Chained], budget: int, events: list[Event] | None = None,
               resume: bool = False, preset: Preset | None = None) -> Campaign:
     store = CampaignStore.open(folder) if resume else CampaignStore.create(folder, _config(budget, len(targets)))
-    return Campaign(targets=targets, space=load_space(), preset=preset or load_preset(PRESET), store=store,
+    return Campaign(targets=targets, space=paper_space(), preset=preset or load_preset(PRESET), store=store,
                             seed=SEED, budget=budget, listener=None if events is None else events.append,
                             resume=resume)
 
@@ -135,7 +135,7 @@ def test_two_chains_share_one_anomaly_set_one_budget_and_one_journal(tmp_path: P
     assert any(found.get(h.anomaly_id) not in (None, h.chain) for h in hits), (found, hits)
     assert all(isinstance(e.chain, int) for e in events if isinstance(e, TrialFinished))
     # no anomaly was found twice: no folder's original find lies inside the MFS of an earlier one of its symptom
-    space = load_space()
+    space = paper_space()
     records = [read_case_folder(tmp_path / "anomalies" / a.anomaly_id) for a in summary.anomalies]
     for i, later in enumerate(records):
         f = features(space.build(later.original.point))
@@ -185,7 +185,7 @@ def test_chain_seeds_are_the_campaign_seed_for_chain_0_and_distinct_for_the_othe
 
 
 def test_a_find_waits_while_another_chain_minimizes_one_of_its_symptom() -> None:
-    registry = AnomalyRegistry(load_space(), [])
+    registry = AnomalyRegistry(paper_space(), [])
     registry.hold(0, "pause@receiver+low_throughput@receiver")
     assert registry.held_elsewhere(1, "pause@receiver")  # the same leading symptom: maybe the same anomaly
     assert not registry.held_elsewhere(1, "low_throughput@receiver")
@@ -221,7 +221,7 @@ def test_a_parallel_campaign_extended_by_resume_re_walks_each_budget_and_resumes
         store = CampaignStore.open(folder)
         config = store.config().resumed(str(folder / "campaign.toml"), budget=budget)
         store.stage(config)
-        return Campaign(targets=_targets(2), space=load_space(), preset=load_preset(PRESET), store=store,
+        return Campaign(targets=_targets(2), space=paper_space(), preset=load_preset(PRESET), store=store,
                                 seed=SEED, budget=config.budget, resume=True,
                                 earlier_budgets=config.earlier_budgets).run()
 
