@@ -138,7 +138,8 @@ class VerbsTarget:
             "gid": f.gid, "numa_node": "" if f.numa_node is None else str(f.numa_node),
             "active_mtu": str(lim.active_mtu), "max_qp": str(lim.max_qp), "max_qp_wr": str(lim.max_qp_wr),
             "max_sge": str(lim.max_sge), "max_cqe": str(lim.max_cqe), "max_mr": str(lim.max_mr),
-            "atomics": str(lim.atomics).lower(), "hosts_share_device": "true",
+            "atomics": str(lim.atomics).lower(), "max_inline_data": str(lim.max_inline_data),
+            "hosts_share_device": "true",
         }
         return TargetInfo(
             name=self.spec.name, kind="verbs", nic_model=model, firmware=f.fw_version, driver=f.driver,
