@@ -14,7 +14,6 @@ own). A QP asking for more than :data:`MAX_INLINE` inline bytes is refused.
 from __future__ import annotations
 
 import itertools
-import time
 from collections import deque
 from types import SimpleNamespace
 from typing import Any
