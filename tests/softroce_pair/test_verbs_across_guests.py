@@ -20,6 +20,7 @@ DURATION = 1.0
 
 @pytest.fixture(scope="module")
 def remote(pair_inventory: Path) -> Iterator[Any]:
+    import collie.remote.kind  # noqa: F401  (registers the remote: kind, as the CLI does)
     from collie.targets.registry import open_target, parse_target
 
     with open_target(parse_target(f"remote:{pair_inventory}"), seed=1) as t:

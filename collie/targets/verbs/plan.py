@@ -83,13 +83,14 @@ class WrCycle:
 
     def slots_of(self, opcodes: frozenset[str]) -> tuple[int, ...]:
         """The slots whose opcode is one of ``opcodes``, ascending."""
-        return tuple(j for j in range(self.length) if self.slot_opcode(j) in opcodes)
+        period = tuple(k for k, op in enumerate(self.opcodes) if op in opcodes)
+        return tuple(j + k for j in range(0, self.length, len(self.opcodes)) for k in period)
 
     def count(self, opcodes: frozenset[str], seq: int) -> int:
-        """How many of a QP's first ``seq`` WRs have an opcode in ``opcodes`` (WR ``s`` is slot
-        ``s % length``)."""
-        q, r = divmod(seq, self.length)
-        return q * len(self.slots_of(opcodes)) + sum(1 for j in range(r) if self.slot_opcode(j) in opcodes)
+        """How many of a QP's first ``seq`` WRs have an opcode in ``opcodes`` (WR ``s`` is request ``s``: the
+        opcode pattern repeats within the cycle)."""
+        q, r = divmod(seq, len(self.opcodes))
+        return q * sum(op in opcodes for op in self.opcodes) + sum(op in opcodes for op in self.opcodes[:r])
 
     def slot_mr(self, j: int) -> int:
         return j % self.mrs

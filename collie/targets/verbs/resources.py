@@ -8,9 +8,9 @@ On a local device both ends of a flow live here (a share of side ``BOTH``): clie
 connected to server QP ``i`` (RC/UC: INIT -> RTR -> RTS with each other's QPN, PSN and GID; UD: an address
 handle and a Q_Key), with ACK timeout 14 (4.096 µs x 2^14 = 67 ms), retry_cnt 7 and rnr_retry 6 (7 would mean
 "retry forever" in the IBTA spec; every wait of collie is bounded). The receiver's RNR timer (:func:`rnr_timer`)
-is at least 10.24 ms and long enough that six of them outlast the flow's ``recv_delay_us`` plus
-:data:`RNR_STALL_S`: a receiver that is slow but alive makes its senders retry (RNR NAKs, counted by the NIC),
-never fail. The engine is a Python poll loop, and a stall of a few ms (scheduling, the counter reads at an
+is at least 10.24 ms and long enough that six of them outlast twice the flow's ``recv_delay_us`` plus a stall
+of the engine: a receiver that is slow but alive makes its senders retry (RNR NAKs, counted by the NIC), never
+fail. The engine is a Python poll loop, and a stall of a few ms (scheduling, the counter reads at an
 interval's edge) must not end a SEND flow in IBV_WC_RNR_RETRY_EXC_ERR (at timer 12, 0.64 ms, about 4 ms in all, a
 cross-host SEND on soft-RoCE did). ``max_rd_atomic``/``max_dest_rd_atomic`` are :data:`RD_ATOMIC` or the device's
 ``max_qp_rd_atom`` when smaller: the READs and atomics a QP has outstanding, whatever the other opcodes posted
@@ -68,6 +68,9 @@ RETRY_CNT: Final = 7
 RNR_RETRY: Final = 6
 #: Seconds of a stall of the engine's own (scheduling, counter reads) a receiver's RNR timer also covers.
 RNR_STALL_S: Final = 0.06
+#: The same for a paced receiver (``recv_delay_us`` > 0): starved by design, its queue is empty whenever the
+#: engine stalls, and the counter reads at an interval's edge fork processes (hundreds of ms under emulation).
+PACED_STALL_S: Final = 0.3
 #: IBTA's RNR NAK timer codes 1..31 and 0 with the wait each stands for (seconds), ascending.
 RNR_TIMERS: Final[tuple[tuple[int, float], ...]] = tuple((code, w * 1e-5) for code, w in zip(
     (*range(1, 32), 0),
@@ -96,8 +99,10 @@ _MTU_ENUM: Final = {256: "IBV_MTU_256", 512: "IBV_MTU_512", 1024: "IBV_MTU_1024"
 
 def rnr_timer(recv_delay_us: int) -> int:
     """The RNR timer code a receiver announces: the shortest at least :data:`MIN_RNR_TIMER` whose
-    :data:`RNR_RETRY` waits outlast ``recv_delay_us`` plus :data:`RNR_STALL_S` (the longest, 655 ms, if none)."""
-    need = (recv_delay_us * 1e-6 + RNR_STALL_S) / RNR_RETRY
+    :data:`RNR_RETRY` waits outlast twice ``recv_delay_us`` plus a stall (:data:`RNR_STALL_S`, or
+    :data:`PACED_STALL_S` for a paced receiver); the longest, 655 ms, if none does."""
+    stall = PACED_STALL_S if recv_delay_us else RNR_STALL_S
+    need = (2 * recv_delay_us * 1e-6 + stall) / RNR_RETRY
     floor = dict(RNR_TIMERS)[MIN_RNR_TIMER]
     return next((code for code, wait in RNR_TIMERS if wait >= max(need, floor)), RNR_TIMERS[-1][0])
 
@@ -160,26 +165,33 @@ class ShareRes:
     #: PSN of each of this host's QPs of a one-sided share (the first packet it sends); empty for ``BOTH``.
     psns: list[int] = field(default_factory=list)
     connected: bool = False
+    #: the layout of ``aux`` (see :meth:`of`): READ landing bytes (0: READs land in the client's MRs), the
+    #: atomic and the CMP_AND_SWP slots of the cycle, where the counters are read back to, its size.
+    landing: int = 0
+    atomic_slots: tuple[int, ...] = ()
+    swap_slots: tuple[int, ...] = ()
+    readback_offset: int = 0
+    aux_bytes: int = 0
+    #: atomic slot -> its fetch slot in ``aux``; CMP_AND_SWP slot -> its place on the chain (``verify``).
+    fetch_slot: dict[int, int] = field(default_factory=dict)
+    swap_index: dict[int, int] = field(default_factory=dict)
 
     def chains_of(self, qp_index: int) -> list[list[Any]]:
         return self.qp_chains[qp_index] if self.qp_chains else self.chains
 
-    @property
-    def landing(self) -> int:
-        """Bytes at the start of ``aux`` where READs land (0: they land in the client's MRs)."""
-        return -(-longest(self.share.flow, PULL_OPCODES) // 8) * 8 if pulls_land_apart(self.share.flow) else 0
-
-    @property
-    def atomic_slots(self) -> tuple[int, ...]:
-        return self.cycle.slots_of(ATOMIC_OPCODES)
-
-    @property
-    def readback_offset(self) -> int:
-        return self.landing + ATOMIC_BYTES * len(self.atomic_slots)
-
-    @property
-    def aux_bytes(self) -> int:
-        return self.readback_offset + (COUNTERS_BYTES if self.share.flow.atomic else 0)
+    @classmethod
+    def of(cls, share: Share, cycle: WrCycle) -> ShareRes:
+        """The record of ``share`` before anything is created, with the layout of ``aux``."""
+        f = share.flow
+        res = cls(share=share, cycle=cycle, sums=CycleSums.of(cycle, f.mtu))
+        res.landing = -(-longest(f, PULL_OPCODES) // 8) * 8 if pulls_land_apart(f) else 0
+        res.atomic_slots = cycle.slots_of(ATOMIC_OPCODES)
+        res.swap_slots = cycle.slots_of(frozenset(("ATOMIC_CS",)))
+        res.fetch_slot = {j: k for k, j in enumerate(res.atomic_slots)}
+        res.swap_index = {j: k for k, j in enumerate(res.swap_slots)}
+        res.readback_offset = res.landing + ATOMIC_BYTES * len(res.atomic_slots)
+        res.aux_bytes = res.readback_offset + (COUNTERS_BYTES if f.atomic else 0)
+        return res
 
 
 class WorkerResources:
@@ -223,7 +235,7 @@ class WorkerResources:
         ud = f.transport == "UD"
         cap = UD_CYCLE_WRS if ud else MAX_CYCLE_WRS
         cycle = WrCycle.for_flow(f.sizes, f.batch, share.mrs, cap=cap, opcodes=f.opcodes)
-        res = ShareRes(share=share, cycle=cycle, sums=CycleSums.of(cycle, f.mtu))
+        res = ShareRes.of(share, cycle)
         access = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
         if f.atomic:
             access |= e.IBV_ACCESS_REMOTE_ATOMIC
@@ -391,7 +403,7 @@ class WorkerResources:
         every = f.signal_every
         res.static_signal = f.batch % every == 0
         cycle = res.cycle
-        fetch = {j: k for k, j in enumerate(res.atomic_slots)}
+        fetch = res.fetch_slot
         wrs: list[Any] = []
         for p, j in enumerate(cycle.chain_slots(c)):
             op, size, m = cycle.slot_opcode(j), cycle.slot_size(j), cycle.slot_mr(j)
@@ -424,7 +436,7 @@ class WorkerResources:
         pv, f = self.pv, res.share.flow
         if not res.client_qps:
             return
-        swaps = {j: k for k, j in enumerate(res.cycle.slots_of(frozenset(("ATOMIC_CS",))))}
+        swaps = res.swap_index
 
         def rdma(wr: Any, m: int, op: str, j: int) -> None:
             if op == "ATOMIC_FA":
@@ -556,6 +568,6 @@ class WorkerResources:
             out += [problem] if problem else []
         if "ATOMIC_CS" in res.share.flow.opcodes:
             problem = check_compare_swap(counter[CS_OFFSET], sum(cycle.count(cs, s) for s in seqs),
-                                         [fetched[j] for j in cycle.slots_of(cs)], one_qp)
+                                         [fetched[j] for j in res.swap_slots], one_qp)
             out += [problem] if problem else []
         return out

@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+import numpy as np
+
 from collie.model.flow import Flow
 
 #: Opcodes that move payload from the client's MR to the server's.
@@ -49,12 +51,19 @@ COUNTERS_BYTES: Final = 16
 
 def push_pattern(n: int, flow_index: int) -> bytes:
     """The ``n``-byte pattern pushes carry: no zero byte (a zero marks "not written")."""
-    return bytes(1 + (i * 7 + flow_index * 13) % 251 for i in range(n))
+    return (1 + (np.arange(n, dtype=np.int64) * 7 + flow_index * 13) % 251).astype(np.uint8).tobytes()
 
 
 def pull_pattern(n: int, flow_index: int) -> bytes:
     """The ``n``-byte pattern pulls carry: no zero byte, and unlike :func:`push_pattern` at every byte."""
-    return bytes(1 + (b - 1 + 125) % 251 for b in push_pattern(n, flow_index))
+    push = np.frombuffer(push_pattern(n, flow_index), dtype=np.uint8).astype(np.int64)
+    return (1 + (push - 1 + 125) % 251).astype(np.uint8).tobytes()
+
+
+def _first(mask: np.ndarray) -> int:
+    """Index of the first True of ``mask``, its length when there is none."""
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if hits.size else len(mask)
 
 
 def longest(flow: Flow, opcodes: frozenset[str]) -> int:
@@ -74,11 +83,13 @@ def check_pushed(data: bytes, push: bytes, untouched: bytes) -> tuple[str | None
         (the first problem as a phrase or ``None``, the length of the push-pattern prefix).
     """
     n = len(push)
-    w = next((i for i in range(n) if data[i] != push[i]), n)
-    if w < n and data[w:n] != untouched[w:n]:
-        bad = next(i for i in range(w, n) if data[i] != untouched[i])
-        if bad == w or data[bad] not in (push[bad], untouched[bad]):
-            return f"byte {bad} is {data[bad]}, expected {push[bad]}", w
+    got = np.frombuffer(data, dtype=np.uint8, count=n)
+    want, rest = np.frombuffer(push, dtype=np.uint8), np.frombuffer(untouched, dtype=np.uint8, count=n)
+    w = _first(got != want)
+    bad = w + _first(got[w:] != rest[w:])
+    if bad < n:
+        if bad == w or got[bad] not in (want[bad], rest[bad]):
+            return f"byte {bad} is {got[bad]}, expected {want[bad]}", w
         return f"has a gap at byte {w}: data after it was written", w
     return None, w
 
@@ -91,12 +102,16 @@ def check_pulled(data: bytes, pull: bytes, push: bytes | None) -> tuple[str | No
         (the first problem as a phrase or ``None``, the length before the first zero).
     """
     n = len(pull)
-    w = data.find(b"\x00", 0, n)
-    w = n if w < 0 else w
-    for i in range(w):
-        if data[i] != pull[i] and (push is None or data[i] != push[i]):
-            return f"byte {i} is {data[i]}, expected {pull[i]}", w
-    if data[w:n].count(0) != n - w:
+    got = np.frombuffer(data, dtype=np.uint8, count=n)
+    want = np.frombuffer(pull, dtype=np.uint8)
+    w = _first(got == 0)
+    wrong = got[:w] != want[:w]
+    if push is not None:
+        wrong &= got[:w] != np.frombuffer(push, dtype=np.uint8, count=w)
+    bad = _first(wrong)
+    if bad < w:
+        return f"byte {bad} is {got[bad]}, expected {want[bad]}", w
+    if np.count_nonzero(got[w:]):
         return f"has a gap at byte {w}: data after it was written", w
     return None, w
 

@@ -25,7 +25,7 @@ from tests.unit.targets.verbs.fakeverbs import fake
 
 A, B = Endpoint("a"), Endpoint("b")
 SPEC = VerbsSpec("fake0")
-T = Timing(warmup=0.02, duration=0.1, drain_timeout=2.0, linger=0.05)
+T = Timing(warmup=0.02, duration=0.1, drain_timeout=2.0, linger=10.0)
 
 
 def shape(jobs: list[WorkerJob]) -> list[list[tuple[int, int, int, int, str]]]:
@@ -69,11 +69,15 @@ class Exchange:
     """The coordinators of two hosts in one: every worker's endpoints go to every other worker, then all
     start at one instant (what the agents and the controller do across hosts)."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, clients: int) -> None:
         self.barrier = threading.Barrier(workers, timeout=30)
         self.endpoints: list[dict[str, Any]] = []
         self.start_ns = 0
         self.sent: list[list[dict[str, Any]]] = []
+        self.clients = clients  # workers with client ends still running: server ends stay up until none is
+
+    def stopped(self) -> bool:
+        return self.clients == 0
 
     def prepared(self, endpoints: list[dict[str, Any]]) -> list[dict[str, Any]]:
         self.sent.append(endpoints)
@@ -91,7 +95,8 @@ class Exchange:
 def run_two_hosts(w: Workload, verify: bool = True) -> tuple[dict[str, list[WorkerReport]], Exchange]:
     jobs = {role: [replace(j, collector=None) for j in plan_jobs(w, SPEC, T, verify, 7, None, [0], roles=(role,))]
             for role in ("a", "b")}
-    sync = Exchange(sum(len(j) for j in jobs.values()))
+    posting = [j for js in jobs.values() for j in js if any(s.side.client for s in j.shares)]
+    sync = Exchange(sum(len(j) for j in jobs.values()), len(posting))
     reports: dict[str, list[WorkerReport]] = {"a": [], "b": []}
     failures: list[BaseException] = []
 
@@ -99,6 +104,7 @@ def run_two_hosts(w: Workload, verify: bool = True) -> tuple[dict[str, list[Work
         def go() -> None:
             try:
                 reports[role].append(run_job(fake(), job, sync))
+                sync.clients -= job in posting
             except BaseException as exc:
                 failures.append(exc)
                 sync.barrier.abort()
