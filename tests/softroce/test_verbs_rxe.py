@@ -154,6 +154,7 @@ def test_a_slow_receiver_draws_rnr_naks_and_still_completes(target: Any) -> None
 
 def test_inline_is_probed_and_a_flow_asking_more_is_refused(target: Any) -> None:
     probed = int(target.describe().details["max_inline_data"])
+    print(f"\nprobed max_inline_data {probed}")
     assert probed > 0
     r = target.run(one(sizes=(min(probed, 64),), inline=probed, batch=8, signal_every=8), DURATION)
     assert r.errors == () and all(s.verified for s in target.last_details.summaries)
