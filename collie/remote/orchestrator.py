@@ -11,7 +11,9 @@ another):
 4. ``start``: one instant (now + a margin), converted to each agent's clock with its measured skew;
 5. ``finish``: each agent waits for the run's end and reports its :class:`~collie.targets.session.HostPart`;
 6. the parts are merged into one :class:`~collie.targets.base.RunResult` (flows from their client's agent, each
-   role's HostResult from its own agent; on verbs hosts tx/rx are recomputed from the merged flows);
+   role's HostResult from its own agent; on verbs hosts tx/rx are recomputed from the merged flows); a flow
+   that the agent of its server role reports too (a verbs UD flow, counted where it arrived) takes its rates
+   from that report and its latencies from the client's;
 7. ``abort`` on every agent, always, also when a step failed.
 
 Invariants:
@@ -28,6 +30,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -334,9 +337,11 @@ class RemoteTarget:
         hosts: dict[str, HostResult] = {}
         errors: list[str] = []
         truth: list[str] = []
+        arrived: dict[int, FlowResult] = {}
         for name, part in parts.items():
             roles = set(self._roles()[name])
             flows.update({f.flow: f for f in part.flows if f.client in roles})
+            arrived.update({f.flow: f for f in part.flows if f.client not in roles and f.server in roles})
             hosts.update({h.host: h for h in part.hosts if h.host in roles})
             errors += [e if len(parts) == 1 else f"host {name!r}: {e}" for e in part.errors]
             truth += [t for t in part.truth if t not in truth]
@@ -344,6 +349,8 @@ class RemoteTarget:
         if missing:
             raise TargetError(f"no host reported flow {missing[0]} of the workload (its client role "
                               f"{workload.flows[missing[0]].client.host!r}); the agents' parts do not fit")
+        for i, got in arrived.items():
+            flows[i] = dataclasses.replace(flows[i], bps=got.bps, pps=got.pps, msg_rate=got.msg_rate)
         merged = tuple(flows[i] for i in range(len(workload.flows)))
         if any(h.target.kind is TargetKind.VERBS for h in self.placement.values()):
             hosts = _rates_from_flows(workload, merged, hosts)

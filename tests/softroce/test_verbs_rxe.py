@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,21 @@ MATRIX = {
     "bidirectional": Workload(flows=(Flow(A, B, sizes=(16384,), qps=2), Flow(B, A, sizes=(16384,), qps=2))),
     "loopback": Workload(flows=(Flow(A, A, opcodes=("SEND",), sizes=(4096,)),)),
     "two-processes": one(sizes=(64,), qps=4, batch=16, signal_every=16, processes=2),
+    # issue #31: each request its own opcode, within one post list too; every opcode's data verified
+    "rc-read-write-mix": one(opcodes=("READ", "WRITE"), sizes=(4096, 65536), batch=4, signal_every=4, qps=2),
+    "rc-both-atomics": one(opcodes=("ATOMIC_FA", "ATOMIC_CS"), sizes=(8,), batch=4, signal_every=4),
+    "rc-atomics-2-qps": one(opcodes=("ATOMIC_FA", "ATOMIC_CS", "ATOMIC_FA"), sizes=(8,), batch=3, signal_every=3,
+                            qps=2),
+    "rc-write-imm-read-fa-mix": one(opcodes=("WRITE_IMM", "READ", "ATOMIC_FA", "SEND"), sizes=(129, 4097),
+                                    batch=4, signal_every=4, mr_size=8192),
+    "rc-off-power-of-two-sizes": one(sizes=(1, 129, 4097), sges=1, batch=3, signal_every=3, mr_size=4097),
+    "rc-read-off-sizes": one(opcodes=("READ",), sizes=(1, 129, 4097), mr_size=4097),
+    "rc-send-recv-batch-sges": one(opcodes=("SEND",), sizes=(129, 4097), rq_depth=12, sq_depth=64, recv_batch=3,
+                                   recv_sges=4, batch=2, signal_every=2),
+    "uc-write-send-imm-mix": one(transport="UC", opcodes=("WRITE", "SEND_IMM"), sizes=(257,), batch=2,
+                                 signal_every=2),
+    "ud-send-off-size": one(transport="UD", opcodes=("SEND", "SEND_IMM"), sizes=(1, 1023), mtu=1024, batch=2,
+                            signal_every=2),
 }
 
 
@@ -117,6 +133,34 @@ def test_device_limits_raise_unsupported(target: Any) -> None:
         target.check(one(sizes=(4096,), sges=33))
     with pytest.raises(Unsupported, match=r"qps 600000 x 2 sides = 1200000 > device max_qp"):
         target.run(one(qps=600_000), DURATION)
+
+
+def test_a_slow_receiver_draws_rnr_naks_and_still_completes(target: Any) -> None:
+    """A receiver that reposts one post list of 2 receives every 20 ms starves its sender: rxe answers with RNR
+    NAKs (its send_rnr_err, the responder's, and rcvd_rnr_err, the requester's; one device holds both ends), the
+    sender retries, and the run completes clean and verified."""
+    fast = one(opcodes=("SEND",), sizes=(64,), batch=4, signal_every=4, sq_depth=16, rq_depth=4, recv_batch=2)
+    slow = Workload(flows=(replace(fast.flows[0], recv_delay_us=20_000),))
+    r = target.run(slow, 1.0)
+    assert r.errors == (), r.errors
+    assert all(s.verified for s in target.last_details.summaries)
+    counters = r.hosts[0].counters
+    print(f"\nslow receiver: send_rnr_err {counters.get('send_rnr_err')} rcvd_rnr_err "
+          f"{counters.get('rcvd_rnr_err')} msg/s {r.flows[0].msg_rate:.0f}")
+    assert counters["send_rnr_err"] > 0 and counters["rcvd_rnr_err"] > 0, counters
+    # paced: about one post list of 2 per 20 ms, 100 receives a second, well under the unpaced rate
+    assert r.flows[0].msg_rate < 0.5 * target.run(fast, 1.0).flows[0].msg_rate
+
+
+def test_inline_is_probed_and_a_flow_asking_more_is_refused(target: Any) -> None:
+    probed = int(target.describe().details["max_inline_data"])
+    print(f"\nprobed max_inline_data {probed}")
+    assert probed > 0
+    r = target.run(one(sizes=(min(probed, 64),), inline=probed, batch=8, signal_every=8), DURATION)
+    assert r.errors == () and all(s.verified for s in target.last_details.summaries)
+    if probed < 1024:  # the most a workload may ask
+        with pytest.raises(Unsupported, match=f"inline {probed + 1} > device max_inline_data {probed}"):
+            target.check(one(sizes=(64,), inline=probed + 1))
 
 
 def test_describe_fingerprints_rxe(target: Any, device: str) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from collie.errors import TargetError
+from collie.model.flow import FLOW_LIMITS
 from collie.targets.verbs.compat import Pyverbs
 from collie.targets.verbs.limits import MTU_BYTES, DeviceLimits
 from collie.targets.verbs.spec import VerbsSpec
@@ -110,6 +111,35 @@ def available_memory_bytes(meminfo: str = "/proc/meminfo") -> int | None:
     return None
 
 
+def probe_inline(pv: Pyverbs, ctx: Any) -> int:
+    """The most inline data (bytes, up to the largest a flow may ask) an RC QP of ``ctx``'s device accepts:
+    ``ibv_query_device`` does not report it, so QPs asking for more or less are created (and destroyed) in a
+    binary search."""
+    pd = pv.pd.PD(ctx)
+    cq = pv.cq.CQ(ctx, 1)
+
+    def accepts(inline: int) -> bool:
+        cap = pv.qp.QPCap(max_send_wr=1, max_recv_wr=1, max_send_sge=1, max_recv_sge=1, max_inline_data=inline)
+        try:
+            qp = pv.qp.QP(pd, pv.qp.QPInitAttr(qp_type=pv.e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap, sq_sig_all=0))
+        except pv.error:
+            return False
+        qp.close()
+        return True
+
+    lo, hi = 0, FLOW_LIMITS["inline"][1]  # lo is accepted (no inline at all), hi + 1 is not
+    if accepts(hi):
+        return hi
+    hi -= 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if accepts(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 @dataclass(frozen=True)
 class DeviceFacts:
     """Limits and fingerprint of one device port."""
@@ -162,7 +192,7 @@ def query(pv: Pyverbs, spec: VerbsSpec) -> DeviceFacts:
             active_mtu=MTU_BYTES.get(int(pattr.active_mtu), 256),
             max_mtu=MTU_BYTES.get(int(pattr.max_mtu), 256),
             numa_nodes=len(numa_nodes()), memlock_bytes=memlock_bytes(),
-            available_memory_bytes=available_memory_bytes(),
+            available_memory_bytes=available_memory_bytes(), max_inline_data=probe_inline(pv, ctx),
         )
         return DeviceFacts(
             limits=limits, fw_version=str(attr.fw_version), vendor_id=int(attr.vendor_id),

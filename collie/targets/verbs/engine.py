@@ -13,9 +13,14 @@ A worker of a cross-host run may hold only server ends (``Side.SERVER``): it has
 keeps its receive queues full (sleeping briefly when nothing arrived, not to steal the CPU from the traffic),
 reads the counters at the edges and, after the deadline and its report, keeps its QPs alive (receives
 reposted) until its coordinator says stop, at most ``timing.linger`` seconds, so the clients on the other host
-can drain. Data is verified where the destination buffers are: at the
-server for WRITE/SEND, at the client for READ (atomics across hosts are not verified: the server cannot know
-how many WRs the client posted).
+can drain. Data is verified where the destination buffers are (see ``verify``): at the server for WRITE/SEND,
+at the client for READ and for atomics, whose counters the client reads back with one RDMA READ after the drain,
+so atomics are checked across hosts too.
+
+Receive side: a server QP keeps up to ``rq_depth`` receive WQEs posted, in post lists of ``recv_batch``. Once a
+post list's worth has been consumed, the QP reposts at once (``recv_delay_us`` 0) or ``recv_delay_us`` after it
+noticed the room (one post list per delay and QP): a receiver slower than its sender runs out of WQEs and the
+sender's NIC retries on RNR NAKs (the receiver's RNR timer is long enough for the delay, see ``resources``).
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ from typing import Any
 
 from collie.collectors.snapshot import Snapshot
 from collie.errors import TargetError
+from collie.model.flow import ATOMIC_OPCODES
 from collie.targets.verbs.compat import Pyverbs
 from collie.targets.verbs.endpoints import index
 from collie.targets.verbs.job import Share, Side, WorkerJob
 from collie.targets.verbs.measure import MAX_LAT_SAMPLES, FlowStats
 from collie.targets.verbs.plan import signal_positions
-from collie.targets.verbs.resources import MAX_CQ_BATCH, ShareRes, WorkerResources
+from collie.targets.verbs.resources import MAX_CQ_BATCH, READBACK_WR_ID, ShareRes, WorkerResources
+from collie.targets.verbs.verify import PULL_OPCODES, PUSH_OPCODES
 
 #: One loop iteration in this many is timed (clock reads cost, and under emulation they cost a lot).
 TIMED_EVERY = 16
@@ -43,13 +50,14 @@ IDLE_SLEEP_S = 0.0005
 
 
 def checks_data(share: Share) -> bool:
-    """This share holds the destination buffers of its flow's data, so verification happens here (see the
-    module docstring)."""
+    """This share holds buffers where some of its flow's data is verified (see the module docstring): the
+    server's for pushes, the client's for READs and atomics."""
     if share.side is Side.BOTH:
         return True
-    if share.flow.opcode.startswith("ATOMIC"):
-        return False
-    return share.side.client == share.flow.receiver_is_client
+    ops = set(share.flow.opcodes)
+    if share.side.client:
+        return bool(ops & (PULL_OPCODES | ATOMIC_OPCODES))
+    return bool(ops & PUSH_OPCODES)
 
 
 @dataclass(frozen=True)
@@ -83,12 +91,13 @@ class _QP:
 
 
 class _RQ:
-    __slots__ = ("dead", "outstanding", "qp")
+    __slots__ = ("dead", "due", "outstanding", "qp")
 
     def __init__(self, qp: Any) -> None:
         self.qp = qp
         self.outstanding = 0
         self.dead = False
+        self.due = 0  # monotonic ns when the next post list may go (0: none waiting)
 
 
 class _ShareRun:
@@ -109,6 +118,7 @@ class _ShareRun:
         self.full = 0
         self.errors: dict[str, int] = {}
         self.notes: list[str] = []
+        self.read_back = False  # the atomic counters were read back after the drain
 
 
 class Engine:
@@ -129,6 +139,8 @@ class Engine:
                 self.by_qpn[r.qp.qp_num] = (run, r)
         self.cqs = [(run, cq) for run in self.runs for cq in run.res.send_cqs]
         self.rcqs = [(run, cq) for run in self.runs for cq in run.res.recv_cqs if run.res.recv_chain]
+        self.paced = [(run, r) for run in self.runs if run.flow.recv_delay_us and run.res.recv_chain
+                      for r in run.rqs]
         self.counters: list[tuple[int, Snapshot]] = []
         self._readers: list[threading.Thread] = []
         self._reader_errors: list[BaseException] = []
@@ -168,14 +180,43 @@ class Engine:
 
     # ---- receive side -------------------------------------------------------------------------------
     def post_initial_recvs(self) -> None:
+        """Fill every receive queue with as many post lists as fit."""
         for run in self.runs:
-            chunk = run.res.recv_chunk
-            if not chunk:
+            if not run.res.recv_chain:
                 continue
+            chunk = run.flow.recv_batch
             for r in run.rqs:
                 while r.outstanding + chunk <= run.flow.rq_depth:
                     r.qp.post_recv(run.res.recv_chain[0])
                     r.outstanding += chunk
+
+    def _repost(self, run: _ShareRun, r: _RQ, now: int) -> None:
+        """Repost a receive post list on ``r`` if it has room for one, at once or ``recv_delay_us`` after
+        the room was first seen."""
+        chunk = run.flow.recv_batch
+        delay = run.flow.recv_delay_us * 1000
+        while not r.dead and r.outstanding + chunk <= run.flow.rq_depth:
+            if delay:
+                if not r.due:
+                    r.due = now + delay
+                if now < r.due:
+                    return
+                r.due = 0
+            try:
+                r.qp.post_recv(run.res.recv_chain[0])
+                r.outstanding += chunk
+            except self.pv.error as exc:
+                r.dead = True
+                run.notes.append(f"flow {run.res.share.flow_index}: post_recv failed: {exc}")
+            if delay:
+                return
+
+    def _paced_reposts(self) -> None:
+        """The reposts of paced receivers whose delay has run out (no completion need arrive to trigger them)."""
+        now = time.monotonic_ns()
+        for run, r in self.paced:
+            if r.due and now >= r.due:
+                self._repost(run, r, now)
 
     # ---- posting ----------------------------------------------------------------------------------------
     def _post(self, run: _ShareRun, q: _QP, now: int, force_last: bool = False) -> bool:
@@ -264,8 +305,7 @@ class Engine:
             if not n:
                 continue
             got += n
-            chunk = run.res.recv_chunk
-            depth = run.flow.rq_depth
+            now = time.monotonic_ns()
             grh = 40 if run.flow.transport == "UD" else 0
             for wc in wcs:
                 entry = self.by_qpn.get(wc.qp_num)
@@ -281,13 +321,9 @@ class Engine:
                 if measuring:
                     run.rx_wrs += 1
                     run.rx_bytes += wc.byte_len - grh
-                if not r.dead and r.outstanding + chunk <= depth:
-                    try:
-                        r.qp.post_recv(run.res.recv_chain[0])
-                        r.outstanding += chunk
-                    except self.pv.error as exc:
-                        r.dead = True
-                        run.notes.append(f"flow {run.res.share.flow_index}: post_recv failed: {exc}")
+                self._repost(run, r, now)
+        if self.paced:
+            self._paced_reposts()
         return got
 
     def _wc_error(self, run: _ShareRun, wc: Any) -> None:
@@ -449,6 +485,33 @@ class Engine:
             while time.monotonic_ns() < end:
                 self._poll_recv()
 
+    def read_back(self) -> None:
+        """Read the atomic counters of every share that posted atomics and completed them all: one signalled
+        RDMA READ on its first QP (after the drain nothing else completes there), within ``drain_timeout``."""
+        for run in self.runs:
+            wr = run.res.readback
+            if wr is None or not run.qps or any(q.dead or q.done < q.seq for q in run.qps):
+                continue
+            where = f"flow {run.res.share.flow_index}"
+            try:
+                run.qps[0].qp.post_send(wr)
+            except self.pv.error as exc:
+                run.notes.append(f"{where}: posting the READ of the atomic counters failed: {exc}")
+                continue
+            cq = run.res.send_cqs[0]
+            deadline = time.monotonic_ns() + int(self.job.timing.drain_timeout * 1e9)
+            while not run.read_back and time.monotonic_ns() < deadline:
+                for wc in cq.poll(MAX_CQ_BATCH)[1]:
+                    if wc.wr_id != READBACK_WR_ID:
+                        continue
+                    if wc.status != self.success:
+                        self._wc_error(run, wc)
+                        deadline = 0
+                    else:
+                        run.read_back = True
+            if not run.read_back:
+                run.notes.append(f"{where}: the READ of the atomic counters did not complete")
+
     # ---- results ----------------------------------------------------------------------------------------
     def stats(self, verify: bool) -> tuple[tuple[FlowStats, ...], tuple[str, ...]]:
         out = []
@@ -461,27 +524,28 @@ class Engine:
             verify_errors: list[str] = []
             checks = verify and checks_data(share)
             if checks:
-                if complete:
-                    posted = sum(q.seq for q in run.qps) if share.side.client else run.rx_total
-                    verify_errors = self.res.check_verify(run.res, posted)
-                else:
+                if not complete:
                     verify_errors = [f"flow {run.res.share.flow_index}: data not verified: WRs did not all "
                                      "complete"]
+                elif run.res.readback is not None and not run.read_back:
+                    verify_errors = [f"flow {run.res.share.flow_index}: atomics not verified: their counters "
+                                     "were not read back"]
+                else:
+                    verify_errors = self.res.check_verify(run.res, [q.seq for q in run.qps], run.rx_total)
             ud = run.flow.transport == "UD"
             sums = run.res.sums
             a, b = run.edges[0], run.edges[-1]
             wrs = sum(y - x for x, y in zip(a, b, strict=True))
             nbytes = sum(sums.bytes(x, y) for x, y in zip(a, b, strict=True))
             packets = sum(sums.packets(x, y) for x, y in zip(a, b, strict=True))
-            if run.rqs and (ud or not share.side.client):  # what arrived (UD drops; a server end alone);
-                # a UD client alone counts what it sent
+            if run.rqs and (ud or not share.side.client):  # what arrived (UD drops; a server end alone)
                 wrs, nbytes, packets = run.rx_wrs, run.rx_bytes, run.rx_wrs
             out.append(FlowStats(
                 flow=run.res.share.flow_index, seconds=seconds, wrs=wrs, bytes=nbytes, packets=packets,
                 lat_ns=tuple(run.lat), loops=run.loops, full_loops=run.full,
                 verbs_s=verbs_s, wc_errors=dict(run.errors),
                 verify_errors=tuple(verify_errors), verified=checks and complete and not verify_errors,
-                client=share.side.client, checks=checks_data(share),
+                measures=share.side.client or ud, checks=checks_data(share),
             ))
             errors.extend(run.notes)
         return tuple(out), tuple(errors)
@@ -525,6 +589,8 @@ def run_job(pv: Pyverbs, job: WorkerJob, sync: Any = None) -> WorkerReport:
         setup_s = built_s + time.perf_counter() - t1
         start_ns = sync.ready(setup_s) if sync is not None else time.monotonic_ns()
         engine.run(start_ns)
+        if job.verify:
+            engine.read_back()
         stats, errors = engine.stats(job.verify)
         report = WorkerReport(worker=job.worker, setup_s=setup_s, stats=stats, errors=errors,
                               interval_ns=(engine.t_lo, engine.t_hi))

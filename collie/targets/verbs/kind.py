@@ -20,7 +20,8 @@ def open_verbs(spec: VerbsSpec, /, *, seed: int, pace: float, accept_new_host_ke
 
 def open_verbs_session(spec: VerbsSpec, /, *, target: Callable[[], Target], seed: int,
                        netdev: str | None) -> HostSession:
-    """A ``VerbsSession`` on the spec's port (its own resources: ``target`` is not opened).
+    """A ``VerbsSession`` on the spec's port (its own resources: ``target`` is not opened) that verifies the
+    data of every run where it lands on this host.
 
     Raises:
         CollieError: this host lacks what the session imports (one sentence).
@@ -30,7 +31,7 @@ def open_verbs_session(spec: VerbsSpec, /, *, target: Callable[[], Target], seed
     except ImportError as exc:
         raise CollieError(f"this agent (collie {__version__}) cannot run a verbs host's part of a remote run: "
                           f"{exc}") from None
-    return VerbsSession(spec, netdev=netdev, seed=seed)
+    return VerbsSession(spec, netdev=netdev, seed=seed, verify=True)
 
 
 VERBS: TargetKind[VerbsSpec] = TargetKind("verbs", "verbs:DEVICE[:PORT[:GID]]", parse_spec, open_verbs,

@@ -15,8 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from collie.model.constraints import ATOMIC_OPCODES
-from collie.model.flow import Flow
+from collie.model.flow import ATOMIC_OPCODES, INLINE_OPCODES, Flow
 from collie.model.units import format_bytes
 from collie.model.workload import Workload
 
@@ -47,6 +46,8 @@ class DeviceLimits:
         memlock_bytes: the process's RLIMIT_MEMLOCK (``None`` = unlimited).
         available_memory_bytes: the host's ``MemAvailable`` when the device was opened (``None`` = unknown);
             a run may pin at most :data:`MAX_PINNED_FRACTION` of it.
+        max_inline_data: the most inline data a QP of the device accepts (``ibv_query_device`` does not say:
+            probed by creating QPs, see ``device.probe_inline``; ``None`` = not probed).
     """
 
     max_qp: int
@@ -65,6 +66,7 @@ class DeviceLimits:
     numa_nodes: int = 1
     memlock_bytes: int | None = None
     available_memory_bytes: int | None = None
+    max_inline_data: int | None = None
 
 
 def rd_atomic_window(lim: DeviceLimits) -> int:
@@ -77,11 +79,6 @@ def send_cqes_per_qp(flow: Flow) -> int:
     """CQ entries one client QP can have outstanding: one per signalled WR in a full send queue, plus one for
     the forced signal at the end of a window (see ``plan.signal_positions``)."""
     return -(-flow.sq_depth // flow.signal_every) + 1
-
-
-def uses_recv(flow: Flow) -> bool:
-    """The server must keep receive WRs posted (SEND, SEND_IMM and WRITE_IMM consume one each)."""
-    return flow.opcode in ("SEND", "SEND_IMM", "WRITE_IMM")
 
 
 def ends_here(flow: Flow, roles: tuple[str, ...] | None) -> tuple[bool, bool]:
@@ -105,32 +102,39 @@ def registered_bytes(workload: Workload, roles: tuple[str, ...] | None = None) -
 def _flow_problems(i: int, f: Flow, lim: DeviceLimits, many: bool) -> list[str]:
     where = f"flows[{i}]: " if many else ""
     out: list[str] = []
-    sge_cap = lim.max_sge_rd if f.opcode == "READ" else lim.max_sge
+    reads = "READ" in f.opcodes
+    sge_cap = min(lim.max_sge, lim.max_sge_rd) if reads else lim.max_sge
     if f.sges > sge_cap:
-        which = "max_sge_rd" if f.opcode == "READ" else "max_sge"
+        which = "max_sge_rd" if reads and lim.max_sge_rd < lim.max_sge else "max_sge"
         out.append(f"{where}sges {f.sges} > device {which} {sge_cap}")
+    if f.consumes_receives and f.recv_sges > lim.max_sge:
+        out.append(f"{where}recv_sges {f.recv_sges} > device max_sge {lim.max_sge}")
     if f.sq_depth > lim.max_qp_wr:
         out.append(f"{where}sq_depth {f.sq_depth} > device max_qp_wr {lim.max_qp_wr}")
-    if uses_recv(f) and f.rq_depth > lim.max_qp_wr:
+    inline = lim.max_inline_data
+    if inline is not None and f.inline > inline and INLINE_OPCODES.intersection(f.opcodes):
+        out.append(f"{where}inline {f.inline} > device max_inline_data {inline}")
+    if f.consumes_receives and f.rq_depth > lim.max_qp_wr:
         out.append(f"{where}rq_depth {f.rq_depth} > device max_qp_wr {lim.max_qp_wr}")
     if send_cqes_per_qp(f) > lim.max_cqe:
         out.append(f"{where}sq_depth {f.sq_depth} needs {send_cqes_per_qp(f)} CQ entries per QP > device "
                    f"max_cqe {lim.max_cqe}")
-    if uses_recv(f) and f.rq_depth > lim.max_cqe:
+    if f.consumes_receives and f.rq_depth > lim.max_cqe:
         out.append(f"{where}rq_depth {f.rq_depth} > device max_cqe {lim.max_cqe}")
     if f.mtu > lim.active_mtu:
         out.append(f"{where}mtu {f.mtu} > port active_mtu {lim.active_mtu}")
     if f.transport == "UD" and f.max_size > min(f.mtu, lim.active_mtu):
         out.append(f"{where}UD message {f.max_size} B > port active_mtu {lim.active_mtu}")
     if f.max_size > f.mr_size:
-        out.append(f"{where}message {format_bytes(f.max_size)} > mr_size {format_bytes(f.mr_size)}: the engine "
-                   f"puts each message in one MR (the remote range of a WRITE or READ must lie in one MR)")
+        out.append(f"{where}message {format_bytes(f.max_size)} > mr_size {format_bytes(f.mr_size)}: a message "
+                   f"lies in one MR, whatever its SGEs (msg_fits_mr)")
     mr_bytes = f.mr_size + (GRH_BYTES if f.transport == "UD" else 0)
     if mr_bytes > lim.max_mr_size:
         out.append(f"{where}mr_size {format_bytes(f.mr_size)} > device max_mr_size "
                    f"{format_bytes(lim.max_mr_size)}")
-    if f.opcode in ATOMIC_OPCODES and not lim.atomics:
-        out.append(f"{where}{f.opcode} needs atomics; the device reports atomic_caps IBV_ATOMIC_NONE")
+    atomics = sorted(ATOMIC_OPCODES.intersection(f.opcodes))
+    if atomics and not lim.atomics:
+        out.append(f"{where}{atomics[0]} needs atomics; the device reports atomic_caps IBV_ATOMIC_NONE")
     for side, ep in (("client", f.client), ("server", f.server)):
         if ep.memory == "gpu":
             out.append(f"{where}{side}.memory gpu is not supported by the verbs target "

@@ -42,8 +42,10 @@ class FlowStats:
         wc_errors: error completions by status name.
         verify_errors: data-verification failures (empty when verified or not asked).
         verified: data was checked and matched.
-        client: the stats are of the flow's client end, whose completions measure the flow (False: a server
-            end alone on its host in a cross-host run: only its errors and its verification count).
+        measures: the stats' counts measure the flow's rate: the client end's completions, or on UD (which
+            drops) the server end's receive completions, what arrived. False: a server end alone on its host in
+            a cross-host RC/UC run (only its errors and its verification count). A UD client end alone measures
+            what it sent and its latencies; a cross-host run takes the rate from the server's host.
         checks: this part holds the flow's destination buffers, where data is verified.
     """
 
@@ -59,7 +61,7 @@ class FlowStats:
     wc_errors: dict[str, int] = field(default_factory=dict)
     verify_errors: tuple[str, ...] = ()
     verified: bool = False
-    client: bool = True
+    measures: bool = True
     checks: bool = True
 
 
@@ -91,10 +93,10 @@ def percentile(sorted_values: Sequence[int], q: float) -> float:
 
 def combine(flow: int, parts: Iterable[FlowStats]) -> FlowSummary:
     """Combine workers' stats of one flow: rates add (workers run the same interval), latencies pool,
-    saturation is the loop-weighted mean; rates come from client parts only, errors from every part, and the
+    saturation is the loop-weighted mean; rates come from measuring parts only, errors from every part, and the
     flow is verified when some part checked its data and every part that checked found it intact."""
     every = list(parts)
-    ps = [p for p in every if p.client]
+    ps = [p for p in every if p.measures]
     bps = sum(p.bytes * 8 / p.seconds for p in ps if p.seconds > 0)
     pps = sum(p.packets / p.seconds for p in ps if p.seconds > 0)
     msg = sum(p.wrs / p.seconds for p in ps if p.seconds > 0)

@@ -4,9 +4,10 @@ The engine posts chains ("post lists") of ``batch`` work requests. Work request 
 reused (pyverbs leaks their buffers on every release), so everything a WR carries that does not change per
 post is fixed here:
 
-* **Slots.** The WRs of a flow walk a cycle of :attr:`WrCycle.length` slots; slot ``j`` carries
-  ``sizes[j % len(sizes)]`` bytes from and to MR ``j % mrs``. The cycle is a multiple of ``batch`` and of the
-  size vector's length, so chain ``c`` (slots ``c*batch .. c*batch+batch-1``) always has the same sizes; it is
+* **Slots.** The WRs of a flow walk a cycle of :attr:`WrCycle.length` slots; slot ``j`` is request ``j`` of
+  the flow (``Flow.request``): opcode ``opcodes[j % len(opcodes)]`` carrying ``sizes[j % len(sizes)]`` bytes
+  (an atomic: 8 B) from and to MR ``j % mrs``. The cycle is a multiple of ``batch`` and of both patterns'
+  lengths, so chain ``c`` (slots ``c*batch .. c*batch+batch-1``) always has the same opcodes and sizes; it is
   long enough to touch every MR unless that would exceed :data:`MAX_CYCLE_WRS` WRs.
 * **SGE layout.** A message is split over its SGEs contiguously from offset 0 of its MR, the first
   ``size % sges`` SGEs one byte longer: the gathered message is exactly ``mr[0:size]``, and so is the
@@ -21,6 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Final
+
+from collie.model.flow import ATOMIC_BYTES, ATOMIC_OPCODES
 
 #: Most WR slots of one flow's cycle (bounds WR objects per worker; MRs beyond the cycle are registered but
 #: carry no traffic).
@@ -53,22 +56,41 @@ class WrCycle:
     batch: int
     mrs: int
     length: int
+    opcodes: tuple[str, ...] = ("WRITE",)
 
     @classmethod
-    def for_flow(cls, sizes: tuple[int, ...], batch: int, mrs: int, cap: int = MAX_CYCLE_WRS) -> WrCycle:
-        """The shortest cycle that is a multiple of ``lcm(batch, len(sizes))`` and covers ``mrs`` slots, at
-        most ``cap`` slots (but never shorter than one period)."""
-        period = math.lcm(batch, len(sizes))
+    def for_flow(cls, sizes: tuple[int, ...], batch: int, mrs: int, cap: int = MAX_CYCLE_WRS,
+                 opcodes: tuple[str, ...] = ("WRITE",)) -> WrCycle:
+        """The shortest cycle that is a multiple of ``lcm(batch, len(sizes), len(opcodes))`` and covers ``mrs``
+        slots, at most ``cap`` slots (but never shorter than one period)."""
+        period = math.lcm(batch, len(sizes), len(opcodes))
         reps = max(1, -(-mrs // period))
         reps = max(1, min(reps, cap // period))
-        return cls(sizes=sizes, batch=batch, mrs=mrs, length=period * reps)
+        return cls(sizes=sizes, batch=batch, mrs=mrs, length=period * reps, opcodes=opcodes)
 
     @property
     def chains(self) -> int:
         return self.length // self.batch
 
+    def slot_opcode(self, j: int) -> str:
+        return self.opcodes[j % len(self.opcodes)]
+
     def slot_size(self, j: int) -> int:
+        """Payload bytes of slot ``j`` (an atomic operates on :data:`~collie.model.flow.ATOMIC_BYTES`)."""
+        if self.slot_opcode(j) in ATOMIC_OPCODES:
+            return ATOMIC_BYTES
         return self.sizes[j % len(self.sizes)]
+
+    def slots_of(self, opcodes: frozenset[str]) -> tuple[int, ...]:
+        """The slots whose opcode is one of ``opcodes``, ascending."""
+        period = tuple(k for k, op in enumerate(self.opcodes) if op in opcodes)
+        return tuple(j + k for j in range(0, self.length, len(self.opcodes)) for k in period)
+
+    def count(self, opcodes: frozenset[str], seq: int) -> int:
+        """How many of a QP's first ``seq`` WRs have an opcode in ``opcodes`` (WR ``s`` is request ``s``: the
+        opcode pattern repeats within the cycle)."""
+        q, r = divmod(seq, len(self.opcodes))
+        return q * sum(op in opcodes for op in self.opcodes) + sum(op in opcodes for op in self.opcodes[:r])
 
     def slot_mr(self, j: int) -> int:
         return j % self.mrs
@@ -125,11 +147,6 @@ def split_qps(qps: int, workers: int) -> tuple[int, ...]:
         raise ValueError(f"cannot spread {qps} QPs over {workers} workers")
     base, extra = divmod(qps, workers)
     return tuple(base + (1 if w < extra else 0) for w in range(workers))
-
-
-def recv_chunk(rq_depth: int) -> int:
-    """Receive WRs reposted at a time: a quarter of the receive queue (at least one)."""
-    return max(1, rq_depth // 4)
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,18 @@ to call on every path (error, timeout, Ctrl-C) and more than once.
 On a local device both ends of a flow live here (a share of side ``BOTH``): client QP ``i`` of a share is
 connected to server QP ``i`` (RC/UC: INIT -> RTR -> RTS with each other's QPN, PSN and GID; UD: an address
 handle and a Q_Key), with ACK timeout 14 (4.096 µs x 2^14 = 67 ms), retry_cnt 7 and rnr_retry 6 (7 would mean
-"retry forever" in the IBTA spec; every wait of collie is bounded). The receiver's RNR timer is 20 (10.24 ms), so a
-sender tolerates about 60 ms of a receiver that has run out of receives: the engine is a Python poll loop, and a
-stall of a few ms (scheduling, the counter reads at an interval's edge) must not end a SEND flow in
-IBV_WC_RNR_RETRY_EXC_ERR. At timer 12 (0.64 ms, about 4 ms in all) a cross-host SEND on soft-RoCE did.
+"retry forever" in the IBTA spec; every wait of collie is bounded). The receiver's RNR timer (:func:`rnr_timer`)
+is at least 10.24 ms and long enough that six of them outlast twice the flow's ``recv_delay_us`` plus a stall
+of the engine: a receiver that is slow but alive makes its senders retry (RNR NAKs, counted by the NIC), never
+fail. The engine is a Python poll loop, and a stall of a few ms (scheduling, the counter reads at an
+interval's edge) must not end a SEND flow in IBV_WC_RNR_RETRY_EXC_ERR (at timer 12, 0.64 ms, about 4 ms in all, a
+cross-host SEND on soft-RoCE did). ``max_rd_atomic``/``max_dest_rd_atomic`` are
+:data:`~collie.targets.verbs.limits.ENGINE_RD_ATOMIC` or the device's ``max_qp_rd_atom`` when smaller: the READs and atomics a QP has outstanding, whatever the other opcodes posted
+between them, stay within what the NIC allows (the requester holds the next one back).
+
+Every work request carries its own opcode (``Flow.request``, see ``plan``), within one post list too. Where each
+opcode's data goes, and how it is checked, is ``verify``: data MRs for payload, a client buffer apart for the
+READs of a flow that also pushes and for the atomics' fetched values, a server MR of two counters for the atomics.
 
 A share of side ``CLIENT`` or ``SERVER`` (one host's ends of a cross-host flow) is built in two steps:
 :meth:`WorkerResources.open` creates its MRs, CQs and QPs (UD QPs go to RTS, they need no peer) and draws its
@@ -30,23 +38,49 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from collie.errors import TargetError
+from collie.model.flow import ATOMIC_BYTES, ATOMIC_OPCODES, INLINE_OPCODES
 from collie.targets.base import Unsupported
 from collie.targets.verbs.compat import Pyverbs
 from collie.targets.verbs.endpoints import EndpointData, Key, peer_of
 from collie.targets.verbs.job import Share, Side, WorkerJob
-from collie.targets.verbs.limits import GRH_BYTES, send_cqes_per_qp, uses_recv
-from collie.targets.verbs.plan import (
-    MAX_CYCLE_WRS,
-    CycleSums,
-    WrCycle,
-    recv_chunk,
-    sge_layout,
+from collie.targets.verbs.limits import ENGINE_RD_ATOMIC, GRH_BYTES, send_cqes_per_qp
+from collie.targets.verbs.plan import MAX_CYCLE_WRS, CycleSums, WrCycle, sge_layout
+from collie.targets.verbs.verify import (
+    ADDEND,
+    COUNTERS_BYTES,
+    CS_OFFSET,
+    FA_OFFSET,
+    PULL_OPCODES,
+    PUSH_OPCODES,
+    UNFETCHED,
+    check_compare_swap,
+    check_fetch_add,
+    check_pulled,
+    check_pushed,
+    longest,
+    pull_pattern,
+    pulls_land_apart,
+    push_pattern,
 )
 
 ACK_TIMEOUT: Final = 14
 RETRY_CNT: Final = 7
 RNR_RETRY: Final = 6
+#: Seconds of a stall of the engine's own (scheduling, counter reads) a receiver's RNR timer also covers.
+RNR_STALL_S: Final = 0.06
+#: The same for a paced receiver (``recv_delay_us`` > 0): starved by design, its queue is empty whenever the
+#: engine stalls, and the counter reads at an interval's edge fork processes (hundreds of ms under emulation).
+PACED_STALL_S: Final = 0.3
+#: IBTA's RNR NAK timer codes 1..31 and 0 with the wait each stands for (seconds), ascending.
+RNR_TIMERS: Final[tuple[tuple[int, float], ...]] = tuple((code, w * 1e-5) for code, w in zip(
+    (*range(1, 32), 0),
+    (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144,
+     8192, 12288, 16384, 24576, 32768, 49152, 65536), strict=True))
+#: The shortest RNR timer collie uses (code 20, 10.24 ms).
 MIN_RNR_TIMER: Final = 20
+#: Outstanding READs/atomics per QP, as requester and as responder (lowered to the device's max_qp_rd_atom).
+#: wr_id of the READ that fetches an atomic flow's counters after the run.
+READBACK_WR_ID: Final = (1 << 62) + 1
 QKEY: Final = 0x11111111
 IMM_DATA: Final = 0x1234
 #: Chains are shared by a flow's QPs (RC/UC); UD needs them per QP (remote QPN), so its cycle is shorter.
@@ -62,9 +96,14 @@ _MTU_ENUM: Final = {256: "IBV_MTU_256", 512: "IBV_MTU_512", 1024: "IBV_MTU_1024"
                     4096: "IBV_MTU_4096"}
 
 
-def pattern(n: int, flow_index: int) -> bytes:
-    """The verification pattern of a flow: ``n`` bytes, none of them zero (a zero marks "not written")."""
-    return bytes(1 + (i * 7 + flow_index * 13) % 251 for i in range(n))
+def rnr_timer(recv_delay_us: int) -> int:
+    """The RNR timer code a receiver announces: the shortest at least :data:`MIN_RNR_TIMER` whose
+    :data:`RNR_RETRY` waits outlast twice ``recv_delay_us`` plus a stall (:data:`RNR_STALL_S`, or
+    :data:`PACED_STALL_S` for a paced receiver); the longest, 655 ms, if none does."""
+    stall = PACED_STALL_S if recv_delay_us else RNR_STALL_S
+    need = (2 * recv_delay_us * 1e-6 + stall) / RNR_RETRY
+    floor = dict(RNR_TIMERS)[MIN_RNR_TIMER]
+    return next((code for code, wait in RNR_TIMERS if wait >= max(need, floor)), RNR_TIMERS[-1][0])
 
 
 def node_cpus(node: int) -> set[int] | None:
@@ -102,6 +141,11 @@ class ShareRes:
     sums: CycleSums
     client_mrs: list[Any] = field(default_factory=list)
     server_mrs: list[Any] = field(default_factory=list)
+    #: the client's buffer apart (``verify``): landing READs of a flow that also pushes, then one 8-byte fetch
+    #: slot per atomic WR slot of the cycle, then the counters read back after the run; ``None`` when unused.
+    aux: Any = None
+    #: the server's MR of the atomics' two counters (``verify.FA_OFFSET``, ``verify.CS_OFFSET``).
+    counters: Any = None
     send_cqs: list[Any] = field(default_factory=list)
     recv_cqs: list[Any] = field(default_factory=list)
     client_qps: list[Any] = field(default_factory=list)
@@ -112,17 +156,41 @@ class ShareRes:
     #: base send_flags of every WR of every chain (same shape as chains), to undo per-post signalling.
     static_signal: bool = False
     recv_chain: list[Any] = field(default_factory=list)
-    recv_chunk: int = 0
     ah: Any = None
-    keep: list[Any] = field(default_factory=list)
+    #: the READ of the counters into ``aux`` after the run (atomic flows).
+    readback: Any = None
     #: QP access flags of the share's MRs and QPs.
     access: int = 0
     #: PSN of each of this host's QPs of a one-sided share (the first packet it sends); empty for ``BOTH``.
     psns: list[int] = field(default_factory=list)
     connected: bool = False
+    #: the layout of ``aux`` (see :meth:`of`): READ landing bytes (0: READs land in the client's MRs), the
+    #: atomic and the CMP_AND_SWP slots of the cycle, where the counters are read back to, its size.
+    landing: int = 0
+    atomic_slots: tuple[int, ...] = ()
+    swap_slots: tuple[int, ...] = ()
+    readback_offset: int = 0
+    aux_bytes: int = 0
+    #: atomic slot -> its fetch slot in ``aux``; CMP_AND_SWP slot -> its place on the chain (``verify``).
+    fetch_slot: dict[int, int] = field(default_factory=dict)
+    swap_index: dict[int, int] = field(default_factory=dict)
 
     def chains_of(self, qp_index: int) -> list[list[Any]]:
         return self.qp_chains[qp_index] if self.qp_chains else self.chains
+
+    @classmethod
+    def of(cls, share: Share, cycle: WrCycle) -> ShareRes:
+        """The record of ``share`` before anything is created, with the layout of ``aux``."""
+        f = share.flow
+        res = cls(share=share, cycle=cycle, sums=CycleSums.of(cycle, f.mtu))
+        res.landing = -(-longest(f, PULL_OPCODES) // 8) * 8 if pulls_land_apart(f) else 0
+        res.atomic_slots = cycle.slots_of(ATOMIC_OPCODES)
+        res.swap_slots = cycle.slots_of(frozenset(("ATOMIC_CS",)))
+        res.fetch_slot = {j: k for k, j in enumerate(res.atomic_slots)}
+        res.swap_index = {j: k for k, j in enumerate(res.swap_slots)}
+        res.readback_offset = res.landing + ATOMIC_BYTES * len(res.atomic_slots)
+        res.aux_bytes = res.readback_offset + (COUNTERS_BYTES if f.atomic else 0)
+        return res
 
 
 class WorkerResources:
@@ -134,6 +202,7 @@ class WorkerResources:
         self.ctx: Any = None
         self.pd: Any = None
         self.gid: Any = None
+        self.rd_atomic = ENGINE_RD_ATOMIC
         self.shares: list[ShareRes] = []
         self._rng = random.Random(job.seed)
 
@@ -146,9 +215,10 @@ class WorkerResources:
             raise TargetError(f"cannot open RDMA device {spec.device}: {exc}") from None
         self.gid = self.ctx.query_gid(spec.port, spec.gid_index)
         self.pd = pv.pd.PD(self.ctx)
-        max_cqe = int(self.ctx.query_device().max_cqe)
+        attr = self.ctx.query_device()
+        self.rd_atomic = max(1, min(ENGINE_RD_ATOMIC, int(attr.max_qp_rd_atom)))
         for share in self.job.shares:
-            self.shares.append(self._build_share(share, max_cqe))
+            self.shares.append(self._build_share(share, int(attr.max_cqe)))
 
     def close(self) -> None:
         """Destroy everything (idempotent). pyverbs closes a context's children before the context."""
@@ -163,10 +233,10 @@ class WorkerResources:
         pv, e, f = self.pv, self.pv.e, share.flow
         ud = f.transport == "UD"
         cap = UD_CYCLE_WRS if ud else MAX_CYCLE_WRS
-        cycle = WrCycle.for_flow(f.sizes, f.batch, share.mrs, cap=cap)
-        res = ShareRes(share=share, cycle=cycle, sums=CycleSums.of(cycle, f.mtu))
+        cycle = WrCycle.for_flow(f.sizes, f.batch, share.mrs, cap=cap, opcodes=f.opcodes)
+        res = ShareRes.of(share, cycle)
         access = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
-        if f.opcode.startswith("ATOMIC"):
+        if f.atomic:
             access |= e.IBV_ACCESS_REMOTE_ATOMIC
         res.access = access
         grh = GRH_BYTES if ud else 0
@@ -174,16 +244,22 @@ class WorkerResources:
         if side.client:
             _on_node(share.client_node)
             res.client_mrs = [pv.mr.MR(self.pd, f.mr_size, access) for _ in range(share.mrs)]
+            if res.aux_bytes:
+                res.aux = pv.mr.MR(self.pd, res.aux_bytes, access)
         if side.server:
             _on_node(share.server_node)
             res.server_mrs = [pv.mr.MR(self.pd, f.mr_size + grh, access) for _ in range(share.mrs)]
+            if f.atomic:
+                res.counters = pv.mr.MR(self.pd, COUNTERS_BYTES, access)
         _on_node(share.client_node if side.client else share.server_node)
 
         per_send = send_cqes_per_qp(f)
-        per_recv = f.rq_depth if uses_recv(f) else 1
+        per_recv = f.rq_depth if f.consumes_receives else 1
+        recv_sges = f.recv_sges if f.consumes_receives else 1
         send_group = max(1, max_cqe // per_send)
         recv_group = max(1, max_cqe // (per_recv + 1))
         qp_type = {"RC": e.IBV_QPT_RC, "UC": e.IBV_QPT_UC, "UD": e.IBV_QPT_UD}[f.transport]
+        inline = f.inline if INLINE_OPCODES.intersection(f.opcodes) else 0
         for i in range(share.qps):
             if side.client and i % send_group == 0:
                 n = min(send_group, share.qps - i)
@@ -191,7 +267,6 @@ class WorkerResources:
             if side.server and i % recv_group == 0:
                 n = min(recv_group, share.qps - i)
                 res.recv_cqs.append(pv.cq.CQ(self.ctx, n * (per_recv + 1)))
-            inline = f.inline if f.opcode in ("WRITE", "WRITE_IMM", "SEND", "SEND_IMM") else 0
             try:
                 if side.client:
                     scq = res.send_cqs[-1]
@@ -201,7 +276,8 @@ class WorkerResources:
                         qp_type=qp_type, scq=scq, rcq=scq, cap=ccap, sq_sig_all=0)))
                 if side.server:
                     rcq = res.recv_cqs[-1]
-                    scap = pv.qp.QPCap(max_send_wr=1, max_recv_wr=per_recv, max_send_sge=1, max_recv_sge=1)
+                    scap = pv.qp.QPCap(max_send_wr=1, max_recv_wr=per_recv, max_send_sge=1,
+                                       max_recv_sge=recv_sges)
                     res.server_qps.append(pv.qp.QP(self.pd, pv.qp.QPInitAttr(
                         qp_type=qp_type, scq=rcq, rcq=rcq, cap=scap, sq_sig_all=0)))
             except pv.error as exc:
@@ -210,8 +286,10 @@ class WorkerResources:
                 raise
         if side is Side.BOTH:
             self._connect_local(res)
-            self._build_chains(res, [(mr.rkey, mr.buf) for mr in res.server_mrs],
-                               [qp.qp_num for qp in res.server_qps], self.gid)
+            targets = [(mr.rkey, mr.buf) for mr in res.server_mrs]
+            if res.counters is not None:
+                targets.append((res.counters.rkey, res.counters.buf))
+            self._build_chains(res, targets, [qp.qp_num for qp in res.server_qps], self.gid)
             res.connected = True
         else:
             mine = res.client_qps if side.client else res.server_qps
@@ -233,7 +311,6 @@ class WorkerResources:
     def _rc_to_rts(self, res: ShareRes, qp: Any, dest_qpn: int, rq_psn: int, sq_psn: int, dgid: Any) -> None:
         """INIT -> RTR -> RTS of an RC/UC QP facing QP ``dest_qpn`` whose first PSN is ``rq_psn``."""
         pv, e, spec = self.pv, self.pv.e, self.job.spec
-        rd = 16
         attr = pv.qp.QPAttr()
         attr.qp_access_flags = res.access
         attr.port_num = spec.port
@@ -242,8 +319,8 @@ class WorkerResources:
         attr.path_mtu = getattr(e, _MTU_ENUM[res.share.flow.mtu])
         attr.dest_qp_num = dest_qpn
         attr.rq_psn = rq_psn
-        attr.max_dest_rd_atomic = rd
-        attr.min_rnr_timer = MIN_RNR_TIMER
+        attr.max_dest_rd_atomic = self.rd_atomic
+        attr.min_rnr_timer = rnr_timer(res.share.flow.recv_delay_us)
         gr = pv.addr.GlobalRoute(dgid=dgid, sgid_index=spec.gid_index)
         attr.ah_attr = pv.addr.AHAttr(port_num=spec.port, is_global=1, gr=gr)
         qp.to_rtr(attr)
@@ -251,7 +328,7 @@ class WorkerResources:
         attr.timeout = ACK_TIMEOUT
         attr.retry_cnt = RETRY_CNT
         attr.rnr_retry = RNR_RETRY
-        attr.max_rd_atomic = rd
+        attr.max_rd_atomic = self.rd_atomic
         qp.to_rts(attr)
 
     def _connect_local(self, res: ShareRes) -> None:
@@ -268,7 +345,8 @@ class WorkerResources:
 
     # ---- cross-host ---------------------------------------------------------------------------------
     def endpoints(self) -> list[EndpointData]:
-        """Connection data of every QP of this worker's one-sided shares (see ``endpoints``)."""
+        """Connection data of every QP of this worker's one-sided shares (see ``endpoints``); a server share's
+        MRs are its data MRs, then, for an atomic flow, its counters MR."""
         out: list[EndpointData] = []
         gid = str(self.gid)
         for res in self.shares:
@@ -277,8 +355,9 @@ class WorkerResources:
                 continue
             qps = res.client_qps if share.side.client else res.server_qps
             qkey = QKEY if share.flow.transport == "UD" else 0
+            served = [*res.server_mrs, *([res.counters] if res.counters is not None else [])]
             for i, qp in enumerate(qps):
-                mrs = tuple((int(mr.rkey), int(mr.buf)) for mr in res.server_mrs) if i == 0 else ()
+                mrs = tuple((int(mr.rkey), int(mr.buf)) for mr in served) if i == 0 else ()
                 out.append(EndpointData(flow=share.flow_index, worker=share.worker, qp=i, side=share.side.value,
                                         qpn=int(qp.qp_num), psn=res.psns[i], gid=gid, qkey=qkey, mrs=mrs))
         return out
@@ -302,9 +381,10 @@ class WorkerResources:
                     self._rc_to_rts(res, qp, peer.qpn, peer.psn, psn, self._gid(peer.gid))
             if share.side.client and facing:
                 targets = list(facing[0].mrs)
-                if not ud and len(targets) != share.mrs:
+                planned = share.mrs + (1 if share.flow.atomic else 0)
+                if not ud and len(targets) != planned:
                     raise TargetError(f"the server end of flow {share.flow_index} worker {share.worker} sent "
-                                      f"{len(targets)} MRs; this host planned {share.mrs}")
+                                      f"{len(targets)} MRs; this host planned {planned}")
                 self._build_chains(res, targets, [p.qpn for p in facing], self._gid(facing[0].gid))
             res.connected = True
 
@@ -316,26 +396,32 @@ class WorkerResources:
         except errors as exc:
             raise TargetError(f"peer GID {text!r} is not a GID ({exc})") from None
 
-    def _make_chain(self, res: ShareRes, c: int, set_remote: Callable[[Any, int], None]) -> list[Any]:
+    def _make_chain(self, res: ShareRes, c: int, set_remote: Callable[[Any, int, str, int], None]) -> list[Any]:
+        """The WRs of chain ``c``: slot ``j`` posts request ``j`` of the flow with its own opcode."""
         pv, e, f = self.pv, self.pv.e, res.share.flow
-        op = getattr(e, _OPCODE_WR[f.opcode])
         every = f.signal_every
         res.static_signal = f.batch % every == 0
+        cycle = res.cycle
+        fetch = res.fetch_slot
         wrs: list[Any] = []
-        for p, j in enumerate(res.cycle.chain_slots(c)):
-            size = res.cycle.slot_size(j)
-            m = res.cycle.slot_mr(j)
-            local = res.client_mrs[m]  # the gather source (WRITE/SEND) or the scatter target (READ, atomics)
-            sges = [pv.wr.SGE(local.buf + off, ln, local.lkey) for off, ln in sge_layout(size, f.sges)]
+        for p, j in enumerate(cycle.chain_slots(c)):
+            op, size, m = cycle.slot_opcode(j), cycle.slot_size(j), cycle.slot_mr(j)
+            if op in ATOMIC_OPCODES:  # one 8-byte SGE: the fetched value's slot
+                sges = [pv.wr.SGE(res.aux.buf + res.landing + ATOMIC_BYTES * fetch[j], ATOMIC_BYTES,
+                                  res.aux.lkey)]
+            else:  # the gather source (pushes) or the scatter target (READ)
+                local = res.aux if op in PULL_OPCODES and res.landing else res.client_mrs[m]
+                sges = [pv.wr.SGE(local.buf + off, ln, local.lkey) for off, ln in sge_layout(size, f.sges)]
             flags = 0
-            if f.inline and size <= f.inline and f.opcode in ("WRITE", "WRITE_IMM", "SEND", "SEND_IMM"):
+            if f.inline and size <= f.inline and op in INLINE_OPCODES:
                 flags |= e.IBV_SEND_INLINE
             if res.static_signal and (p + 1) % every == 0:
                 flags |= e.IBV_SEND_SIGNALED
-            wr = pv.wr.SendWR(wr_id=j, opcode=op, num_sge=len(sges), sg=sges, send_flags=flags)
-            if f.opcode.endswith("_IMM"):
+            wr = pv.wr.SendWR(wr_id=j, opcode=getattr(e, _OPCODE_WR[op]), num_sge=len(sges), sg=sges,
+                              send_flags=flags)
+            if op.endswith("_IMM"):
                 wr.imm_data = IMM_DATA
-            set_remote(wr, m)
+            set_remote(wr, m, op, j)
             if wrs:
                 wrs[-1].next_wr = wr
             wrs.append(wr)
@@ -343,45 +429,57 @@ class WorkerResources:
 
     def _build_chains(self, res: ShareRes, targets: list[tuple[int, int]], ud_qpns: list[int],
                       dgid: Any) -> None:
-        """The client's prebuilt chains: RDMA/atomic WRs of slot ``j`` target ``targets[j % mrs]`` (rkey,
-        address); UD WRs of client QP ``i`` go to QPN ``ud_qpns[i]`` at ``dgid``."""
-        f = res.share.flow
+        """The client's prebuilt chains: RDMA WRs of slot ``j`` target ``targets[j % mrs]`` (rkey, address),
+        atomics the counters MR ``targets[mrs]``; UD WRs of client QP ``i`` go to QPN ``ud_qpns[i]`` at
+        ``dgid``."""
+        pv, f = self.pv, res.share.flow
         if not res.client_qps:
             return
+        swaps = res.swap_index
 
-        def rdma(wr: Any, m: int) -> None:
-            rkey, addr = targets[m]
-            if f.opcode == "ATOMIC_FA":
-                wr.set_wr_atomic(rkey, addr, 1, 0)
-            elif f.opcode == "ATOMIC_CS":
-                wr.set_wr_atomic(rkey, addr, 0, 0)
-            elif f.opcode in ("WRITE", "WRITE_IMM", "READ"):
+        def rdma(wr: Any, m: int, op: str, j: int) -> None:
+            if op == "ATOMIC_FA":
+                rkey, addr = targets[res.share.mrs]
+                wr.set_wr_atomic(rkey, addr + FA_OFFSET, ADDEND, 0)
+            elif op == "ATOMIC_CS":  # the chain 0 -> 1 -> ... -> c-1 -> 0 (see verify)
+                rkey, addr = targets[res.share.mrs]
+                k = swaps[j]
+                wr.set_wr_atomic(rkey, addr + CS_OFFSET, k, (k + 1) % len(swaps))
+            elif op in ("WRITE", "WRITE_IMM", "READ"):
+                rkey, addr = targets[m]
                 wr.set_wr_rdma(rkey, addr)
 
         if f.transport == "UD":
-            pv, spec = self.pv, self.job.spec
+            spec = self.job.spec
             gr = pv.addr.GlobalRoute(dgid=dgid, sgid_index=spec.gid_index)
             res.ah = pv.addr.AH(self.pd, attr=pv.addr.AHAttr(port_num=spec.port, is_global=1, gr=gr))
             for qpn in ud_qpns:
 
-                def ud(wr: Any, m: int, qpn: int = qpn) -> None:
+                def ud(wr: Any, m: int, op: str, j: int, qpn: int = qpn) -> None:
                     wr.set_wr_ud(res.ah, qpn, QKEY)
 
                 res.qp_chains.append([self._make_chain(res, c, ud) for c in range(res.cycle.chains)])
         else:
             res.chains = [self._make_chain(res, c, rdma) for c in range(res.cycle.chains)]
+        if f.atomic:
+            rkey, addr = targets[res.share.mrs]
+            sge = pv.wr.SGE(res.aux.buf + res.readback_offset, COUNTERS_BYTES, res.aux.lkey)
+            res.readback = pv.wr.SendWR(wr_id=READBACK_WR_ID, opcode=pv.e.IBV_WR_RDMA_READ, num_sge=1, sg=[sge],
+                                        send_flags=pv.e.IBV_SEND_SIGNALED)
+            res.readback.set_wr_rdma(rkey, addr)
 
     def _build_recv(self, res: ShareRes) -> None:
+        """One receive post list of ``recv_batch`` WQEs, each of ``recv_sges`` SGEs tiling the first
+        ``max_size`` B (and the GRH on UD) of server MR ``k % mrs``."""
         pv, f = self.pv, res.share.flow
-        if not uses_recv(f) or not res.server_qps:
+        if not f.consumes_receives or not res.server_qps:
             return
         grh = GRH_BYTES if f.transport == "UD" else 0
-        res.recv_chunk = recv_chunk(f.rq_depth)
         wrs: list[Any] = []
-        for k in range(res.recv_chunk):
+        for k in range(f.recv_batch):
             mr = res.server_mrs[k % len(res.server_mrs)]
-            sge = pv.wr.SGE(mr.buf, f.max_size + grh, mr.lkey)
-            wr = pv.wr.RecvWR(wr_id=k, num_sge=1, sg=[sge])
+            sges = [pv.wr.SGE(mr.buf + off, ln, mr.lkey) for off, ln in sge_layout(f.max_size + grh, f.recv_sges)]
+            wr = pv.wr.RecvWR(wr_id=k, num_sge=len(sges), sg=sges)
             if wrs:
                 wrs[-1].next_wr = wr
             wrs.append(wr)
@@ -389,57 +487,86 @@ class WorkerResources:
 
     # ---- data verification ---------------------------------------------------------------------------
     def prepare_verify(self) -> None:
-        """Fill source buffers with the flow's pattern and zero destination buffers (first ``max_size`` B)."""
+        """Lay out every buffer as ``verify`` expects it before the run: client MRs hold the push pattern,
+        server MRs the pull pattern (zeros when the flow does not pull), every landing place zeros, every fetch
+        slot :data:`~collie.targets.verbs.verify.UNFETCHED`, the counters zero."""
         for res in self.shares:
-            f = res.share.flow
-            src, dst = self._src_dst(res)
-            if f.opcode.startswith("ATOMIC"):
-                for mr in res.server_mrs:
-                    mr.write(bytes(8), 8, 0)
-                continue
+            f, fi = res.share.flow, res.share.flow_index
             n = f.max_size
-            pat = pattern(n, res.share.flow_index)
             grh = GRH_BYTES if f.transport == "UD" else 0
-            zero = bytes(n + grh)
-            for mr in src[: res.cycle.mrs_touched]:
-                mr.write(pat, n, 0)
-            for mr in dst:
-                mr.write(zero, n + grh, 0)
+            pulls = longest(f, PULL_OPCODES)
+            for mr in res.client_mrs[: res.cycle.mrs_touched]:
+                mr.write(push_pattern(n, fi) if longest(f, PUSH_OPCODES) else bytes(n), n, 0)
+            for mr in res.server_mrs:
+                mr.write(bytes(grh) + (pull_pattern(n, fi) if pulls else bytes(n)), n + grh, 0)
+            if res.aux is not None:
+                fetch = UNFETCHED.to_bytes(ATOMIC_BYTES, "little") * len(res.atomic_slots)
+                res.aux.write(bytes(res.landing) + fetch + bytes(res.aux_bytes - res.readback_offset),
+                              res.aux_bytes, 0)
+            if res.counters is not None:
+                res.counters.write(bytes(COUNTERS_BYTES), COUNTERS_BYTES, 0)
 
-    def _src_dst(self, res: ShareRes) -> tuple[list[Any], list[Any]]:
-        if res.share.flow.opcode == "READ":
-            return res.server_mrs, res.client_mrs
-        return res.client_mrs, res.server_mrs
+    def check_verify(self, res: ShareRes, seqs: list[int], received: int) -> list[str]:
+        """Check every buffer this host holds of the share against ``verify``'s expectations.
 
-    def check_verify(self, res: ShareRes, posted_wrs: int) -> list[str]:
-        """Compare destination buffers with the pattern (see ``plan``: every message is the prefix
-        ``mr[0:size]``); atomics: FETCH_AND_ADD counters sum to the WRs posted, CMP_AND_SWP leaves 0."""
+        Args:
+            seqs: WRs posted (all completed) on each client QP here; empty on a server end alone.
+            received: receive completions here (a server end's only count of what arrived).
+        """
         f = res.share.flow
         where = f"flow {res.share.flow_index}"
-        if f.opcode.startswith("ATOMIC"):
-            total = sum(int.from_bytes(mr.read(8, 0), "little") for mr in res.server_mrs)
-            want = posted_wrs if f.opcode == "ATOMIC_FA" else 0
-            if total != want:
-                return [f"{where}: atomic targets hold {total}, expected {want}"]
-            return []
-        _, dst = self._src_dst(res)
         n = f.max_size
         grh = GRH_BYTES if f.transport == "UD" else 0
-        pat = pattern(n, res.share.flow_index)
+        push_n, pull_n = longest(f, PUSH_OPCODES), longest(f, PULL_OPCODES)
+        push = push_pattern(n, res.share.flow_index)
+        pull = pull_pattern(n, res.share.flow_index)
+        cycle = res.cycle
         errors: list[str] = []
-        longest = 0
-        for k, mr in enumerate(dst):
-            data = mr.read(n + grh, 0)[grh:]
-            w = data.find(b"\x00")
-            w = n if w < 0 else w
-            longest = max(longest, w)
-            if data[:w] != pat[:w]:
-                bad = next(i for i in range(w) if data[i] != pat[i])
-                errors.append(f"{where}: MR {k} byte {bad} is {data[bad]}, expected {pat[bad]}")
-            elif data[w:].count(0) != n - w:
-                errors.append(f"{where}: MR {k} has a gap at byte {w}: data after it was written")
-            if len(errors) >= 3:
-                break
-        if not errors and f.transport == "RC" and posted_wrs and longest != n:
-            errors.append(f"{where}: no {n} B message arrived intact (longest {longest} B)")
-        return errors
+        if res.server_mrs and push_n:
+            most = 0
+            for k, mr in enumerate(res.server_mrs[: cycle.mrs_touched]):
+                problem, w = check_pushed(mr.read(n + grh, 0)[grh:], push, pull if pull_n else bytes(n))
+                most = max(most, w)
+                if problem:
+                    errors.append(f"{where}: server MR {k} {problem}")
+            pushed = sum(cycle.count(PUSH_OPCODES, s) for s in seqs) or received
+            if not errors and f.transport == "RC" and pushed and most < push_n:
+                errors.append(f"{where}: no {push_n} B message arrived intact at the server (longest {most} B)")
+        if res.client_qps and pull_n:
+            touched = res.client_mrs[: cycle.mrs_touched]
+            places = [res.aux.read(pull_n, 0)] if res.landing else [mr.read(pull_n, 0) for mr in touched]
+            most = 0
+            for k, data in enumerate(places):
+                problem, w = check_pulled(data, pull[:pull_n], push[:pull_n] if push_n else None)
+                most = max(most, w)
+                if problem:
+                    errors.append(f"{where}: READ destination {k} {problem}")
+            if not errors and any(cycle.count(PULL_OPCODES, s) for s in seqs) and most < pull_n:
+                errors.append(f"{where}: no {pull_n} B READ arrived intact (longest {most} B)")
+        if res.client_qps and f.atomic:
+            errors.extend(f"{where}: {e}" for e in self._check_atomics(res, seqs))
+        return errors[:3]
+
+    def _check_atomics(self, res: ShareRes, seqs: list[int]) -> list[str]:
+        """The counters read back after the run (``res.readback``) and the values every fetch slot fetched."""
+        cycle, aux = res.cycle, res.aux
+        raw = aux.read(res.aux_bytes, 0)
+        counter = {off: int.from_bytes(raw[res.readback_offset + off:res.readback_offset + off + 8], "little")
+                   for off in (FA_OFFSET, CS_OFFSET)}
+        fetched = {j: int.from_bytes(raw[res.landing + 8 * k:res.landing + 8 * k + 8], "little")
+                   for k, j in enumerate(res.atomic_slots)}
+        one_qp = len(seqs) == 1
+        # the latest pass of a single QP over the cycle begins at the slot after its last WR
+        start = seqs[0] % cycle.length if one_qp else 0
+        order = sorted(fetched, key=lambda j: (j - start) % cycle.length)
+        out: list[str] = []
+        fa, cs = frozenset(("ATOMIC_FA",)), frozenset(("ATOMIC_CS",))
+        if "ATOMIC_FA" in res.share.flow.opcodes:
+            problem = check_fetch_add(counter[FA_OFFSET], sum(cycle.count(fa, s) for s in seqs),
+                                      [fetched[j] for j in order if cycle.slot_opcode(j) == "ATOMIC_FA"], one_qp)
+            out += [problem] if problem else []
+        if "ATOMIC_CS" in res.share.flow.opcodes:
+            problem = check_compare_swap(counter[CS_OFFSET], sum(cycle.count(cs, s) for s in seqs),
+                                         [fetched[j] for j in res.swap_slots], one_qp)
+            out += [problem] if problem else []
+        return out

@@ -14,16 +14,17 @@ Steps (the handshake with the worker processes follows them, see ``workers``):
   QPN/PSN/GID, clients build their work requests (remote rkeys and addresses, UD address handles);
 * ``start(at)``: the wall-clock instant ``at`` becomes a ``CLOCK_MONOTONIC`` instant of this host; every worker
   starts its warm-up then, so the hosts' measured intervals line up as well as their clocks do;
-* ``finish``: gather the reports. The client end measures a flow (its FlowResult); a server end only keeps its
+* ``finish``: gather the reports. The client end measures a flow (its FlowResult); a server end keeps its
   QPs alive (receive queues full for SEND): its worker reports as soon as the interval is over and keeps
   them alive until ``abort`` (at most :data:`LINGER_S`), so the client on the other host can drain. Worker 0
   reads the port's counters (``HostCollector`` of the spec's device and port, ``netdev`` for ``ethtool -S``) at
-  the edges of this host's measured interval. Data is verified where the destination buffers are.
+  the edges of this host's measured interval. Data is verified where it lands (``verify``): pushes at the
+  server, READs and atomics (their counters read back over the QP) at the client.
 * ``abort``: end every worker process (SIGTERM: an orderly teardown that frees every verbs object; SIGKILL
   after a grace period), idempotent; the agent calls it on stdin EOF, so a lost controller leaves no traffic.
 
-A UD flow across hosts is measured by what its client sent (completed send WRs); on a local run by what
-arrived. Atomics across hosts run but are not verified (the server cannot know how many WRs were posted).
+A UD flow (which may drop) is measured by what arrived: across hosts the server's host reports it too, from its
+receive completions, and the controller takes the rates from that report and the latencies from the client's.
 """
 
 from __future__ import annotations
@@ -215,7 +216,8 @@ class VerbsSession:
         here = sorted({s.flow_index for s in shares})
         checked = sorted({s.flow_index for s in shares if checks_data(s)})
         sums = summaries(reports, here)
-        measured = [s for s in sums if w.flows[s.flow].client.host in roles]
+        clients = [s for s in sums if w.flows[s.flow].client.host in roles]
+        measured = [s for s in sums if s in clients or w.flows[s.flow].transport == "UD"]  # UD: what arrived
         errors = run_errors(reports, sums, self.verify, checked)
         port = port_counters(reports, self._facts.driver if self._facts else "")
         rates = host_rates(w, measured, roles)
@@ -228,6 +230,6 @@ class VerbsSession:
         return HostPart(
             hosts=hosts, flows=tuple(flow_result(w.flows[s.flow], s) for s in measured),
             setup_s=self._setup_s,
-            errors=tuple(errors), engine_bound=engine_bound(measured),
+            errors=tuple(errors), engine_bound=engine_bound(clients),
             interval=(lo / 1e9 + self._wall_minus_mono, hi / 1e9 + self._wall_minus_mono),
         )

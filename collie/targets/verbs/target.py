@@ -138,6 +138,7 @@ class VerbsTarget:
             "gid": f.gid, "numa_node": "" if f.numa_node is None else str(f.numa_node),
             "active_mtu": str(lim.active_mtu), "max_qp": str(lim.max_qp), "max_qp_wr": str(lim.max_qp_wr),
             "max_sge": str(lim.max_sge), "max_cqe": str(lim.max_cqe), "max_mr": str(lim.max_mr),
+            "max_inline_data": str(lim.max_inline_data),
             "hosts_share_device": "true",
         }
         return TargetInfo(

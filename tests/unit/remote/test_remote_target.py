@@ -257,3 +257,23 @@ def test_verbs_parts_merge_with_each_roles_rates_recomputed_from_every_flow(tmp_
     assert r.target == f"remote:{inv}" and r.workload_key == w.key()
     with pytest.raises(Exception, match="no host reported flow 1 of the workload"):
         t._merge(w, 1.0, {"n0": parts["n0"]})
+
+
+def test_a_flow_its_servers_host_reports_too_takes_rates_from_there_and_latencies_from_the_client(
+        tmp_path: Path) -> None:
+    """A verbs UD flow may drop: the server's host counts what arrived, the client's what it sent."""
+    from collie.targets.base import FlowResult, HostResult
+    from collie.targets.session import HostPart
+
+    inv = inventory(tmp_path, [("n0", "verbs:rxe0:1:1", []), ("n1", "verbs:rxe0:1:1", [])])
+    t = RemoteTarget(inv)
+    w = Workload.from_dict({"flows": [{"client": "a", "server": "b", "transport": "UD", "opcode": "SEND",
+                                       "sizes": [1000], "mtu": 1024}]})
+    host = HostResult("a", 0.0, 0.0, 0.0, 0.0)
+    sent = FlowResult(0, "a", "b", 8e6, 1000.0, 1000.0, 5.0, 9.0, 12.0)
+    arrived = FlowResult(0, "a", "b", 6e6, 750.0, 750.0, 0.0, 0.0, 0.0)
+    parts = {"n0": HostPart(hosts=(host,), flows=(sent,), setup_s=0.1),
+             "n1": HostPart(hosts=(HostResult("b", 0.0, 0.0, 0.0, 0.0),), flows=(arrived,), setup_s=0.1)}
+    (f,) = t._merge(w, 1.0, parts).flows
+    assert (f.bps, f.pps, f.msg_rate) == (6e6, 750.0, 750.0)
+    assert (f.lat_p50_us, f.lat_p99_us, f.lat_p999_us) == (5.0, 9.0, 12.0)

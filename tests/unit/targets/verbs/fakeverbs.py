@@ -1,18 +1,19 @@
 """A fake pyverbs in pure Python: enough of the API for collie's resources and engine to run on the host.
 
 Work requests complete at once: ``post_send`` walks the chain, moves the data of RDMA WRITE and READ between
-the fake MRs (so data verification can be exercised), and queues a completion for every signalled WR on the
-QP's send CQ; SEND-type WRs consume a posted receive of the peer QP and complete it on the peer's CQ (when
-the peer has none posted, the sender waits up to a second for one, as RC's RNR retries would). Its verbs calls
-cost almost nothing, so an engine running on it shows the engine's own ceiling. State is per process: both
-ends of a flow must live in one process (threads may share it: the cross-host tests run each host's worker in
-a thread of its own).
+the fake MRs (so data verification can be exercised), executes atomics on the 8 bytes at their remote address
+(the old value lands in the WR's one SGE), and queues a completion for every signalled WR on the QP's send CQ;
+SEND-type and WRITE_IMM WRs consume a posted receive of the peer QP (SENDs scatter over its SGEs) and complete it
+on the peer's CQ. When the peer has no receive posted, the WR and every later one of its QP wait (an RNR NAK,
+counted in :data:`RNR_NAKS`) until the peer posts one, as RC's RNR retries would. Its verbs calls cost almost
+nothing, so an engine running on it shows the engine's own ceiling. State is per process: both ends of a flow
+must live in one process (threads may share it: the cross-host tests run each host's worker in a thread of its
+own). A QP asking for more than :data:`MAX_INLINE` inline bytes is refused.
 """
 
 from __future__ import annotations
 
 import itertools
-import time
 from collections import deque
 from types import SimpleNamespace
 from typing import Any
@@ -40,6 +41,10 @@ MEMORY: dict[int, bytearray] = {}
 #: False: completions only, no data moved (for measuring the engine's own ceiling).
 MOVE_DATA = True
 QPS: dict[int, FakeQP] = {}
+#: Receiver-not-ready NAKs so far: WRs that found no receive posted at their peer.
+RNR_NAKS = [0]
+#: The most inline data a fake QP accepts.
+MAX_INLINE = 512
 
 
 class FakeMR:
@@ -59,6 +64,27 @@ class FakeMR:
 def _slice(addr: int, length: int) -> tuple[bytearray, int]:
     base = max(b for b in MEMORY if b <= addr)
     return MEMORY[base], addr - base
+
+
+def _gather(sg: list[tuple[int, int]]) -> bytes:
+    out = b""
+    for a, n in sg:
+        mem, off = _slice(a, n)
+        out += bytes(mem[off:off + n])
+    return out
+
+
+def _scatter(sg: list[tuple[int, int]], data: bytes) -> None:
+    pos = 0
+    for a, n in sg:
+        mem, off = _slice(a, n)
+        chunk = data[pos:pos + n]
+        mem[off:off + len(chunk)] = chunk
+        pos += n
+
+
+def _wc(qp_num: int, wr_id: int = 0, byte_len: int = 0) -> SimpleNamespace:
+    return SimpleNamespace(qp_num=qp_num, wr_id=wr_id, status=0, byte_len=byte_len, vendor_err=0)
 
 
 class FakeCQ:
@@ -104,13 +130,22 @@ class FakeRecvWR:
         self.next_wr: FakeRecvWR | None = None
 
 
+RECV_OPCODES = (E.IBV_WR_SEND, E.IBV_WR_SEND_WITH_IMM, E.IBV_WR_RDMA_WRITE_WITH_IMM)
+
+
 class FakeQP:
     def __init__(self, pd: Any, init: Any) -> None:
+        if getattr(init.cap, "max_inline_data", 0) > MAX_INLINE:
+            raise FakeError(f"inline {init.cap.max_inline_data} > {MAX_INLINE}")
         self.qp_num = next(_qpn)
         self.scq, self.rcq, self.qp_type = init.scq, init.rcq, init.qp_type
         self.peer = 0
         self.recvs: deque[Any] = deque()
+        self.waiting: deque[tuple[Any, int]] = deque()  # (WR, send_flags at post) held back by an RNR NAK
         QPS[self.qp_num] = self
+
+    def close(self) -> None:
+        QPS.pop(self.qp_num, None)
 
     def to_init(self, attr: Any) -> None:
         pass
@@ -125,51 +160,61 @@ class FakeQP:
         while wr is not None:
             self.recvs.append(wr)
             wr = wr.next_wr  # type: ignore[assignment]
+        for qp in list(QPS.values()):
+            if qp.waiting:
+                qp._resume()
+
+    def _resume(self) -> None:
+        while self.waiting:
+            wr, flags = self.waiting[0]
+            if not self._execute(wr, flags):
+                return
+            self.waiting.popleft()
 
     def post_send(self, wr: FakeSendWR) -> None:
         if not MOVE_DATA:
             q = self.scq.q
             while wr is not None:
                 if wr.send_flags & 2:
-                    q.append(SimpleNamespace(qp_num=self.qp_num, status=0, byte_len=0, vendor_err=0))
+                    q.append(_wc(self.qp_num, wr.wr_id))
                 wr = wr.next_wr  # type: ignore[assignment]
             return
         while wr is not None:
-            data = b"".join(bytes(_slice(a, n)[0][_slice(a, n)[1]:_slice(a, n)[1] + n]) for a, n in wr.sg)
-            if wr.opcode in (E.IBV_WR_RDMA_WRITE, E.IBV_WR_RDMA_WRITE_WITH_IMM):
-                mem, off = _slice(wr.remote[1], len(data))
-                mem[off:off + len(data)] = data
-            elif wr.opcode == E.IBV_WR_RDMA_READ:
-                mem, off = _slice(wr.remote[1], len(data))
-                src = bytes(mem[off:off + len(data)])
-                pos = 0
-                for a, n in wr.sg:
-                    m, o = _slice(a, n)
-                    m[o:o + n] = src[pos:pos + n]
-                    pos += n
-            elif wr.opcode == E.IBV_WR_ATOMIC_FETCH_AND_ADD:
-                mem, off = _slice(wr.remote[1], 8)
-                v = int.from_bytes(mem[off:off + 8], "little") + wr.atomic[0]
-                mem[off:off + 8] = v.to_bytes(8, "little")
-            if wr.opcode in (E.IBV_WR_SEND, E.IBV_WR_SEND_WITH_IMM, E.IBV_WR_RDMA_WRITE_WITH_IMM):
-                peer = QPS[wr.ud_qpn or self.peer]
-                for _ in range(2000):
-                    if peer.recvs:
-                        break
-                    time.sleep(0.0005)
-                else:
-                    raise FakeError("RNR retry count exceeded")
-                rwr = peer.recvs.popleft()
-                a, _ = rwr.sg[0]
-                grh = 40 if peer.qp_type == E.IBV_QPT_UD else 0
-                if wr.opcode != E.IBV_WR_RDMA_WRITE_WITH_IMM:
-                    m, o = _slice(a, len(data))
-                    m[o + grh:o + grh + len(data)] = data
-                peer.rcq.q.append(SimpleNamespace(qp_num=peer.qp_num, status=0, byte_len=len(data) + grh,
-                                                  vendor_err=0))
-            if wr.send_flags & E.IBV_SEND_SIGNALED:
-                self.scq.q.append(SimpleNamespace(qp_num=self.qp_num, status=0, byte_len=0, vendor_err=0))
+            # the chain's WRs are reused by the engine: keep each one's flags as they were at post time
+            if self.waiting or not self._execute(wr, wr.send_flags):
+                self.waiting.append((wr, wr.send_flags))
             wr = wr.next_wr  # type: ignore[assignment]
+
+    def _execute(self, wr: FakeSendWR, flags: int) -> bool:
+        """Run one WR; False (an RNR NAK) when it needs a receive its peer has not posted."""
+        peer = QPS.get(wr.ud_qpn or self.peer)
+        if wr.opcode in RECV_OPCODES and (peer is None or not peer.recvs):
+            RNR_NAKS[0] += 1
+            return False
+        data = _gather(wr.sg) if wr.opcode in (*RECV_OPCODES, E.IBV_WR_RDMA_WRITE) else b""
+        if wr.opcode in (E.IBV_WR_RDMA_WRITE, E.IBV_WR_RDMA_WRITE_WITH_IMM):
+            _scatter([(wr.remote[1], len(data))], data)
+        elif wr.opcode == E.IBV_WR_RDMA_READ:
+            _scatter(wr.sg, _gather([(wr.remote[1], sum(n for _, n in wr.sg))]))
+        elif wr.opcode in (E.IBV_WR_ATOMIC_FETCH_AND_ADD, E.IBV_WR_ATOMIC_CMP_AND_SWP):
+            mem, off = _slice(wr.remote[1], 8)
+            old = int.from_bytes(mem[off:off + 8], "little")
+            if wr.opcode == E.IBV_WR_ATOMIC_FETCH_AND_ADD:
+                new = (old + wr.atomic[0]) % (1 << 64)
+            else:
+                new = wr.atomic[1] if old == wr.atomic[0] else old
+            mem[off:off + 8] = new.to_bytes(8, "little")
+            _scatter(wr.sg, old.to_bytes(8, "little"))
+        if wr.opcode in RECV_OPCODES:
+            assert peer is not None
+            rwr = peer.recvs.popleft()
+            grh = 40 if peer.qp_type == E.IBV_QPT_UD else 0
+            if wr.opcode != E.IBV_WR_RDMA_WRITE_WITH_IMM:
+                _scatter(rwr.sg, bytes(grh) + data)
+            peer.rcq.q.append(_wc(peer.qp_num, byte_len=len(data) + grh))
+        if flags & E.IBV_SEND_SIGNALED:
+            self.scq.q.append(_wc(self.qp_num, wr.wr_id))
+        return True
 
 
 class FakeContext:

@@ -44,15 +44,31 @@ class FakeContext:
         self.closed = True
 
 
+#: The most inline data a QP of the fake device accepts (not a power of two: the probe must find it exactly).
+FAKE_MAX_INLINE = 220
+
+
+class FakeQP:
+    def __init__(self, pd: Any, init: Any) -> None:
+        if init.cap.max_inline_data > FAKE_MAX_INLINE:
+            raise FakeError("Failed to create QP: invalid argument")
+
+    def close(self) -> None:
+        pass
+
+
 def fake_pyverbs(devices: list[str] | None, ctx_cls: type = FakeContext) -> compat.Pyverbs:
     def get_device_list() -> list[Any]:
         if devices is None:
             raise FakeError("Failed to get devices list")
         return [SimpleNamespace(name=d.encode()) for d in devices]
 
-    e = SimpleNamespace(IBV_PORT_ACTIVE=4, IBV_ATOMIC_NONE=0)
-    device = SimpleNamespace(get_device_list=get_device_list, Context=lambda name: ctx_cls(name))
-    return compat.Pyverbs(device=device, pd=None, mr=None, cq=None, qp=None, wr=None, addr=None,  # type: ignore[arg-type]
+    ns = SimpleNamespace
+    e = ns(IBV_PORT_ACTIVE=4, IBV_ATOMIC_NONE=0, IBV_QPT_RC=2)
+    device = ns(get_device_list=get_device_list, Context=lambda name: ctx_cls(name))
+    qp = ns(QP=FakeQP, QPInitAttr=lambda **kw: ns(**kw), QPCap=lambda **kw: ns(**kw))
+    return compat.Pyverbs(device=device, pd=ns(PD=lambda ctx: object()), mr=None,  # type: ignore[arg-type]
+                          cq=ns(CQ=lambda ctx, cqe: object()), qp=qp, wr=None, addr=None,  # type: ignore[arg-type]
                           e=e, error=(FakeError,), version="test")
 
 
@@ -125,6 +141,10 @@ def test_describe_and_unsupported_from_the_fake_limits() -> None:
             t.run(Workload(flows=(Flow(a, b, qps=60, mtu=1024),)), 1.0)
         with pytest.raises(Unsupported, match="mtu 4096 > port active_mtu 1024"):
             t.check(Workload(flows=(Flow(a, b),)))
+        assert info.details["max_inline_data"] == str(FAKE_MAX_INLINE)  # probed: query_device does not say
+        t.check(Workload(flows=(Flow(a, b, sizes=(64,), inline=FAKE_MAX_INLINE, mtu=1024),)))
+        with pytest.raises(Unsupported, match=f"inline 256 > device max_inline_data {FAKE_MAX_INLINE}"):
+            t.check(Workload(flows=(Flow(a, b, sizes=(64,), inline=256, mtu=1024),)))
         with pytest.raises(Unsupported, match="needs atomics"):
             t.check(Workload(flows=(Flow(a, b, opcodes=("ATOMIC_FA",), sizes=(8,), mtu=1024),)))
         with pytest.raises(InputError, match="duration 0 is not a positive"):

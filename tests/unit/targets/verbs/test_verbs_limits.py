@@ -26,6 +26,8 @@ def wl(**kw: object) -> Workload:
 
 def test_plain_workload_fits() -> None:
     assert check_workload(wl(qps=64, sges=4, batch=32, sq_depth=256), RXE) == []
+    # inline asked of a flow that posts nothing inline is not the device's business
+    assert check_workload(wl(opcodes=("READ",), inline=1024), replace(RXE, max_inline_data=400)) == []
 
 
 @pytest.mark.parametrize(("lim", "kw", "fragment"), [
@@ -44,6 +46,15 @@ def test_plain_workload_fits() -> None:
      "> 50% of the host's available memory 1 GiB"),
     (RXE, {"qps": 2, "processes": 4}, "processes 4 > qps 2"),
     (RXE, {"sizes": (32768, 256), "sges": 2, "mr_size": 16384}, "message 32 KiB > mr_size 16 KiB"),
+    (RXE, {"sizes": (32768,), "sges": 4, "mr_size": 16384}, "a message lies in one MR, whatever its SGEs"),
+    (replace(RXE, max_sge_rd=2), {"sges": 4, "opcodes": ("WRITE", "READ"), "sizes": (4096,)},
+     "sges 4 > device max_sge_rd 2"),
+    (replace(RXE, max_sge=4), {"recv_sges": 8, "opcodes": ("SEND",), "sizes": (4096,)},
+     "recv_sges 8 > device max_sge 4"),
+    (replace(RXE, max_inline_data=400), {"inline": 512, "sizes": (64,)}, "inline 512 > device max_inline_data 400"),
+    (replace(RXE, max_inline_data=400), {"inline": 512, "opcodes": ("READ", "SEND_IMM"), "sizes": (64,)},
+     "inline 512 > device max_inline_data 400"),
+    (replace(RXE, atomics=False), {"opcodes": ("WRITE", "ATOMIC_CS"), "sizes": (8,)}, "ATOMIC_CS needs atomics"),
 ])
 def test_each_limit_names_field_value_and_limit(lim: DeviceLimits, kw: dict[str, object],
                                                 fragment: str) -> None:

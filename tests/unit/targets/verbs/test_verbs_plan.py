@@ -12,7 +12,6 @@ from collie.targets.verbs.plan import (
     CycleSums,
     WrCycle,
     packets_per_message,
-    recv_chunk,
     sge_layout,
     signal_positions,
     split_qps,
@@ -107,12 +106,22 @@ def test_split_qps(qps: int, workers: int) -> None:
     assert max(parts) - min(parts) <= 1
 
 
-def test_packets_and_recv_chunk() -> None:
+def test_packets_per_message() -> None:
     assert packets_per_message(1, 4096) == 1
     assert packets_per_message(4096, 4096) == 1
     assert packets_per_message(4097, 4096) == 2
     assert packets_per_message(65536, 1024) == 64
-    assert recv_chunk(1) == 1 and recv_chunk(128) == 32
+
+
+def test_cycle_carries_each_requests_own_opcode_and_atomics_8_bytes() -> None:
+    c = WrCycle.for_flow((129, 4097), 3, 2, opcodes=("READ", "WRITE", "ATOMIC_FA"))
+    assert c.length % math.lcm(3, 2, 3) == 0
+    assert [(c.slot_opcode(j), c.slot_size(j)) for j in range(6)] == [
+        ("READ", 129), ("WRITE", 4097), ("ATOMIC_FA", 8), ("READ", 4097), ("WRITE", 129), ("ATOMIC_FA", 8)]
+    assert c.slots_of(frozenset(("ATOMIC_FA",))) == tuple(range(2, c.length, 3))
+    atomics = frozenset(("ATOMIC_FA",))
+    for seq in (0, 1, 3, 5, 6, 7, 100):
+        assert c.count(atomics, seq) == sum(1 for s in range(seq) if c.slot_opcode(s % c.length) == "ATOMIC_FA")
 
 
 @given(a=st.integers(0, 10_000), n=st.integers(0, 10_000))

@@ -25,7 +25,7 @@ from tests.unit.targets.verbs.fakeverbs import fake
 
 A, B = Endpoint("a"), Endpoint("b")
 SPEC = VerbsSpec("fake0")
-T = Timing(warmup=0.02, duration=0.1, drain_timeout=2.0, linger=0.05)
+T = Timing(warmup=0.02, duration=0.1, drain_timeout=2.0, linger=10.0)
 
 
 def shape(jobs: list[WorkerJob]) -> list[list[tuple[int, int, int, int, str]]]:
@@ -69,11 +69,15 @@ class Exchange:
     """The coordinators of two hosts in one: every worker's endpoints go to every other worker, then all
     start at one instant (what the agents and the controller do across hosts)."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, clients: int) -> None:
         self.barrier = threading.Barrier(workers, timeout=30)
         self.endpoints: list[dict[str, Any]] = []
         self.start_ns = 0
         self.sent: list[list[dict[str, Any]]] = []
+        self.clients = clients  # workers with client ends still running: server ends stay up until none is
+
+    def stopped(self) -> bool:
+        return self.clients == 0
 
     def prepared(self, endpoints: list[dict[str, Any]]) -> list[dict[str, Any]]:
         self.sent.append(endpoints)
@@ -91,7 +95,8 @@ class Exchange:
 def run_two_hosts(w: Workload, verify: bool = True) -> tuple[dict[str, list[WorkerReport]], Exchange]:
     jobs = {role: [replace(j, collector=None) for j in plan_jobs(w, SPEC, T, verify, 7, None, [0], roles=(role,))]
             for role in ("a", "b")}
-    sync = Exchange(sum(len(j) for j in jobs.values()))
+    posting = [j for js in jobs.values() for j in js if any(s.side.client for s in j.shares)]
+    sync = Exchange(sum(len(j) for j in jobs.values()), len(posting))
     reports: dict[str, list[WorkerReport]] = {"a": [], "b": []}
     failures: list[BaseException] = []
 
@@ -99,6 +104,7 @@ def run_two_hosts(w: Workload, verify: bool = True) -> tuple[dict[str, list[Work
         def go() -> None:
             try:
                 reports[role].append(run_job(fake(), job, sync))
+                sync.clients -= job in posting
             except BaseException as exc:
                 failures.append(exc)
                 sync.barrier.abort()
@@ -118,7 +124,10 @@ def run_two_hosts(w: Workload, verify: bool = True) -> tuple[dict[str, list[Work
     Flow(A, B, opcodes=("READ",), sizes=(8192,), sges=2, batch=4, signal_every=4),
     Flow(A, B, opcodes=("SEND",), sizes=(512, 2048), batch=4, signal_every=4, rq_depth=16, qps=2),
     Flow(A, B, transport="UD", opcodes=("SEND",), sizes=(1024,), mtu=1024, batch=8, signal_every=8, qps=2),
-], ids=["rc-write", "rc-read", "rc-send", "ud-send"])
+    Flow(A, B, opcodes=("READ", "WRITE", "WRITE"), sizes=(129, 4097), batch=3, signal_every=3, mr_size=8192),
+    Flow(A, B, opcodes=("ATOMIC_FA",), sizes=(8,), batch=4, signal_every=4),
+    Flow(A, B, opcodes=("ATOMIC_CS", "WRITE_IMM", "ATOMIC_FA"), sizes=(1, 65), batch=3, signal_every=3, qps=2),
+], ids=["rc-write", "rc-read", "rc-send", "ud-send", "read-write-mix", "fetch-add", "atomics-write-imm-mix"])
 def test_two_hosts_exchange_endpoints_connect_and_move_verified_data(flow: Flow) -> None:
     reports, sync = run_two_hosts(Workload(flows=(flow,)))
     (client,), (server,) = reports["a"], reports["b"]
@@ -126,7 +135,8 @@ def test_two_hosts_exchange_endpoints_connect_and_move_verified_data(flow: Flow)
     sent = {e["side"]: [x for x in es] for es in sync.sent for e in es[:1]}
     assert [e["qp"] for e in sent["client"]] == [e["qp"] for e in sent["server"]] == list(range(flow.qps))
     assert all("mrs" not in e for e in sent["client"])
-    assert len(sent["server"][0]["mrs"]) == flow.mrs and all("mrs" not in e for e in sent["server"][1:])
+    # the server's data MRs, then (atomic flows) its counters MR
+    assert len(sent["server"][0]["mrs"]) == flow.mrs + flow.atomic and all("mrs" not in e for e in sent["server"][1:])
     ud = flow.transport == "UD"
     assert all(e["qkey"] == (0x11111111 if ud else 0) for es in sync.sent for e in es)
     if not ud:  # every RC QP is connected to the other host's QP of the same index
@@ -136,15 +146,38 @@ def test_two_hosts_exchange_endpoints_connect_and_move_verified_data(flow: Flow)
             assert fakeverbs.QPS[by[("server", i)]].peer == by[("client", i)]
     assert client.errors == () and server.errors == ()
     (c,), (s,) = client.stats, server.stats
-    assert c.client and not s.client
+    assert c.measures and s.measures == ud  # UD: the server counts what arrived
     assert c.wrs > 0 and c.bytes > 0 and not c.wc_errors and not s.wc_errors
-    # data is checked where it lands: at the server for WRITE/SEND, at the client for READ
-    checker, other = (c, s) if flow.opcode == "READ" else (s, c)
-    assert checker.checks and checker.verified and not checker.verify_errors
-    assert not other.checks and not other.verified
+    # data is checked where it lands: at the server for pushes (WRITE/SEND), at the client for READ and atomics
+    pushes = bool({"WRITE", "WRITE_IMM", "SEND", "SEND_IMM"} & set(flow.opcodes))
+    pulls = bool({"READ", "ATOMIC_FA", "ATOMIC_CS"} & set(flow.opcodes))
+    for part, checks in ((s, pushes), (c, pulls)):
+        assert part.checks == checks and part.verified == checks and not part.verify_errors, part
     if flow.opcode == "SEND":  # the server received what the client sent (RC: nothing lost)
         assert s.wrs > 0
     assert client.counters_before is None  # no collector in these jobs
+
+
+def test_a_ud_flow_across_hosts_counts_what_arrived(monkeypatch: pytest.MonkeyPatch) -> None:
+    """UD may drop: the server's host counts the receive completions, not what the client sent."""
+    original = fakeverbs.FakeQP._execute
+    sent = [0]
+
+    def drop_every_other_send(self: fakeverbs.FakeQP, wr: fakeverbs.FakeSendWR, flags: int) -> bool:
+        sent[0] += 1
+        if sent[0] % 2:
+            return original(self, wr, flags)
+        if flags & fakeverbs.E.IBV_SEND_SIGNALED:  # sent, never received
+            self.scq.q.append(fakeverbs._wc(self.qp_num, wr.wr_id))
+        return True
+
+    monkeypatch.setattr(fakeverbs.FakeQP, "_execute", drop_every_other_send)
+    flow = Flow(A, B, transport="UD", opcodes=("SEND",), sizes=(1024,), mtu=1024, batch=8, signal_every=8)
+    reports, _ = run_two_hosts(Workload(flows=(flow,)), verify=False)
+    (c,), (s,) = reports["a"][0].stats, reports["b"][0].stats
+    assert c.measures and s.measures
+    assert 0 < s.wrs < c.wrs  # about half of what was sent arrived
+    assert s.bytes == s.wrs * 1024
 
 
 def test_a_worker_with_one_sided_shares_needs_a_coordinator() -> None:
@@ -168,7 +201,7 @@ def test_a_server_worker_reports_at_the_end_and_holds_its_ends_until_stop() -> N
         pool.connect(clients, 30)
         pool.go(time.monotonic_ns())
         (report,) = pool.gather(30)  # long before the 60 s of linger are over
-        assert report.errors == () and not report.stats[0].client
+        assert report.errors == () and not report.stats[0].measures
         (proc, _), = pool._procs
         assert proc.is_alive()  # still holding its QPs
     finally:
