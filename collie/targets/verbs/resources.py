@@ -14,7 +14,8 @@ fail. The engine is a Python poll loop, and a stall of a few ms (scheduling, the
 interval's edge) must not end a SEND flow in IBV_WC_RNR_RETRY_EXC_ERR (at timer 12, 0.64 ms, about 4 ms in all, a
 cross-host SEND on soft-RoCE did). ``max_rd_atomic``/``max_dest_rd_atomic`` are
 :data:`~collie.targets.verbs.limits.ENGINE_RD_ATOMIC` or the device's ``max_qp_rd_atom`` when smaller: the
-READs and atomics a QP has outstanding, whatever the other opcodes posted between them, stay within what the NIC allows (the requester holds the next one back).
+READs and atomics a QP has outstanding, whatever the other opcodes posted between them, stay within what the
+NIC allows (the requester holds the next one back).
 
 Every work request carries its own opcode (``Flow.request``, see ``plan``), within one post list too. Where each
 opcode's data goes, and how it is checked, is ``verify``: data MRs for payload, a client buffer apart for the
