@@ -67,8 +67,9 @@ def run_one(profile: str, preset: Preset, seed: int, budget: int,
             planted = _planted(e.result.truth)
             if e.phase in ("explore", "confirm") and len(planted) == 1:
                 first.setdefault(planted[0], e.experiments)
-            if e.phase == "minimize":
-                last_probe[0] = e.result.truth
+            # what an anomaly saved next showed: its last minimizer probe, or its find (presets that do not
+            # minimize save what they found)
+            last_probe[0] = e.result.truth
         if isinstance(e, AnomalyFound):
             planted = _planted(last_probe[0])
             if len(planted) == 1:
