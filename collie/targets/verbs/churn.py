@@ -24,7 +24,6 @@ report's ``errors``, which fails the run; anything else fails the worker (``work
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import mmap
 import time
@@ -178,10 +177,9 @@ class _Device:
             qp.close()
 
     def close(self) -> None:
-        for obj in (self.cq, self.pd, self.ctx):
-            if obj is not None:
-                with contextlib.suppress(Exception):
-                    obj.close()
+        """Free everything (idempotent): closing the context closes what was made on it."""
+        if self.ctx is not None:
+            self.ctx.close()
         self.cq = self.pd = self.ctx = None
         self.view = None  # releases the buffer export, so the mmap can close
         if self.buf is not None:
