@@ -148,8 +148,41 @@ def test_a_slow_receiver_draws_rnr_naks_and_still_completes(target: Any) -> None
     print(f"\nslow receiver: send_rnr_err {counters.get('send_rnr_err')} rcvd_rnr_err "
           f"{counters.get('rcvd_rnr_err')} msg/s {r.flows[0].msg_rate:.0f}")
     assert counters["send_rnr_err"] > 0 and counters["rcvd_rnr_err"] > 0, counters
+    # the oracle, against a clean baseline of zero receiver starvation, names the starved receiver
+    ceilings = Ceilings(dict.fromkeys(DIRECTION_KINDS, 1e9), dict.fromkeys(DIRECTION_KINDS, 1e6))
+    verdict = Oracle(catalog_of(target.describe()), ceilings).judge(r, slow)
+    rnr = [s for s in verdict.symptoms if s.kind == "rnr"]
+    print(f"verdict {verdict.signature}: " + ", ".join(f"{s.counter} {s.value:.1f}/s > {s.threshold:.1f}/s"
+                                                       for s in rnr))
+    assert rnr and all(s.host == "b" and s.end == "receiver" for s in rnr), verdict.symptoms
     # paced: about one post list of 2 per 20 ms, 100 receives a second, well under the unpaced rate
     assert r.flows[0].msg_rate < 0.5 * target.run(fast, 1.0).flows[0].msg_rate
+
+
+def test_churn_beside_the_data_path_is_measured(device: str, target: Any) -> None:
+    """The example workload (8 QPs of 64 KiB WRITEs; each side churns 1,000 MRs and 100 QPs a second): a churn
+    worker per side registers/deregisters and creates/destroys on rxe at what it manages, the data is verified,
+    and every churned object is gone afterwards."""
+    w = Workload.load(ROOT / "workloads/examples/rc-write-mr-churn.toml")
+    base = rdma_resources(device)
+    plain = target.run(Workload(flows=(replace(w.flows[0], mr_churn=0, qp_churn=0),)), 1.0).flows[0]
+    r = target.run(w, 1.0)
+    assert r.errors == (), r.errors
+    details = target.last_details
+    assert all(s.verified for s in details.summaries)
+    (f,) = r.flows
+    print(f"\nchurn: data {f.msg_rate:.0f} msg/s (without churn {plain.msg_rate:.0f}), "
+          f"mr_churn_us {f.mr_churn_us:.0f}, qp_churn_us {f.qp_churn_us:.0f}")
+    for c in details.churn:
+        print(c.line())
+    assert f.mr_churn_us > 0 and f.qp_churn_us > 0 and f.msg_rate > 0
+    assert [c.side for c in details.churn] == ["client", "server"]
+    for c in details.churn:
+        assert c.errors == () and c.mr.ops > 0 and c.qp.ops > 0
+        assert 0 < c.mr.rate <= 1.05 * 1000 and 0 < c.qp.rate <= 1.05 * 100
+        assert c.mr.p99_us >= c.mr.mean_us > 0 and c.qp.p99_us >= c.qp.mean_us > 0
+    after = rdma_resources(device)
+    assert {k: after.get(k) for k in ("qp", "cq", "mr", "pd")} == {k: base.get(k) for k in ("qp", "cq", "mr", "pd")}
 
 
 def test_inline_is_probed_and_a_flow_asking_more_is_refused(target: Any) -> None:

@@ -8,6 +8,11 @@ On a local verbs target every host name of a workload maps onto the one device, 
 (``qps`` client QPs and ``qps`` server QPs, ``mrs`` MRs on each side) live on it: the totals checked here
 count both sides. On one host of a cross-host run (``roles``: the workload hosts it plays) only the ends on
 its roles count, and flows with no end there are not checked.
+
+Control-path churn (``mr_churn``, ``qp_churn``; see ``churn``) counts one second of it per churning end against
+the device as if nothing churned within the second were freed yet (a device may reclaim destroyed objects
+lazily): ``mr_churn`` MRs against ``max_mr`` and their bytes against the pinned-memory budget, ``qp_churn`` QPs
+against ``max_qp``. Churn runs on local runs only: a cross-host host refuses it.
 """
 
 from __future__ import annotations
@@ -90,16 +95,18 @@ def ends_here(flow: Flow, roles: tuple[str, ...] | None) -> tuple[bool, bool]:
 
 def registered_bytes(workload: Workload, roles: tuple[str, ...] | None = None) -> int:
     """Memory the run registers on the device: ``mrs x mr_size`` on both sides of every flow (UD receive MRs
-    get room for the GRH); with ``roles``, on the ends of those roles only."""
+    get room for the GRH) plus one second of MR churn (``mr_churn x mr_size``) on each; with ``roles``, on the
+    ends of those roles only."""
     total = 0
     for f in workload.flows:
         grh = GRH_BYTES if f.transport == "UD" else 0
         client, server = ends_here(f, roles)
         total += client * f.mrs * f.mr_size + server * f.mrs * (f.mr_size + grh)
+        total += (client + server) * f.mr_churn * f.mr_size
     return total
 
 
-def _flow_problems(i: int, f: Flow, lim: DeviceLimits, many: bool) -> list[str]:
+def _flow_problems(i: int, f: Flow, lim: DeviceLimits, many: bool, roles: tuple[str, ...] | None) -> list[str]:
     where = f"flows[{i}]: " if many else ""
     out: list[str] = []
     reads = "READ" in f.opcodes
@@ -142,6 +149,11 @@ def _flow_problems(i: int, f: Flow, lim: DeviceLimits, many: bool) -> list[str]:
         elif ep.memory == "remote" and lim.numa_nodes < 2:
             out.append(f"{where}{side}.memory remote needs a second NUMA node; this host has "
                        f"{lim.numa_nodes}")
+    if roles is not None:
+        for name in ("mr_churn", "qp_churn"):
+            if getattr(f, name):
+                out.append(f"{where}{name} {getattr(f, name)}: the verbs target churns on local runs only, not "
+                           "across hosts")
     if f.processes > f.qps:
         out.append(f"{where}processes {f.processes} > qps {f.qps}: every worker process drives at least "
                    "one QP")
@@ -160,7 +172,7 @@ def check_workload(workload: Workload, lim: DeviceLimits, roles: tuple[str, ...]
     here = [(i, f, sum(ends_here(f, roles))) for i, f in enumerate(workload.flows)]
     here = [(i, f, n) for i, f, n in here if n]
     for i, f, _ in here:
-        out.extend(_flow_problems(i, f, lim, many))
+        out.extend(_flow_problems(i, f, lim, many, roles))
     qps = sum(n * f.qps for _, f, n in here)
     mrs = sum(n * f.mrs for _, f, n in here)
     if roles is None:
@@ -168,6 +180,14 @@ def check_workload(workload: Workload, lim: DeviceLimits, roles: tuple[str, ...]
             out.append(f"qps {qps // 2} x 2 sides = {qps} > device max_qp {lim.max_qp}")
         if mrs > lim.max_mr:
             out.append(f"mrs {mrs // 2} x 2 sides = {mrs} > device max_mr {lim.max_mr}")
+        churn_qps = sum(2 * f.qp_churn for _, f, _ in here)
+        churn_mrs = sum(2 * f.mr_churn for _, f, _ in here)
+        if churn_qps and qps + churn_qps > lim.max_qp:
+            out.append(f"qp_churn {churn_qps // 2} x 2 sides beside {qps} QPs = {qps + churn_qps} QPs in a second "
+                       f"> device max_qp {lim.max_qp}")
+        if churn_mrs and mrs + churn_mrs > lim.max_mr:
+            out.append(f"mr_churn {churn_mrs // 2} x 2 sides beside {mrs} MRs = {mrs + churn_mrs} MRs in a second "
+                       f"> device max_mr {lim.max_mr}")
     else:
         if qps > lim.max_qp:
             out.append(f"qps of this host's flow ends {qps} > device max_qp {lim.max_qp}")
@@ -179,11 +199,12 @@ def check_workload(workload: Workload, lim: DeviceLimits, roles: tuple[str, ...]
     if workers > lim.max_pd:
         out.append(f"{workers} worker processes need {workers} PDs > device max_pd {lim.max_pd}")
     pinned = registered_bytes(workload, roles)
+    what = "of MRs and a second of mr_churn" if any(f.mr_churn for _, f, _ in here) else "of MRs"
     if lim.memlock_bytes is not None and pinned > lim.memlock_bytes:
-        out.append(f"{format_bytes(pinned)} of MRs > RLIMIT_MEMLOCK {format_bytes(lim.memlock_bytes)} "
+        out.append(f"{format_bytes(pinned)} {what} > RLIMIT_MEMLOCK {format_bytes(lim.memlock_bytes)} "
                    f"(raise it with ulimit -l or limits.conf)")
     available = lim.available_memory_bytes
     if available is not None and pinned > MAX_PINNED_FRACTION * available:
-        out.append(f"{format_bytes(pinned)} of MRs > {MAX_PINNED_FRACTION:.0%} of the host's available memory "
+        out.append(f"{format_bytes(pinned)} {what} > {MAX_PINNED_FRACTION:.0%} of the host's available memory "
                    f"{format_bytes(available)} (pinning more invites the kernel's OOM killer)")
     return out

@@ -48,7 +48,7 @@ from collie.targets.verbs.measure import FlowSummary, engine_bound
 from collie.targets.verbs.results import flow_result, host_rates, port_counters, run_errors, summaries
 from collie.targets.verbs.spec import VerbsSpec
 from collie.targets.verbs.target import plan_jobs
-from collie.targets.verbs.workers import WorkerPool
+from collie.targets.verbs.workers import WorkerPool, split
 
 #: Most seconds a worker holding server ends keeps them alive after the deadline, waiting for ``abort`` (the
 #: client on the other host drains meanwhile): the drain's own bound.
@@ -186,7 +186,7 @@ class VerbsSession:
         wait = max(0.0, (self._start_ns - time.monotonic_ns()) / 1e9)
         t = self._jobs[0].timing
         try:
-            reports = pool.gather(wait + t.warmup + t.duration + t.drain_timeout + FINISH_SLACK_S)
+            reports = split(pool.gather(wait + t.warmup + t.duration + t.drain_timeout + FINISH_SLACK_S))[0]
         except BaseException:
             self.abort()
             raise

@@ -7,20 +7,24 @@ device's counters are reported under every host of the workload (they are the sa
 A run: check the workload against the device's limits (:class:`Unsupported` with the first reason), plan the
 worker processes (worker ``w`` drives its share of every flow with ``processes > w``: ``qps`` and ``mrs``
 split evenly), build and connect resources in each worker, start all workers at one instant, warm up, measure
-for ``duration`` seconds, drain, verify data if asked, tear down, and combine the workers' measurements.
+for ``duration`` seconds, drain, verify data if asked, tear down, and combine the workers' measurements. A flow
+with control-path churn (``mr_churn``, ``qp_churn``) gets a churn worker per end besides (see ``churn``);
+its ``FlowResult.mr_churn_us`` / ``qp_churn_us`` are the mean of both ends' mean latencies, and the achieved
+rates and p99 latencies are in ``last_details.churn``.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Self
 
 from collie.collectors.host import HostCollector
 from collie.errors import InputError, TargetError
 from collie.model.workload import Workload
-from collie.targets.base import HostResult, RunResult, TargetInfo, Unsupported
+from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
+from collie.targets.verbs.churn import ChurnReport, churn_jobs
 from collie.targets.verbs.compat import Pyverbs, load
 from collie.targets.verbs.counters import port_collector
 from collie.targets.verbs.device import DeviceFacts, kernel_release, numa_nodes, query
@@ -30,7 +34,7 @@ from collie.targets.verbs.measure import FlowSummary, engine_bound
 from collie.targets.verbs.plan import split_qps
 from collie.targets.verbs.results import flow_result, host_rates, port_counters, run_errors, summaries
 from collie.targets.verbs.spec import VerbsSpec
-from collie.targets.verbs.workers import Gathered, run_jobs
+from collie.targets.verbs.workers import Gathered, Job, run_jobs
 
 DEFAULT_HOSTS = ("a", "b")
 
@@ -86,6 +90,17 @@ class RunDetails:
     summaries: tuple[FlowSummary, ...]
     worker_setup_s: tuple[float, ...]
     workers: int
+    churn: tuple[ChurnReport, ...] = ()
+
+
+def with_churn(result: FlowResult, churn: list[ChurnReport]) -> FlowResult:
+    """``result`` with the churn latencies of its flow: per kind, the mean of its ends' mean latencies (the ends
+    that did some); unchanged without churn."""
+    def mean(kind: str) -> float:
+        means = [getattr(c, kind).mean_us for c in churn if getattr(c, kind).ops]
+        return sum(means) / len(means) if means else 0.0
+
+    return replace(result, mr_churn_us=mean("mr"), qp_churn_us=mean("qp")) if churn else result
 
 
 class VerbsTarget:
@@ -163,24 +178,26 @@ class VerbsTarget:
         warmup = default_warmup(duration) if self.warmup is None else self.warmup
         timing = Timing(warmup=warmup, duration=duration)
         self._runs += 1
-        jobs = plan_jobs(workload, self.spec, timing, self.verify, self.seed * 1_000_003 + self._runs,
-                         facts.numa_node, numa_nodes(), self.collector)
-        gathered = run_jobs(jobs, run_timeout_s=warmup + duration + timing.drain_timeout + 120)
+        jobs: list[Job] = [*plan_jobs(workload, self.spec, timing, self.verify, self.seed * 1_000_003 + self._runs,
+                                      facts.numa_node, numa_nodes(), self.collector)]
+        jobs += churn_jobs([(i, f, True, True) for i, f in enumerate(workload.flows)], self.spec, warmup, duration)
+        gathered = run_jobs(jobs, run_timeout_s=warmup + duration + timing.drain_timeout + 120, pyverbs=self._pv)
         return self._result(workload, duration, gathered)
 
     def _result(self, workload: Workload, duration: float, g: Gathered) -> RunResult:
         sums = summaries(g.reports, range(len(workload.flows)))
-        errors = run_errors(g.reports, sums, self.verify)
+        errors = run_errors(g.reports, sums, self.verify) + [e for c in g.churn for e in c.errors]
         port = port_counters(g.reports, self.facts.driver)
         rates = host_rates(workload, sums, workload.hosts)
-        flows = tuple(flow_result(f, s) for f, s in zip(workload.flows, sums, strict=True))
+        flows = tuple(with_churn(flow_result(f, s), [c for c in g.churn if c.flow_index == s.flow])
+                      for f, s in zip(workload.flows, sums, strict=True))
         hosts = tuple(HostResult(host=h, tx_bps=rates[h][0], rx_bps=rates[h][1], tx_pps=rates[h][2],
                                  rx_pps=rates[h][3], counters=dict(port.counters), sources=dict(port.sources),
                                  unreadable=dict(port.unreadable))
                       for h in workload.hosts)
         self.last_details = RunDetails(summaries=sums,
                                        worker_setup_s=tuple(r.setup_s for r in g.reports),
-                                       workers=len(g.reports))
+                                       workers=len(g.reports), churn=g.churn)
         return RunResult(workload_key=workload.key(), target=self.spec.name, duration_s=duration,
                          setup_s=g.setup_s, flows=flows, hosts=hosts, errors=tuple(errors),
                          engine_bound=engine_bound(sums))

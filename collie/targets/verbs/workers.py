@@ -25,15 +25,20 @@ import ctypes
 import multiprocessing as mp
 import signal
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Final
 
 from collie.errors import TargetError
 from collie.targets.base import Unsupported
+from collie.targets.verbs.churn import ChurnJob, ChurnReport, run_churn
 from collie.targets.verbs.compat import Pyverbs, load
 from collie.targets.verbs.engine import WorkerReport, run_job
 from collie.targets.verbs.job import WorkerJob
+
+#: What a worker process runs: a data-path job, or a control-path churn job (``churn``).
+Job = WorkerJob | ChurnJob
 
 SETUP_TIMEOUT_S: Final = 600.0
 START_MARGIN_S: Final = 0.05
@@ -42,10 +47,12 @@ GRACE_S: Final = 5.0
 
 @dataclass(frozen=True)
 class Gathered:
-    """The reports of all workers and the run's setup time (until the last worker was ready)."""
+    """The reports of all data-path workers, the run's setup time (until the last worker was ready) and the
+    reports of the churn workers."""
 
     reports: tuple[WorkerReport, ...]
     setup_s: float
+    churn: tuple[ChurnReport, ...] = ()
 
 
 class _PipeSync:
@@ -91,12 +98,13 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _child(job: WorkerJob, conn: Connection, pv: Pyverbs | None) -> None:
+def _child(job: Job, conn: Connection, pv: Pyverbs | None) -> None:
     signal.signal(signal.SIGTERM, _on_term)
     _die_with_parent()
     sync = _PipeSync(conn)
     try:
-        report = run_job(pv if pv is not None else load(), job, sync)
+        verbs = pv if pv is not None else load()
+        report = run_churn(verbs, job, sync) if isinstance(job, ChurnJob) else run_job(verbs, job, sync)
         if not sync.sent:
             conn.send(("done", report))
     except Unsupported as exc:
@@ -124,11 +132,11 @@ class WorkerPool:
     time (idempotent) ends every process still running.
 
     Args:
-        jobs: one per worker.
+        jobs: one per worker (a churn job's worker goes through the same handshake, with no endpoints).
         pyverbs: handed to the forked workers (tests); default: each worker loads pyverbs.
     """
 
-    def __init__(self, jobs: list[WorkerJob], pyverbs: Pyverbs | None = None) -> None:
+    def __init__(self, jobs: Sequence[Job], pyverbs: Pyverbs | None = None) -> None:
         self.jobs = jobs
         self._pv = pyverbs
         self._procs: list[tuple[Any, Connection]] = []
@@ -137,8 +145,8 @@ class WorkerPool:
         ctx = mp.get_context("fork")
         for job in self.jobs:
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=_child, args=(job, child, self._pv), daemon=True,
-                            name=f"collie-verbs-worker-{job.worker}")
+            name = f"churn-{job.flow_index}-{job.side}" if isinstance(job, ChurnJob) else f"worker-{job.worker}"
+            p = ctx.Process(target=_child, args=(job, child, self._pv), daemon=True, name=f"collie-verbs-{name}")
             p.start()
             child.close()
             self._procs.append((p, parent))
@@ -173,9 +181,9 @@ class WorkerPool:
         for _, conn in self._procs:
             conn.send(("start", start_ns))
 
-    def gather(self, timeout_s: float) -> list[WorkerReport]:
+    def gather(self, timeout_s: float) -> list[WorkerReport | ChurnReport]:
         """Every worker's report, in job order."""
-        reports: list[WorkerReport] = self._collect("done", timeout_s, "run")
+        reports: list[WorkerReport | ChurnReport] = self._collect("done", timeout_s, "run")
         return reports
 
     def stop(self, grace_s: float = GRACE_S) -> None:
@@ -198,10 +206,16 @@ class WorkerPool:
             conn.close()
 
 
-def run_jobs(jobs: list[WorkerJob], run_timeout_s: float) -> Gathered:
-    """Run every job of a local run (see the module docstring) and return their reports in job order."""
+def split(reports: list[WorkerReport | ChurnReport]) -> tuple[list[WorkerReport], list[ChurnReport]]:
+    """The data-path workers' reports and the churn workers', each in job order."""
+    return ([r for r in reports if isinstance(r, WorkerReport)], [r for r in reports if isinstance(r, ChurnReport)])
+
+
+def run_jobs(jobs: list[Job], run_timeout_s: float, pyverbs: Pyverbs | None = None) -> Gathered:
+    """Run every job of a local run (see the module docstring) and return their reports in job order
+    (``pyverbs``: handed to the workers, tests)."""
     t0 = time.perf_counter()
-    if len(jobs) == 1:
+    if len(jobs) == 1 and isinstance(jobs[0], WorkerJob):
         class _Direct:
             setup = 0.0
 
@@ -212,16 +226,17 @@ def run_jobs(jobs: list[WorkerJob], run_timeout_s: float) -> Gathered:
                 _Direct.setup = time.perf_counter() - t0
                 return time.monotonic_ns()
 
-        report = run_job(load(), jobs[0], _Direct())
+        report = run_job(pyverbs if pyverbs is not None else load(), jobs[0], _Direct())
         return Gathered(reports=(report,), setup_s=_Direct.setup)
 
-    pool = WorkerPool(jobs)
+    pool = WorkerPool(jobs, pyverbs)
     try:
         pool.launch()
         pool.prepared()
         pool.connect([])
         setup_s = time.perf_counter() - t0
         pool.go(time.monotonic_ns() + int(START_MARGIN_S * 1e9))
-        return Gathered(reports=tuple(pool.gather(run_timeout_s)), setup_s=setup_s)
+        reports, churn = split(pool.gather(run_timeout_s))
+        return Gathered(reports=tuple(reports), setup_s=setup_s, churn=tuple(churn))
     finally:
         pool.stop()

@@ -9,11 +9,16 @@ counted in :data:`RNR_NAKS`) until the peer posts one, as RC's RNR retries would
 nothing, so an engine running on it shows the engine's own ceiling. State is per process: both ends of a flow
 must live in one process (threads may share it: the cross-host tests run each host's worker in a thread of its
 own). A QP asking for more than :data:`MAX_INLINE` inline bytes is refused.
+
+Control path: creating or registering an MR and creating a QP each cost :data:`CONTROL_COST_S` seconds (slept
+on :data:`CLOCK`, which a test may replace with its own clock), and after :data:`MR_BUDGET` more MRs
+registrations fail with ENOMEM (``None``: never).
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections import deque
 from types import SimpleNamespace
 from typing import Any
@@ -45,10 +50,25 @@ QPS: dict[int, FakeQP] = {}
 RNR_NAKS = [0]
 #: The most inline data a fake QP accepts.
 MAX_INLINE = 512
+#: Seconds an MR registration and a QP creation cost, slept on ``CLOCK[0]`` (a module with ``sleep``).
+CONTROL_COST_S = [0.0]
+CLOCK: list[Any] = [time]
+#: Registrations that still succeed (``None``: every one); at 0 the next one fails with ENOMEM.
+MR_BUDGET: list[int | None] = [None]
+
+
+def _control_cost() -> None:
+    if CONTROL_COST_S[0]:
+        CLOCK[0].sleep(CONTROL_COST_S[0])
 
 
 class FakeMR:
-    def __init__(self, pd: Any, length: int, access: int) -> None:
+    def __init__(self, pd: Any, length: int, access: int, address: int | None = None) -> None:
+        _control_cost()
+        if MR_BUDGET[0] is not None:
+            if MR_BUDGET[0] <= 0:
+                raise FakeError("ibv_reg_mr failed: errno 12 (ENOMEM)")
+            MR_BUDGET[0] -= 1
         self.buf = next(_addr)
         self.lkey = self.rkey = self.buf >> 32
         self.mem = bytearray(length)
@@ -59,6 +79,9 @@ class FakeMR:
 
     def read(self, length: int, offset: int) -> bytes:
         return bytes(self.mem[offset:offset + length])
+
+    def close(self) -> None:
+        MEMORY.pop(self.buf, None)
 
 
 def _slice(addr: int, length: int) -> tuple[bytearray, int]:
@@ -137,6 +160,7 @@ class FakeQP:
     def __init__(self, pd: Any, init: Any) -> None:
         if getattr(init.cap, "max_inline_data", 0) > MAX_INLINE:
             raise FakeError(f"inline {init.cap.max_inline_data} > {MAX_INLINE}")
+        _control_cost()
         self.qp_num = next(_qpn)
         self.scq, self.rcq, self.qp_type = init.scq, init.rcq, init.qp_type
         self.peer = 0
