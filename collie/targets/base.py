@@ -108,8 +108,8 @@ class FlowResult:
         lat_p50_us, lat_p99_us, lat_p999_us: completion latency percentiles in µs.
         mr_churn_us: mean latency in µs of one MR the flow's control-path churn registered and deregistered
             (``Flow.mr_churn``), both sides; 0 when it churns no MRs (left out of :meth:`to_dict` then).
-        qp_churn_us: mean latency in µs of one QP the churn created, brought to RTS and destroyed
-            (``Flow.qp_churn``); 0 when it churns no QPs (left out of :meth:`to_dict` then).
+        qp_churn_us: mean latency in µs of one QP the churn created, brought up (the simulator: to RTS; verbs:
+            to INIT) and destroyed (``Flow.qp_churn``); 0 when it churns no QPs (left out of :meth:`to_dict` then).
     """
 
     flow: int
