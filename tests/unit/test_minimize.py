@@ -460,7 +460,9 @@ def test_a_necessary_mix_narrows_to_read_with_write_or_to_atomics(flag: str, mix
 
     start = {**SPACE.simplest(), "mix": mix, "qps": 8}
     result = Minimizer(SPACE, probe, MinimizeSettings()).run(start, PAUSE)
-    assert [str(c) for c in result.mfs.conditions] == [f"{flag} == True"]
+    # a mix drops the opcodes its transport lacks (UC has no READ or atomics), so RC may be kept as well
+    conditions = [str(c) for c in result.mfs.conditions]
+    assert f"{flag} == True" in conditions and set(conditions) <= {f"{flag} == True", "transport == RC"}
     assert result.point["mix"] == kept and result.point["op"] == "RC_WRITE" and result.confirmed
 
 
