@@ -13,7 +13,7 @@ import random
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from collie.mfs import MFS
 from collie.model.flow import Endpoint, Flow
@@ -204,14 +204,12 @@ PERFTEST_DEFAULTS: tuple[Workload, ...] = (
 )
 
 
-#: What the default space searches beyond the paper's (opcode mixes, the receive side, churn): on a made-up
-#: profile, a starved receiver or a churned cache is an anomaly of the base model's own, which tests of the
-#: campaign's mechanics on planted anomalies are not about.
-BEYOND_THE_PAPER = ("mix", "rq_depth", "recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn")
+PAPER_SPACE: Final = Path(__file__).resolve().parents[1] / "workloads" / "paper.toml"
 
 
 @functools.cache
 def paper_space() -> SearchSpace:
-    """The default space without :data:`BEYOND_THE_PAPER` (those parameters keep their defaults)."""
-    space = load_space()
-    return replace(space, dimensions=tuple(d for d in space.dimensions if d.name not in BEYOND_THE_PAPER))
+    """The Collie paper's space (``workloads/paper.toml``: one opcode per flow, the receive side tied to the send
+    side, no churn). Tests of the campaign's mechanics on planted anomalies search it: in the whole default space a
+    starved receiver or a churned cache is an anomaly of the base model's own, which they are not about."""
+    return load_space(PAPER_SPACE)
