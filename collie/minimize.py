@@ -202,7 +202,10 @@ class Minimizer:
         # a change is kept only if the run shows the same leading symptom (kind and end)
         signature = self._signature = verdict.leading
         self._defer = defer
-        current = dict(point)
+        # a point recorded before a dimension existed (a case or campaign of an older space: no mix, no rq_depth)
+        # lacks it; it ran at the parameter's default, which is where minimizing starts on that dimension
+        full = self.space.complete(point)
+        current = {**{d.name: full[d.name] for d in self.space.dimensions}, **point}
         conditions: list[Condition] = []
         # sizes last (they interact with MTU and MR size); a dimension whose probe could not run is tried
         # once more at the end, when the others are simpler

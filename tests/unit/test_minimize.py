@@ -504,3 +504,14 @@ def test_a_small_round_size_is_told_apart_from_its_line_tail() -> None:
 
     result = Minimizer(SPACE, tiny, MinimizeSettings()).run(start, PAUSE)
     assert [str(c) for c in result.mfs.conditions] == ["min_msg <= 8"] and result.point["sizes"] == [4]
+
+
+def test_a_point_recorded_before_the_newer_dimensions_minimizes_from_their_defaults() -> None:
+    # a case or campaign of the paper's space records no mix, receive side or churn; it ran at their defaults
+    new = ("mix", "rq_depth", "recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn")
+    start = {k: v for k, v in {**SPACE.simplest(), "op": "UD_SEND", "batch": 100, "wq_depth": 3000}.items()
+             if k not in new}
+    result = Minimizer(SPACE, planted, MinimizeSettings()).run(start, PAUSE)
+    assert {c.feature for c in result.mfs.conditions} >= {"transport", "opcode", "batch", "wq_depth"}
+    assert result.confirmed and planted(result.point).anomalous
+    assert result.point["mix"] == [] and result.point["recv_delay_us"] == 0
