@@ -627,7 +627,11 @@ class Minimizer:
             mix = [min(sizes), max(sizes)]
             if self._still({**current, d.name: mix}, signature, f"sizes -> {mix}"):
                 current[d.name] = mix
-            return [Condition("size_mix", "==", True)]
+            # the anomaly needs sizes of several kinds: a mix of small and large ones when the case has one,
+            # else (sizes between SMALL_MSG and LARGE_MSG) just more than one size
+            if self._feature_at(current, "size_mix"):
+                return [Condition("size_mix", "==", True)]
+            return [Condition("sizes", ">=", 2)]
         current[d.name] = single
         conditions, ladder = self._boundary(d, current, signature)
         here = current[d.name][0]

@@ -88,6 +88,18 @@ def test_a_mix_of_sizes_is_found_necessary() -> None:
     assert sorted(result.point["sizes"]) == [128, 65536]
 
 
+def test_a_pattern_of_middling_sizes_that_needs_them_all_says_so_and_its_case_matches() -> None:
+    """Sizes of 32 KiB and 4.7 MB are not a mix of small and large (``size_mix`` is false for them): the MFS
+    says the anomaly needs more than one size, and the case lies inside it."""
+    def several(point: Any) -> Verdict:
+        return PAUSE if len(set(SPACE.build(point).flows[0].sizes)) > 1 else CLEAN
+
+    start = {**SPACE.simplest(), "sizes": [31769, 4891646], "mr_size": 4891646}
+    result = Minimizer(SPACE, several, MinimizeSettings()).run(start, PAUSE)
+    assert "sizes >= 2" in [str(c) for c in result.mfs.conditions]
+    assert result.mfs.matches(SPACE.build(result.point))
+
+
 def test_untestable_probes_add_no_conditions() -> None:
     def unsupported_big(point: Any) -> Verdict | None:
         return None if point["qps"] > 1000 else PAUSE
