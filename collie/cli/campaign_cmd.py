@@ -41,7 +41,8 @@ _PRESET_HELP = ("Search preset: collie or quick (confirm and minimize every find
 @click.command()
 @target_option
 @click.option("--space", "space_file", type=click.Path(path_type=Path), default=None,
-              help="Search space file (default: the paper's space).")
+              help="Search space file (default: the whole space, workloads/default.toml; workloads/paper.toml is "
+                   "the Collie paper's).")
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help=_PRESET_HELP)
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
               help="Override the preset's strategy (the preset still decides whether finds are minimized).")

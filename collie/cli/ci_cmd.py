@@ -76,8 +76,8 @@ def _junit_target(path: Path | None) -> None:
 @click.option("--waive", "waive_file", type=click.Path(path_type=Path), default=None,
               help="TOML file of waivers: [[waiver]] signature, reason, expires (a date), optional case.")
 @click.option("--space", "space_file", type=click.Path(path_type=Path), default=None,
-              help="Search space of the short search (default: the paper's space; on soft-RoCE in a small VM: "
-                   "workloads/softroce.toml).")
+              help="Search space of the short search (default: the whole space, workloads/default.toml; on "
+                   "soft-RoCE in a small VM: workloads/softroce.toml).")
 @seed_option
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Search preset for the short search.")
 @click.option("--out", callback=output_path, default=None,

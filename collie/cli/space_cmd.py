@@ -12,7 +12,7 @@ from collie.model.space import constraint_rows, load_space
 
 @click.group()
 def space() -> None:
-    """Inspect search spaces (workloads/default.toml is the Collie paper's space)."""
+    """Inspect search spaces (workloads/default.toml is the whole space, workloads/paper.toml the Collie paper's)."""
 
 
 @space.command("show")

@@ -1,8 +1,9 @@
 """The search space: typed dimensions over workload parameters, and how a point becomes a Workload.
 
 A *point* is a ``dict`` from parameter name to a plain JSON value. The parameters (:data:`PARAMETERS`) are
-fixed; a space file (``workloads/default.toml`` is the paper's space) declares which of them are searched
-(``[[dimension]]``) and which are pinned (``[fixed]``); any other parameter takes its default.
+fixed; a space file (``workloads/default.toml`` is the whole space, ``workloads/paper.toml`` the paper's)
+declares which of them are searched (``[[dimension]]``) and which are pinned (``[fixed]``); any other parameter
+takes its default.
 
 Invariants:
     * :meth:`SearchSpace.sample` and :meth:`SearchSpace.mutate` only return points that
@@ -434,7 +435,7 @@ def _dimension(raw: Any, where: str) -> Dimension:
 
 
 def load_space(path: str | Path | None = None) -> SearchSpace:
-    """Load a space file (default: the paper's space, ``workloads/default.toml``).
+    """Load a space file (default: the whole space, ``workloads/default.toml``).
 
     Raises:
         InputError: malformed file, unknown field, unknown parameter, bad range, or an illegal simplest point.

@@ -87,7 +87,7 @@ def plan_campaign(*, target: TargetSpec, seed: int, preset: str, budget: int | N
                   space: Path | None = None, corpus: Path | None = None, parallel: int | None = None,
                   out: Path | None = None, listener: Listener) -> CampaignPlan:
     """A new campaign in ``out`` (None: a new ``reports/campaign-<time>[-N]``): ``budget`` experiments (None: the
-    preset's), the preset's strategy unless ``strategy``, the paper's space unless ``space``, ``corpus``'s known
+    preset's), the preset's strategy unless ``strategy``, the whole default space unless ``space``, ``corpus``'s known
     cases replayed first, ``parallel`` search chains (None: one).
 
     Raises:
