@@ -19,9 +19,11 @@ from tests.conftest import ROOT, run_cli
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small finished campaign, copied by each test that damages it."""
+    """A small finished campaign, copied by each test that damages it. It searches the paper's space, where it finds
+    one anomaly (in the whole default space a starved receiver is a second one of the base model's own)."""
     out = tmp_path_factory.mktemp("finished") / "c"
-    r = run_cli("campaign", "--budget", "25", "--seed", "0", "--out", str(out), "--format", "json")
+    r = run_cli("campaign", "--budget", "25", "--seed", "0", "--space", str(ROOT / "workloads" / "paper.toml"),
+                "--out", str(out), "--format", "json")
     assert r.returncode == 0, r.stderr
     return out
 

@@ -56,9 +56,14 @@ def _write(tmp_path: Path, text: str, name: str = "w.toml") -> str:
         ('[[flows]]\nclient = "a"\nserver = "b"\ntransport = "UD"\nopcode = "SEND"\nsizes = ["8K"]\n',
          "UD messages must fit in one MTU"),
         ('[[flows]]\nclient = "a"\nserver = "b"\nbatch = 64\nsq_depth = 8\n', "sq_depth 8 is below batch 64"),
-        # sizes read as people write them: units, and one SGE is not "SGEs"
+        # sizes read as people write them, in units; a message lies in one MR (msg_fits_mr) whatever its SGEs, so
+        # more SGEs are no way out and the advice names the MR size alone
         ('[[flows]]\nclient = "a"\nserver = "b"\nsizes = ["4M"]\nmr_size = "1M"\n',
-         "an SGE of 4 MiB (4 MiB over 1 SGE) does not fit an MR of 1 MiB; use mr_size >= 4 MiB or more SGEs"),
+         "a message of 4 MiB does not fit an MR of 1 MiB (a message's range, all its SGEs, lies in one MR); "
+         "use mr_size >= 4 MiB\n"),
+        ('[[flows]]\nclient = "a"\nserver = "b"\nsizes = ["4M"]\nmr_size = "1M"\nsges = 4\n',
+         "a message of 4 MiB does not fit an MR of 1 MiB (a message's range, all its SGEs, lies in one MR); "
+         "use mr_size >= 4 MiB\n"),
         ('[[flows]]\nclient = "a"\nserver = "b"\nmrs = 10000\nmr_size = "1000G"\n',
          "host a would pin 9.54 PiB of MRs; allowed is at most 64 GiB"),
     ],

@@ -8,13 +8,13 @@ import re
 
 import pytest
 from rich.console import Console
+from simhelpers import paper_space
 
 from collie.campaign import Campaign
 from collie.cli.dashboard import Dashboard, Mode, choose_mode
 from collie.cli.dashboard.state import DashboardState
 from collie.cli.dashboard.view import BLOCKS, sparkline
 from collie.events import AnomalyFound, Event, MfsFinished, PhaseStarted, SearchStep, TrialFinished, Warned
-from collie.model.space import load_space
 from collie.preset import load_preset
 from collie.storage.campaign import CampaignStore
 from collie.storage.records import CampaignConfig
@@ -23,12 +23,14 @@ from collie.targets.sim import SimTarget
 
 @pytest.fixture(scope="module")
 def events(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
-    """Every event of a short real campaign on the simulator (it finds anomalies within 60 experiments)."""
+    """Every event of a short real campaign on the simulator (it finds anomalies within 60 experiments). It searches
+    the paper's space: in the whole default space its finds take the budget to confirm and minimize, so the explore
+    phase's progress lines and live view are never drawn."""
     out: list[Event] = []
     preset = load_preset("quick")
     config = CampaignConfig.new(target="sim:cx6-200g", seed=0, budget=60, preset="quick", strategy=preset.strategy)
     store = CampaignStore.prepare(tmp_path_factory.mktemp("dash") / "c", config)
-    Campaign(targets=[SimTarget("cx6-200g")], space=load_space(None), preset=preset, store=store, seed=0, budget=60,
+    Campaign(targets=[SimTarget("cx6-200g")], space=paper_space(), preset=preset, store=store, seed=0, budget=60,
              listener=out.append).run()
     assert any(isinstance(e, AnomalyFound) for e in out)
     return out

@@ -181,6 +181,19 @@ def test_minimize_finds_the_mfs_and_saves_a_case_that_knows_its_target(tmp_path:
         check_new_folder(out)
 
 
+def test_a_case_found_in_the_papers_space_minimizes_in_the_default_space() -> None:
+    """A corpus case's original point names only the paper's dimensions (no mix, receive side nor churn): the
+    minimizer starts from it completed by what its workload has, rather than a KeyError on 'mix'."""
+    case = ROOT / "workloads" / "corpus" / "f05-rc-send-batch"
+    plan = plan_minimize(case, None, None, "quick", Heard())
+    original = load_case(case).record.original
+    assert original is not None and "mix" not in original.point
+    assert set(plan.point) == set(plan.space.names) and plan.point["mix"] == [] and plan.point["qp_churn"] == 0
+    assert {k: plan.point[k] for k in original.point} == dict(original.point)
+    minimized = minimize_case(plan, seed=0, accept_new_host_keys=False, listener=Heard())
+    assert "transport == RC" in minimized.result.mfs.describe()
+
+
 def test_a_clean_case_has_nothing_to_minimize() -> None:
     plan = plan_minimize(EXAMPLES / "rc-write-64k.toml", None, None, "quick", Heard())
     with pytest.raises(InputError, match="is not anomalous on sim: nothing to minimize"):
