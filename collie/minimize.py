@@ -443,30 +443,31 @@ class Minimizer:
         masked = point_key({**current, name: first}) in self._masked
         return list(conditions) if not masked or self._half_kept(name, rest, current, signature) is None else []
 
-    def _flag(self, d: Flag, current: dict[str, Any], signature: str) -> list[Condition] | None:
-        value = current[d.name]
-        if value == d.simplest():
-            return []
+    def _simplified(self, d: Flag | OpcodePattern, current: dict[str, Any], signature: str) -> bool | None:
+        """Whether ``d`` at its simplest value keeps the anomaly (``current`` moves there; True too when it is
+        there already); None when that probe could not run."""
+        if current[d.name] == d.simplest():
+            return True
         kept = self._test({**current, d.name: d.simplest()}, signature, f"{d.name} -> {d.simplest()}")
-        if kept is None:
-            return None
         if kept:
             current[d.name] = d.simplest()
-            return []
-        return [Condition(d.name, "==", value)]
+        return kept
+
+    def _flag(self, d: Flag, current: dict[str, Any], signature: str) -> list[Condition] | None:
+        kept = self._simplified(d, current, signature)
+        if kept is None:
+            return None
+        return [] if kept else [Condition(d.name, "==", current[d.name])]
 
     def _mix(self, d: OpcodePattern, current: dict[str, Any], signature: str) -> list[Condition] | None:
         """The opcodes cycled with the verb's: none if the anomaly keeps without them; else only READ with WRITE
         (``read_write_mix == True``) or only the atomics (``atomics == True``) when the mix has them and that
         keeps it; else the mix as found (``opcode == MIXED``)."""
         value = list(current[d.name])
-        if value == d.simplest():
-            return []
-        kept = self._test({**current, d.name: d.simplest()}, signature, f"{d.name} -> {d.simplest()}")
+        kept = self._simplified(d, current, signature)
         if kept is None:
             return None
         if kept:
-            current[d.name] = d.simplest()
             return []
         first = str(self.space.complete(current)["op"]).split("_", 1)[1]
         pair = {"READ": ["WRITE"], "WRITE": ["READ"], "WRITE_IMM": ["READ"]}.get(first, ["READ", "WRITE"])
