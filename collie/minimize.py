@@ -202,10 +202,9 @@ class Minimizer:
         # a change is kept only if the run shows the same leading symptom (kind and end)
         signature = self._signature = verdict.leading
         self._defer = defer
-        # a point recorded before a dimension existed (a case or campaign of an older space: no mix, no rq_depth)
-        # lacks it; it ran at the parameter's default, which is where minimizing starts on that dimension
-        full = self.space.complete(point)
-        current = {**{d.name: full[d.name] for d in self.space.dimensions}, **point}
+        # a point of a smaller or older space (workloads/paper.toml, a case recorded before a dimension existed:
+        # no mix, no rq_depth) lacks some dimensions; each starts where the point's workload has it
+        current = {**self.space.point_of(self.space.build(point)), **point}
         conditions: list[Condition] = []
         # sizes last (they interact with MTU and MR size); a dimension whose probe could not run is tried
         # once more at the end, when the others are simpler

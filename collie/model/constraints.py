@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from typing import Final
 
 from collie.errors import ConstraintError
-from collie.model.flow import ATOMIC_BYTES, INLINE_OPCODES, Flow, hosts_of
+from collie.model.flow import ATOMIC_BYTES, ATOMIC_OPCODES, INLINE_OPCODES, Flow, hosts_of
 from collie.model.units import format_bytes
 
-ATOMIC_OPCODES: Final = ("ATOMIC_FA", "ATOMIC_CS")
 LEGAL_OPCODES: Final = {
-    "RC": ("WRITE", "WRITE_IMM", "READ", "SEND", "SEND_IMM", *ATOMIC_OPCODES),
+    "RC": ("WRITE", "WRITE_IMM", "READ", "SEND", "SEND_IMM", "ATOMIC_FA", "ATOMIC_CS"),
     "UC": ("WRITE", "WRITE_IMM", "SEND", "SEND_IMM"),
     "UD": ("SEND", "SEND_IMM"),
 }

@@ -32,6 +32,7 @@ from collie.model.workload import Workload
 
 SMALL_MSG: Final = 1024
 LARGE_MSG: Final = 65536
+#: Bytes of a cache line: a DMA write that ends inside one is a partial-line write (``line_tail``).
 CACHE_LINE: Final = 64
 _WRITES: Final = frozenset(("WRITE", "WRITE_IMM"))
 

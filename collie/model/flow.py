@@ -61,7 +61,7 @@ FLOW_LIMITS: Final[Mapping[str, tuple[int, int]]] = {
 }
 #: Fields written to the file form only when they differ from their default (added after workload keys were
 #: first recorded: leaving them out keeps those keys).
-_OMITTED_AT_DEFAULT: Final = ("recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn")
+OMITTED_AT_DEFAULT: Final = ("recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn")
 SIZE_LIMITS: Final = (1, 1 << 31)
 
 
@@ -207,7 +207,8 @@ class Flow:
 
 
 _FILE_FIELDS: Final = tuple("opcode" if n == "opcodes" else n for n in Flow.__dataclass_fields__)
-_DEFAULTS: Final[Mapping[str, Any]] = {n: f.default for n, f in Flow.__dataclass_fields__.items()}
+#: Each field's default (what :data:`OMITTED_AT_DEFAULT` fields are compared with).
+FLOW_DEFAULTS: Final[Mapping[str, Any]] = {n: f.default for n, f in Flow.__dataclass_fields__.items()}
 
 
 def hosts_of(flows: Iterable[Flow]) -> tuple[str, ...]:
@@ -223,7 +224,7 @@ def flow_to_dict(flow: Flow) -> dict[str, Any]:
             d["opcode"] = value[0] if len(value) == 1 else list(value)
         elif name == "sizes":
             d[name] = list(value)
-        elif name not in _OMITTED_AT_DEFAULT or value != _DEFAULTS[name]:
+        elif name not in OMITTED_AT_DEFAULT or value != FLOW_DEFAULTS[name]:
             d[name] = value
     return d
 

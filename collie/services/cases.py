@@ -256,9 +256,7 @@ def _start_point(case: Case, space: SearchSpace) -> dict[str, Any]:
     if problems:
         field = "original.point" if case.record.format >= 2 else "original_point"
         raise InputError(f"{case.path / EVIDENCE_FILE}: {field}: {problems[0][1]}")
-    # a point of a smaller space (a campaign of workloads/paper.toml has no mix, no receive side, no churn) names
-    # fewer dimensions than this space walks: each missing one takes the value the point's workload has
-    return {**space.point_of(space.build(point)), **point}
+    return point
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from collie.model.features import Features
-from collie.model.flow import ATOMIC_OPCODES, RECV_CONSUMING, Flow
+from collie.model.features import CACHE_LINE, Features
+from collie.model.flow import ATOMIC_OPCODES, FLOW_DEFAULTS, OMITTED_AT_DEFAULT, RECV_CONSUMING, Flow
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
 from collie.targets.sim.churn import HostChurn, host_churn, miss_slots, mr_latency_us, qp_latency_us, xlate_working_set
@@ -61,8 +61,6 @@ CQE_BYTES: Final = 64
 #: Setup-time pause never exceeds this fraction of the measured interval (well below the 0.1 % threshold).
 SETUP_PAUSE_CAP: Final = 1e-4
 
-#: A DMA write that ends inside a cache line of this many bytes is a partial-line write.
-CACHE_LINE: Final = 64
 #: L2 bytes of a control packet (READ request, atomic response, RNR NAK) around its 16 B of header/payload.
 _CTL_L2: Final = PACKET_OVERHEAD - L1_OVERHEAD + 16
 #: What a base-model label in ``Outcome.fired`` starts with (quirk ids never do).
@@ -157,8 +155,6 @@ class FlowCalc:
 
 
 _FLOW_FIELDS: Final = tuple(Flow.__dataclass_fields__)
-_DEFAULTS: Final = {n: f.default for n, f in Flow.__dataclass_fields__.items()}
-_OMITTED_AT_DEFAULT: Final = frozenset(("recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn"))
 
 
 def workload_key(workload: Workload) -> str:
@@ -175,7 +171,7 @@ def workload_key(workload: Workload) -> str:
             elif name == "opcodes":
                 d["opcode"] = v[0] if len(v) == 1 else list(v)
                 continue
-            elif name in _OMITTED_AT_DEFAULT and v == _DEFAULTS[name]:
+            elif name in OMITTED_AT_DEFAULT and v == FLOW_DEFAULTS[name]:
                 continue
             d[name] = v
         canon.append(json.dumps(d, sort_keys=True))
