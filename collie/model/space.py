@@ -103,6 +103,10 @@ PARAMETER_HELP: Final[Mapping[str, str]] = {
     "mr_churn": "MRs each side registers and deregisters per second during the traffic (0 = none)",
     "qp_churn": "QPs each side creates and destroys per second during the traffic (0 = none)",
 }
+#: The order the minimizer shrinks a point's dimensions in, unless the space file's ``[minimize]`` table sets its own
+#: ``order`` (docs/search.md, "Minimizing"): the named dimensions one at a time, in this order; ``"*"`` stands for
+#: every dimension not named, simplified in groups. A name the space does not search is skipped.
+SHRINK_ORDER: Final = ("direction", "memory", "mix", "op", "*", "sizes")
 DEFAULT_SPACE: Final = "default.toml"
 _MAX_TRIES: Final = 2000
 #: Other dimensions a repaired mutation may change to make it legal.
@@ -117,6 +121,8 @@ class SearchSpace:
     dimensions: tuple[Dimension, ...]
     fixed: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    #: the order the minimizer shrinks dimensions in (see :data:`SHRINK_ORDER`)
+    shrink_order: tuple[str, ...] = SHRINK_ORDER
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -434,6 +440,20 @@ def _dimension(raw: Any, where: str) -> Dimension:
     return dim
 
 
+def _shrink_order(raw: Any, where: str) -> tuple[str, ...]:
+    """The ``[minimize]`` table's ``order``: parameters and one ``"*"``, each once (default :data:`SHRINK_ORDER`)."""
+    expect_type(raw, dict, where, "a table")
+    check_fields(raw, where, ("order",))
+    order = expect_type(raw.get("order", list(SHRINK_ORDER)), list, f"{where}.order",
+                        'a list of parameters and one "*" (the others, in groups)')
+    for name in order:
+        if name != "*" and name not in PARAMETERS:
+            raise InputError(f"{where}.order: {name!r} is not a parameter; use \"*\" or one of {', '.join(PARAMETERS)}")
+    if order.count("*") != 1 or len(set(order)) != len(order):
+        raise InputError(f'{where}.order: name each parameter at most once and "*" (the others, in groups) once')
+    return tuple(order)
+
+
 def load_space(path: str | Path | None = None) -> SearchSpace:
     """Load a space file (default: the whole space, ``workloads/default.toml``).
 
@@ -443,7 +463,7 @@ def load_space(path: str | Path | None = None) -> SearchSpace:
     p = Path(path) if path is not None else data_dir("workloads") / DEFAULT_SPACE
     raw = read_toml(p)
     where = str(p)
-    check_fields(raw, where, ("name", "description", "dimension", "fixed"), required=("dimension",))
+    check_fields(raw, where, ("name", "description", "dimension", "fixed", "minimize"), required=("dimension",))
     dims_raw = expect_type(raw["dimension"], list, f"{where}: dimension", "a list of [[dimension]] tables")
     dims = tuple(_dimension(d, f"{where}: dimension[{i}]") for i, d in enumerate(dims_raw))
     seen: set[str] = set()
@@ -462,6 +482,7 @@ def load_space(path: str | Path | None = None) -> SearchSpace:
         dimensions=dims,
         fixed=dict(fixed),
         description=expect_type(raw.get("description", ""), str, f"{where}: description", "a string"),
+        shrink_order=_shrink_order(raw.get("minimize", {}), f"{where}: minimize"),
     )
     problems = space.problems(space.simplest())
     if problems:

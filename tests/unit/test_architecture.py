@@ -24,7 +24,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("collie.codec",),
     ("collie.tomlio",),
     ("collie.model",),
-    ("collie.strategies", "collie.collectors"),
+    ("collie.strategies", "collie.collectors", "collie.shrink"),
     ("collie.targets",),
     ("collie.oracle", "collie.mfs", "collie.remote"),
     ("collie.calibrate", "collie.minimize"),
