@@ -87,7 +87,8 @@ __all__ = ["DRIVES", "VERB_PARTS", "MinimizeResult", "MinimizeSettings", "Minimi
 Probe = Callable[[Mapping[str, Any]], "Verdict | None"]
 
 #: The features each parameter drives (the MFS speaks in features, like the simulator and reports): a numeric
-#: parameter's edges are stated in its first; moving a parameter moves them all (:func:`moved_to`).
+#: parameter's edges are stated in its first; a case moved to a point's value of a feature takes every parameter
+#: that drives it (:func:`moved_to`), the QPs with the processes they are split over.
 DRIVES: Final[Mapping[str, tuple[str, ...]]] = {
     "qps": ("qps_total",), "mrs": ("mrs_host",), "mr_size": ("mr_size",), "batch": ("batch",), "sges": ("sges",),
     "wq_depth": ("wq_depth",), "mtu": ("mtu",), "processes": ("processes", "qps_total"), "inline": ("inline",),
