@@ -201,6 +201,16 @@ class Shrinker(Generic[C]):
         """Whether the last run of ``point`` showed the symptom behind another (or something known explains it)."""
         return point_key(point) in self._masked
 
+    def simplified(self, d: Dimension, current: dict[str, Any]) -> bool | None:
+        """Whether ``d`` at its simplest value keeps the property (``current`` moves there; True too when it is
+        there already); None when that probe could not run."""
+        if current[d.name] == d.simplest():
+            return True
+        kept = self.test({**current, d.name: d.simplest()}, f"{d.name} -> {d.simplest()}")
+        if kept:
+            current[d.name] = d.simplest()
+        return kept
+
     def group(self, group: list[Dimension], current: dict[str, Any],
               single: Callable[[Dimension], list[C]]) -> list[C]:
         """Simplify the dimensions of ``group`` by adaptive group testing (ddmin-like).

@@ -23,8 +23,8 @@ FILES = sorted(CLI.rglob("*.py"))
 
 #: modules the CLI must not import at all (a service does that work); ``collie.campaign.*``: any module of the
 #: campaign package (its public names come from ``collie.campaign`` itself)
-FORBIDDEN_MODULES = ("collie.campaign.*", "collie.minimize", "collie.experiment", "collie.calibrate",
-                     "collie.storage.corpus")
+FORBIDDEN_MODULES = ("collie.campaign.*", "collie.minimize", "collie.minimize.*", "collie.experiment",
+                     "collie.calibrate", "collie.storage.corpus")
 #: names the CLI must not import from a module (another module of the library owns that work)
 FORBIDDEN_NAMES = {"collie.storage.campaign": {"CampaignStore", "CampaignConfig"},
                    "collie.storage.records": {"CampaignConfig"},

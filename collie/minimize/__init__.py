@@ -1,0 +1,305 @@
+"""From one anomalous point, the minimal feature set (MFS) and the simplest concrete case that still shows it.
+
+The minimizer only sees verdicts: it calls ``probe(point) -> Verdict | None`` (``None`` = the point could not
+run) and never looks inside the target. It works dimension by dimension, in the way of Hypothesis's shrinker:
+a change is kept only if the anomaly (same signature) survives it, so the current point is anomalous at
+every step (the invariant), and it only ever becomes simpler. The general moves (probes and their recheck rule,
+settled points, group probes, bisection and refine, deferred edges, checks of the simplified case, the
+confirmation) are :class:`collie.shrink.Shrinker`'s, which knows nothing of RDMA; this package is the RDMA policy
+that composes them: this module the order and the numeric dimensions, :mod:`collie.minimize.verbs` topology, the
+verb and the opcode mix, :mod:`collie.minimize.sizes` the size pattern, with the policy's data: the space's
+shrink order (``SearchSpace.shrink_order``, a space file's ``[minimize] order``), and in
+:mod:`collie.minimize.policy` the features each parameter drives (:data:`DRIVES`) and the halves of a verb
+(:data:`VERB_PARTS`).
+
+Order and grouping:
+    * the dimensions the space's order names before ``"*"`` one at a time, in that order: by default topology
+      first (``direction``, ``memory``), one probe each, then the opcode mix (``mix``: none if the
+      anomaly keeps without it, else only READ with WRITE, ``read_write_mix == True``, or only the atomics,
+      ``atomics == True``, else as found, ``opcode == MIXED``; a mixed case leaves the opcode to these), then
+      the verb (``op``): try the simplest
+      value; if the anomaly vanishes the current value is necessary (an ``==``/flag condition) and its transport
+      and opcode are tested apart (the other opcodes on the same transport, the same opcode on the other
+      transports; a half is necessary if its first alternative whose run decides loses the anomaly, a run
+      where another anomaly's stronger symptom masks this one deciding nothing; a half whose alternative kept
+      the anomaly is checked again on the simplified case, where a slip onto another anomaly is less likely);
+    * the dimensions the order does not name (``"*"``) by adaptive group testing: one probe sets all of them to
+      their simplest values; if the anomaly survives they are all adopted, else the group is split in halves,
+      down to single dimensions (most anomalies need few dimensions, so this costs far fewer probes than one
+      per dimension);
+    * a single numeric or ordered dimension whose simplest value loses the anomaly is bisected (on the log
+      scale) for the edge of the region: ``feature >= edge`` (or ``<=``); with ``refine``, one more probe at
+      the geometric middle of two integer ladder values more than 25 % apart moves the edge there if it keeps
+      the anomaly;
+    * the dimensions the order names after ``"*"`` one at a time, in that order (by default the size pattern:
+      sizes interact with the MTU and the MR size): all-small, then all-large; if neither single size keeps the
+      anomaly, a mix is
+      necessary (``size_mix == true``); a single size off a power of two moves to the nearest one that keeps
+      the anomaly, else its tail is the condition: ``line_tail`` (bytes past the last whole cache line) or
+      ``tail_packet`` (the last packet's payload), each edge bisected on the offset from the boundary, the case
+      moved to the lower edge beside a power of two (see :mod:`collie.minimize.sizes`);
+    * a dimension whose probe could not run is tried once more, when the others are simpler;
+    * last, *checks* of the simplified case, grouped the same way: every numeric dimension's far bound, both
+      ends of a single size, and (on their own, since a verb change grouped with others can slip onto another
+      anomaly of the same symptom) the halves of an adopted simplest verb. A check that loses the anomaly
+      yields its edge (bisected) or its verb condition; a far bound that cannot run (more memory pinned than
+      a host allows) falls back to the farthest value on its ladder that can; a size edge found from a case
+      of one size is told apart as ``max_msg`` or ``min_msg`` by one probe with a message beyond it added.
+A probe of one dimension that loses the anomaly is rechecked (a second run) unless its reading of the anomaly's
+symptom missed the threshold by more than ``recheck_margin`` (a clear loss); a grouped probe is not rechecked
+(it only decides a split), but a single probe of the very point it saw counts it as its first run. A point that
+lost the anomaly twice, or once clearly, is settled: it is never run again, and a check that moves to it is not
+grouped.
+A final confirmation re-runs the simplest case ``runs`` times and requires ``required`` anomalous runs (a probe
+that already kept that exact case counts as one).
+
+The case sits at its edges: a dimension bisected from its simplest value ends at the edge (the simplest value that
+keeps the condition; :func:`off_edges` names a condition a case does not sit at). A size edge is a far-side check
+of the case's one size, which stays as found. A point that ``explained`` (a campaign's hook: the
+region of another known anomaly of the same symptom) holds is never run and cannot be tested, like a point that
+cannot run (a verb half reads it as masked: the next alternative decides), so the case never moves into a known
+region and no edge is drawn at one.
+
+Deferred edges (``run(..., defer=True)``, what a campaign does): an edge gets only ``search_bisect_steps``
+bisection steps while the search waits. An edge still open then stands in the MFS at the near end of its
+bracket on the side that lost the anomaly (a wider region than the true one: exclusion stays conservative and
+the search does not meet the same anomaly again just inside the edge); :meth:`Minimizer.finish` later takes the
+remaining steps and the refine probe on the confirmed case and puts the finished edge in its place.
+:meth:`Minimizer.open_cost` bounds what finishing costs, so a campaign can keep that much of its budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from collie.mfs import MFS, Condition
+from collie.minimize.policy import DRIVES, VERB_PARTS, edge_feature, feature_at
+from collie.minimize.sizes import Sizes
+from collie.minimize.verbs import Verbs, superseded
+from collie.model.dimensions import Choice, Dimension, Flag, IntRange, OpcodePattern, SizeVector
+from collie.model.features import features
+from collie.model.space import SearchSpace
+from collie.oracle import Verdict
+from collie.shrink import MinimizeSettings, Seen, Shrinker, from_to, ladder, nearest_index, retreating
+
+__all__ = ["DRIVES", "VERB_PARTS", "MinimizeResult", "MinimizeSettings", "Minimizer", "moved_to", "off_edges"]
+
+Probe = Callable[[Mapping[str, Any]], "Verdict | None"]
+
+
+@dataclass
+class MinimizeResult:
+    """What minimization produced and what it cost."""
+
+    mfs: MFS
+    point: dict[str, Any]
+    confirmed: bool
+    experiments: int
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Minimizer:
+    """Shrinks one anomalous point of a space (see the module docstring)."""
+
+    def __init__(self, space: SearchSpace, probe: Probe, settings: MinimizeSettings | None = None,
+                 explained: Callable[[Mapping[str, Any]], bool] | None = None) -> None:
+        self.space = space
+        self._probe = probe
+        self.settings = settings or MinimizeSettings()
+        # points another anomaly already known explains (its region, the same symptom): never run, read as masked
+        self._shrink: Shrinker[Condition] = Shrinker(space, self._seen, self.settings,
+                                                     explained or (lambda point: False))
+        self._verbs = Verbs(space, self._shrink)
+        self._sizes = Sizes(space, self._shrink)
+        self._signature = ""
+
+    @property
+    def experiments(self) -> int:
+        """Probes run so far."""
+        return self._shrink.experiments
+
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        """One entry per probe decision: why, whether the anomaly kept, the point, how many runs."""
+        return self._shrink.steps
+
+    def _seen(self, point: Mapping[str, Any]) -> Seen | None:
+        """What a run of ``point`` showed of the anomaly: kept when anomalous with the same leading symptom."""
+        verdict = self._probe(point)
+        if verdict is None:
+            return None
+        signature = self._signature
+        return Seen(verdict.anomalous and verdict.leading == signature, verdict.shows(signature),
+                    verdict.levels.get(signature))
+
+    def run(self, point: Mapping[str, Any], verdict: Verdict, defer: bool = False) -> MinimizeResult:
+        """Minimize ``point`` (which showed ``verdict``); with ``defer``, leave edges open for :meth:`finish`."""
+        # a change is kept only if the run shows the same leading symptom (kind and end)
+        self._signature = verdict.leading
+        self._shrink.defer = defer
+        # a point of a smaller or older space (workloads/paper.toml, a case recorded before a dimension existed:
+        # no mix, no rq_depth) lacks some dimensions; each starts where the point's workload has it
+        current = {**self.space.point_of(self.space.build(point)), **point}
+        conditions: list[Condition] = []
+        # the space's order: by default topology first (fewer flows, plainer memory), as a shrinker deletes
+        # structure before it edits values: a verb change tried early can slip onto a different anomaly with the
+        # same symptom (a READ incast turned WRITE pauses for another reason); the opcode mix before the verb (the
+        # verb's opcode condition depends on whether the flow is mixed); sizes after the others (they interact
+        # with MTU and MR size). A dimension whose probe could not run is tried once more at the end, when the
+        # others are simpler.
+        order = self.space.shrink_order
+        at = order.index("*")
+        before, after = ([d for n in names for d in self.space.dimensions if d.name == n]
+                         for names in (order[:at], order[at + 1:]))
+        retry: list[Dimension] = []
+        for d in before:
+            conditions += self._single(d, current, retry)
+        # the others are simplified in groups: most anomalies need few of them
+        conditions += self._shrink.group([d for d in self.space.dimensions if d.name not in order], current,
+                                         partial(self._single, current=current, retry=retry))
+        for d in after:
+            conditions += self._single(d, current, retry)
+        for d in retry:
+            conditions += self._dimension(d, current) or []
+        conditions += self._shrink.check_far(current)
+        confirmed = self._shrink.confirm(current)
+        if not confirmed:
+            # the simplified case does not hold up: keep the original (confirmed) point as the case
+            current = dict(point)
+        return MinimizeResult(MFS(verdict.signature, tuple(superseded(conditions))), current, confirmed,
+                              self.experiments, self.steps)
+
+    @property
+    def open_edges(self) -> int:
+        """Edges of the last deferred run's MFS still at the wide end of their bracket (see :meth:`finish`)."""
+        return len(self._shrink.open)
+
+    def open_cost(self) -> int:
+        """At most how many probes :meth:`finish` takes (with the confirmation of a case it moves)."""
+        return self._shrink.open_cost()
+
+    def finish(self, result: MinimizeResult) -> MinimizeResult:
+        """``result`` of a deferred :meth:`run` with every open edge finished on its case.
+
+        Each open edge takes its remaining bisection steps and the refine probe with the other dimensions at
+        ``result.point`` (the confirmed case, where the edge's dimension holds a value that kept the anomaly);
+        the finished condition replaces the wide one. An edge that placed the case (found from the dimension's
+        simplest value) moves the case to the finished edge, the simplest value that keeps the condition, as a
+        run without deferral leaves it; a case that moved is confirmed again (``required`` of ``runs``), and if
+        it does not hold up the confirmed case of ``result`` stays. A wide condition no longer in ``result.mfs``
+        (a campaign widened it to take in a confirmed point beyond it) is left as it is, and so is the case on
+        its dimension. Raises whatever the probe raises (a spent budget): the edges not finished then stay open.
+        """
+        conditions, case = self._shrink.finish_edges(list(result.mfs.conditions), dict(result.point))
+        point, confirmed = result.point, result.confirmed
+        if case != result.point and self._shrink.confirm(case):
+            point, confirmed = case, True
+        return MinimizeResult(MFS(result.mfs.signature, tuple(conditions)), point, confirmed,
+                              self.experiments, self.steps)
+
+    def _single(self, d: Dimension, current: dict[str, Any], retry: list[Dimension]) -> list[Condition]:
+        """:meth:`_dimension`, with ``d`` put on ``retry`` when its key probe could not run."""
+        found = self._dimension(d, current)
+        if found is None:
+            retry.append(d)
+        return found or []
+
+    def _dimension(self, d: Dimension, current: dict[str, Any]) -> list[Condition] | None:
+        """Conditions dimension ``d`` contributes (None: its key probe could not run)."""
+        if isinstance(d, SizeVector):
+            return self._sizes.shrink(d, current)
+        if isinstance(d, OpcodePattern):
+            return self._verbs.mix(d, current)
+        if isinstance(d, Choice) and not d.ordered and not isinstance(d.values[0], int):
+            return self._verbs.categorical(d, current)
+        if isinstance(d, Flag):
+            return self._flag(d, current)
+        return self._numeric(d, current)
+
+    def _flag(self, d: Flag, current: dict[str, Any]) -> list[Condition] | None:
+        kept = self._shrink.simplified(d, current)
+        if kept is None:
+            return None
+        return [] if kept else [Condition(d.name, "==", current[d.name])]
+
+    def _numeric(self, d: IntRange | Choice, current: dict[str, Any]) -> list[Condition] | None:
+        value, simplest = current[d.name], d.simplest()
+        # the current value is on the ladder, so bisection only ever adopts values it has seen anomalous
+        values = sorted(set(ladder(d)) | {value})
+        feature = edge_feature(d.name)
+        out: list[Condition] = []
+        if value != simplest:
+            kept = self._shrink.test({**current, d.name: simplest}, f"{d.name} -> {simplest}")
+            if kept is None:
+                return None
+            if kept:
+                current[d.name] = simplest
+            else:
+                op = ">=" if nearest_index(values, value) > nearest_index(values, simplest) else "<="
+                current[d.name], found = self._shrink.bisect(
+                    d.name, values, simplest, value, current, partial(self._edge_condition, d.name, feature, op),
+                    places_case=True)
+                return out + found
+        if not self.settings.far_side:
+            return out
+        here = current[d.name]
+        far = values[-1] if nearest_index(values, here) <= len(values) // 2 else values[0]
+        if far != here:
+            self._shrink.far.append(retreating(d.name, from_to(values, far, here),
+                                               lambda v: partial(self._far_edge, d, v)))
+        return out
+
+    def _far_edge(self, d: IntRange | Choice, far: Any, current: dict[str, Any]) -> list[Condition]:
+        """The edge between the current value of ``d`` (anomalous) and ``far`` (not), as a condition."""
+        here = current[d.name]
+        values = sorted(set(ladder(d)) | {here})
+        op = "<=" if nearest_index(values, far) > nearest_index(values, here) else ">="
+        return self._shrink.bisect(d.name, values, far, here, current,
+                                   partial(self._edge_condition, d.name, edge_feature(d.name), op))[1]
+
+    def _edge_condition(self, name: str, feature: str | None, op: str, edge: Any, case: Mapping[str, Any]
+                        ) -> list[Condition]:
+        """``feature op`` its value at ``case`` with dimension ``name`` at ``edge`` (none without a feature)."""
+        return [Condition(feature, op, feature_at(self.space, {**case, name: edge}, feature))] if feature else []
+
+
+def off_edges(space: SearchSpace, mfs: MFS, point: Mapping[str, Any]) -> list[Condition]:
+    """The numeric conditions of ``mfs`` that the case ``point`` does not sit at (none for a minimized case).
+
+    A minimized case sits at each edge of its MFS, the simplest value that keeps the condition: the feature
+    equals the condition's value, unless the dimension driving it holds its simplest value inside the region
+    (an upper edge found from the simplest value). Message sizes are not held to it: a size edge is found by a
+    far-side check of the case's one size, which stays as found (moving it down to a lower edge changed what
+    the other dimensions were checked against, and the campaigns found fewer planted anomalies).
+    """
+    f = features(space.build(point))
+    off: list[Condition] = []
+    for c in mfs.conditions:
+        if c.op not in (">=", "<=") or getattr(f, c.feature) == c.value:
+            continue
+        if c.feature in DRIVES["sizes"]:
+            continue
+        drivers = [p for p in DRIVES if edge_feature(p) == c.feature and p in point]
+        if not any(point[p] == space.dimension(p).simplest() for p in drivers):
+            off.append(c)
+    return off
+
+
+def moved_to(space: SearchSpace, case: Mapping[str, Any], point: Mapping[str, Any],
+             feature_names: list[str]) -> dict[str, Any] | None:
+    """``case`` with the dimensions that drive ``feature_names`` (:data:`DRIVES`) taken from ``point``.
+
+    Used to check that a point just past a known MFS's edge is that anomaly and not another one of the same
+    symptom: the known minimal case moved to the new value must still show it. None when some feature has no
+    dimension of its own (then the point is minimized instead).
+    """
+    moved = dict(case)
+    for name in feature_names:
+        dims = [p for p, driven in DRIVES.items() if name in driven and p in point]
+        if not dims:
+            return None
+        moved.update({d: point[d] for d in dims})
+    return moved

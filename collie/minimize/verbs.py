@@ -1,0 +1,181 @@
+"""Shrinking the categorical dimensions: topology, the verb by its halves, and the opcode mix.
+
+A necessary verb has its transport and opcode tested apart (:data:`~collie.minimize.policy.VERB_PARTS`): the other
+opcodes on the same transport test the opcode, the same opcode on the other transports the transport. A half is
+necessary if its first alternative whose run decides loses the anomaly; a run where another anomaly's stronger
+symptom masks this one decides nothing. A half whose alternative kept the anomaly is checked again on the
+simplified case (a check probed alone), where a slip onto another anomaly is less likely. The opcode mix goes
+none, then only READ with WRITE, then only the atomics, else as found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any, Final
+
+from collie.mfs import Condition
+from collie.minimize.policy import VERB_PARTS, categorical_conditions, feature_at
+from collie.model.dimensions import Choice, OpcodePattern
+from collie.model.flow import ATOMIC_OPCODES, MIXED
+from collie.model.space import SearchSpace
+from collie.shrink import Check, Shrinker
+
+#: What :meth:`Verbs._half_kept` returns when an alternative verb could not run.
+_UNTESTABLE: Final = object()
+
+
+class Verbs:
+    """The categorical and opcode moves of one minimization, on its shrinker."""
+
+    def __init__(self, space: SearchSpace, shrink: Shrinker[Condition]) -> None:
+        self.space = space
+        self._shrink = shrink
+
+    def categorical(self, d: Choice, current: dict[str, Any]) -> list[Condition] | None:
+        """Conditions of an unordered choice (None: its probe could not run): none if its simplest value keeps
+        the anomaly (``current`` moves there), else its value's, the verb's by halves."""
+        value = current[d.name]
+        simplest = d.simplest()
+        if value != simplest:
+            trial = {**current, d.name: simplest}
+            kept = self._shrink.test(trial, f"{d.name} -> {simplest}")
+            if kept is None and d.name == "op" and self._shrink.masked(trial):
+                return self._verb(d, current)  # a known anomaly's region: the verb's halves decide
+            if kept is None:
+                return None
+            if not kept:
+                return self._verb(d, current) if d.name == "op" else \
+                    categorical_conditions(self.space, d.name, value)
+            current[d.name] = simplest
+        if d.name == "op":
+            # the verb is not necessary, but its transport or opcode may be: checked at the end, with the far sides
+            for others, condition in _verb_halves(d, simplest):
+                lost = partial(self._masked_then, d.name, others[0], others[1:],
+                               self._verb_conditions(d, [condition], current))
+                self._shrink.far.append(Check(d.name, others[0], lost, alone=True))
+        return []
+
+    def _verb(self, d: Choice, current: dict[str, Any]) -> list[Condition]:
+        """Whether the transport, the opcode or both of the current verb are necessary.
+
+        The opcode is tested by the other verbs of the same transport and the transport by the same opcode on
+        the other transports (when the space has them), each up to the first alternative whose run decides.
+        Probing the halves apart keeps a verb change from slipping onto a different anomaly of the same symptom
+        and reading as "the verb does not matter".
+        """
+        value = current[d.name]
+        necessary = []
+        for others, condition in _verb_halves(d, value):
+            kept = self._half_kept(d.name, others, current)
+            if kept is None:
+                necessary.append(condition)
+            elif kept is not _UNTESTABLE:
+                # alternatives that disagree (the simplest verb RC WRITE lost an RC READ anomaly, RC SEND kept
+                # it): the half is not free, whatever the check below says; it excludes the values that lost
+                # (the alternatives probed up to the one that kept: the others were not tested)
+                probed = others[:others.index(kept) + 1]
+                losing = [v for v in others if self._shrink.settled({**current, d.name: v})]
+                if losing:
+                    necessary.append(_half_allowed(condition, value, [v for v in probed if v not in losing]))
+                # a keep this far from the simplest case may have slipped onto another anomaly of the same
+                # symptom (a UD SEND case moved to RC SEND meeting an RC SEND anomaly): checked again on the
+                # simplified case, with the far sides
+                rest = [v for v in others if v != kept]
+                lost = partial(self._masked_then, d.name, kept, rest, self._verb_conditions(d, [condition], current))
+                self._shrink.far.append(Check(d.name, kept, lost, alone=True))
+        return self._verb_conditions(d, necessary, current)
+
+    def _verb_conditions(self, d: Choice, necessary: list[Condition], current: Mapping[str, Any]
+                         ) -> list[Condition]:
+        """The verb's (``d``) necessary halves, transport first. A space with one UD verb pins its opcode with a
+        necessary UD transport; a case whose flow cycles several opcodes (``opcode == MIXED``) leaves the opcode
+        to the mix's conditions."""
+        out = list(necessary)
+        if feature_at(self.space, current, "opcode") == MIXED:
+            return [c for c in out if c.feature != "opcode"]
+        transport = next((c.value for c in out if c.feature == "transport"), None)
+        ud = [v for v in d.values if v.startswith("UD_")]
+        if transport == "UD" and len(ud) == 1 and not any(c.feature == "opcode" for c in out):
+            out.append(Condition("opcode", "==", ud[0].split("_", 1)[1]))
+        return sorted(out, key=lambda c: c.feature != "transport")
+
+    def _half_kept(self, name: str, values: list[Any], current: dict[str, Any]) -> Any:
+        """The first of ``values`` that keeps the anomaly when ``name`` moves to it, None if the verb half is
+        necessary, :data:`_UNTESTABLE` if an alternative could not run.
+
+        The half is necessary if the first alternative whose run decides loses the anomaly. A run that shows the
+        anomaly's symptom behind a stronger one of another anomaly (RC SEND adding a receive-queue pause to a
+        low-throughput anomaly that any RC verb shows) is *masked*: it decides nothing, and the next
+        alternative is probed. If every alternative is masked, the half is necessary."""
+        for v in values:
+            point = {**current, name: v}
+            kept = self._shrink.test(point, f"{name} -> {v}")
+            if kept is None and self._shrink.masked(point):
+                continue  # a known anomaly's region: the next alternative decides
+            if kept is None:
+                return _UNTESTABLE
+            if kept:
+                return v
+            if not self._shrink.masked(point):
+                return None
+        return None
+
+    def _masked_then(self, name: str, first: Any, rest: list[Any], conditions: list[Condition],
+                     current: dict[str, Any]) -> list[Condition]:
+        """The lost callback of a verb check (its first alternative ``first`` lost the anomaly): ``conditions``,
+        unless that run was masked and one of the other alternatives ``rest`` keeps the anomaly."""
+        masked = self._shrink.masked({**current, name: first})
+        return list(conditions) if not masked or self._half_kept(name, rest, current) is None else []
+
+    def mix(self, d: OpcodePattern, current: dict[str, Any]) -> list[Condition] | None:
+        """The opcodes cycled with the verb's: none if the anomaly keeps without them; else only READ with WRITE
+        (``read_write_mix == True``) or only the atomics (``atomics == True``) when the mix has them and that
+        keeps it; else the mix as found (``opcode == MIXED``)."""
+        value = list(current[d.name])
+        kept = self._shrink.simplified(d, current)
+        if kept is None:
+            return None
+        if kept:
+            return []
+        first = str(self.space.complete(current)["op"]).split("_", 1)[1]
+        pair = {"READ": ["WRITE"], "WRITE": ["READ"], "WRITE_IMM": ["READ"]}.get(first, ["READ", "WRITE"])
+        narrower = (("read_write_mix", pair), ("atomics", [o for o in dict.fromkeys(value) if o in ATOMIC_OPCODES]))
+        for flag, mix in narrower:
+            if not mix or not feature_at(self.space, current, flag):
+                continue
+            if mix == value or self._shrink.still({**current, d.name: mix}, f"{d.name} -> {mix}"):
+                current[d.name] = mix
+                return [Condition(flag, "==", True)]
+        return [Condition("opcode", "==", MIXED)]
+
+
+def superseded(conditions: list[Condition]) -> list[Condition]:
+    """``conditions`` without an ``in`` on a feature that an ``==`` also pins (the verb check that found the
+    half necessary after all narrows the disagreeing alternatives' set)."""
+    pinned = {c.feature for c in conditions if c.op == "=="}
+    return [c for c in conditions if c.op != "in" or c.feature not in pinned]
+
+
+def _verb_halves(d: Choice, value: str) -> list[tuple[list[str], Condition]]:
+    """Probes for the halves of verb ``value`` (:data:`VERB_PARTS`): the same opcode on every other transport
+    (they test the transport) and every other opcode on the same transport (they test the opcode), each half with
+    the condition it implies when it is necessary. A half without alternatives is left out."""
+    transport, opcode = value.split("_", 1)
+    halves = (
+        ([v for v in d.values if v.endswith(f"_{opcode}") and v != value], (VERB_PARTS[0], transport)),
+        ([v for v in d.values if v.startswith(f"{transport}_") and v != value], (VERB_PARTS[1], opcode)),
+    )
+    return [(others, Condition(feature, "==", v)) for others, (feature, v) in halves if others]
+
+
+def _half_value(condition: Condition, verb: str) -> str:
+    """The part of ``verb`` (``RC_READ``) that ``condition``'s half speaks of: ``RC`` or ``READ``."""
+    return verb.split("_", 1)[VERB_PARTS.index(condition.feature)]
+
+
+def _half_allowed(condition: Condition, value: str, allowed: list[str]) -> Condition:
+    """The half of ``condition`` (``opcode == READ``, from verb ``value``) widened to the halves of the
+    ``allowed`` verbs too: ``opcode in {READ, SEND}``."""
+    return Condition(condition.feature, "in",
+                     tuple(sorted({_half_value(condition, v) for v in (value, *allowed)})))
