@@ -30,6 +30,8 @@ def magnitude(symptom: Symptom, oracle: Oracle | None = None) -> str:
     if symptom.kind == "low_throughput":
         return (f"{symptom.value:.1%} of the calibrated ceiling (threshold {symptom.threshold:.0%}, {x} below "
                 f"it)")
+    if symptom.kind == "isolation":
+        return f"{symptom.value:.3g}x slower than the victim alone (threshold {symptom.threshold:.3g}x, {x})"
     base = ""
     if oracle is not None:
         key = f"{symptom.counter_host}:{symptom.counter}"

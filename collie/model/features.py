@@ -14,7 +14,10 @@ Aggregation rules (for workloads of several flows):
     * ``line_tail`` and ``tail_packet`` describe where sizes sit against region boundaries: the smallest
       non-zero ``size mod 64`` (bytes in a message's partial last cache line; 0 when every size is whole lines)
       and the smallest payload of the last packet of a message of several packets (1 for MTU + 1 bytes; 0 when
-      no message spans packets). "size mod 64 in 1..8" is ``line_tail >= 1 and line_tail <= 8``.
+      no message spans packets). "size mod 64 in 1..8" is ``line_tail >= 1 and line_tail <= 8``;
+    * ``victim`` names the victim flow of an isolation experiment (``Flow.victim``: ``latency``, say; several
+      joined by ``+``), ``none`` when no flow is one. The other features aggregate over every flow, victims
+      included: they describe everything the NIC carries.
 
 :func:`encode` turns features into regression columns, and :func:`point_encoder` makes the encoder a search
 strategy's surrogate is given (the strategies know nothing of workloads; whoever builds them injects it).
@@ -79,6 +82,7 @@ class Features:
     recv_delay_us: int
     mr_churn: int
     qp_churn: int
+    victim: str
 
     def as_dict(self) -> dict[str, int | bool | str]:
         return asdict(self)
@@ -159,6 +163,7 @@ def features(workload: Workload) -> Features:
         recv_delay_us=max(f.recv_delay_us for f in flows),
         mr_churn=max(f.mr_churn for f in flows),
         qp_churn=max(f.qp_churn for f in flows),
+        victim="+".join(sorted({f.victim for f in flows if f.victim})) or "none",
     )
 
 

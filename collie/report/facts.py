@@ -53,7 +53,8 @@ _FLAGS: Final = {
 }
 #: Each symptom kind in a headline.
 _SYMPTOMS: Final = {"pause": "PFC pause", "low_throughput": "low throughput", "loss": "loss",
-                    "retransmission": "retransmissions", "rnr": "receiver not ready"}
+                    "retransmission": "retransmissions", "rnr": "receiver not ready",
+                    "isolation": "victim slowed by its aggressor"}
 #: A counter's catalog unit as a report writes it beside its value.
 UNIT_WORDS: Final = {"bytes": "bytes", "octets/4": "4-byte words", "packets": "packets", "frames": "frames",
                      "us": "µs", "ms": "ms", "percent": "%", "events": "events"}
@@ -316,6 +317,8 @@ def symptom_size(s: Symptom | None) -> str:
         return f"{s.value:.0%} of the calibrated ceiling"
     if s.kind == "rnr":
         return f"{s.value:,.0f} RNR NAKs/s of {s.counter}"
+    if s.kind == "isolation":
+        return f"{s.value:.3g}x slower than alone"
     return f"{s.value:,.0f} events/s of {s.counter}"
 
 
