@@ -10,6 +10,8 @@ from typing import Any
 from collie.campaign import Campaign
 from collie.model.space import load_space
 from collie.preset import load_preset
+from collie.report import build_report, render
+from collie.report.model import counts
 from collie.storage.campaign import CampaignStore
 from collie.storage.records import CampaignConfig
 from collie.targets.sim import SimTarget
@@ -70,6 +72,10 @@ def test_each_victim_is_run_alone_once_just_before_the_first_trial_that_needs_it
                        and space.build(r["point"]).solo().key() == solo["key"] for r in rows)
     # the oracle that judged the isolation trials holds both solos
     assert campaign.shared.oracle is not None and set(campaign.shared.oracle.solos) == {r["key"] for r in solos}
+    # a report counts them as trials, not as budgeted experiments, and draws them like calibration
+    report = build_report(tmp_path / "c")
+    assert counts(report)["experiments"] == 60 and counts(report)["trials"] == len(rows)
+    assert 'solo' in render(report, "html")
 
 
 def test_a_resumed_campaign_rewalks_the_solo_trials_exactly(tmp_path: Path) -> None:
