@@ -187,11 +187,13 @@ class SearchSpace:
 
         flows = tuple(flow(c, s) for c, s in DIRECTION_PAIRS[p["direction"]])
         if p["victim"] != "none":
-            first = flows[0]
-            victim = replace(self.victims[p["victim"]], client=Endpoint(first.client.host),
-                             server=Endpoint(first.server.host), victim=p["victim"])
-            flows = (*flows, victim)
+            flows = (*flows, self._victim(p["victim"], flows[0]))
         return Workload(flows=flows)
+
+    def _victim(self, name: str, first: Flow) -> Flow:
+        """The victim ``name`` as a point runs it: from the client to the server of its ``first`` flow."""
+        return replace(self.victims[name], client=Endpoint(first.client.host), server=Endpoint(first.server.host),
+                       victim=name)
 
     def legal_point(self, point: Mapping[str, Any], workload: Workload) -> dict[str, Any]:
         """``point`` as it runs: each of its parameters at its value in ``workload``, the one :meth:`build`
@@ -232,10 +234,8 @@ class SearchSpace:
         """Whether ``victims`` is none, or one of this space's victims as :meth:`build` puts it beside ``first``."""
         if not victims:
             return True
-        v = victims[0]
-        declared = self.victims.get(v.victim)
-        return len(victims) == 1 and declared is not None and replace(
-            declared, client=Endpoint(first.client.host), server=Endpoint(first.server.host), victim=v.victim) == v
+        return len(victims) == 1 and victims[0].victim in self.victims and \
+            self._victim(victims[0].victim, first) == victims[0]
 
     def problems(self, point: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Every reason ``point`` is not a legal experiment, as ``(constraint or dimension, sentence)``."""
