@@ -64,3 +64,10 @@ def test_the_victim_feature_names_the_victim() -> None:
     assert features(w.solo()).victim == "none"
     assert features(Workload.load(EXAMPLES / "rc-write-64k.toml")).victim == "none"
     assert encode(features(w))["victim=latency"] == 1.0
+
+
+def test_the_other_features_describe_the_aggressors_alone() -> None:
+    w = Workload.load(EXAMPLES / "aggressor-victim.toml")
+    aggressor = features(w.with_flows(w.flows[:1]))
+    assert {**features(w).as_dict(), "victim": "none"} == aggressor.as_dict()
+    assert features(w).opcode == "WRITE" and features(w).min_msg == 65536
