@@ -301,7 +301,8 @@ def _allocate(calcs: list[FlowCalc], profile: Profile, slots: dict[str, tuple[fl
             message (:func:`collie.targets.sim.churn.miss_slots`).
 
     Returns:
-        per flow, the utilisation (load over capacity, at most 1) of each host resource it uses.
+        per flow, the utilisation (load over capacity, at most 1) of each host resource it uses (empty for a flow
+        alone: it shares nothing).
     """
     nic = profile.nic
     line = nic.line_rate_gbps * 1e9
@@ -386,12 +387,13 @@ def _allocate(calcs: list[FlowCalc], profile: Profile, slots: dict[str, tuple[fl
         for c, u in zip(calcs, uses, strict=True):
             s = min((scale.get(k, 1.0) for k, _ in u), default=1.0)
             c.rate *= s
-    load = {}
+    load = {}  # at the rates the water-filling settled on
     for c, u in zip(calcs, uses, strict=True):
         for k, v in u:
             load[k] = load.get(k, 0.0) + v * c.rate
-    for c in calcs:
         c.rate *= c.eff
+    if len(calcs) < 2:  # nothing to share
+        return [{}] * len(calcs)
     return [{k: min(1.0, load[k] / caps[k]) for k, _ in u if not k[0].startswith("flow")} for u in uses]
 
 
