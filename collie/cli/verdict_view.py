@@ -31,7 +31,8 @@ def magnitude(symptom: Symptom, oracle: Oracle | None = None) -> str:
         return (f"{symptom.value:.1%} of the calibrated ceiling (threshold {symptom.threshold:.0%}, {x} below "
                 f"it)")
     if symptom.kind == "isolation":
-        return f"{symptom.value:.3g}x slower than the victim alone (threshold {symptom.threshold:.3g}x, {x})"
+        return (f"victim slowed {symptom.value:.3g}x against its fair share or its p99 alone (threshold "
+                f"{symptom.threshold:.3g}x, {x})")
     base = ""
     if oracle is not None:
         key = f"{symptom.counter_host}:{symptom.counter}"
