@@ -42,6 +42,7 @@ from collie.model.flow import (
     flow_from_dict,
     victim_name,
 )
+from collie.model.units import format_bytes
 from collie.model.workload import Workload
 from collie.tomlio import read_toml
 
@@ -362,6 +363,11 @@ class SearchSpace:
                 value = self.fixed.get(pname, default)
                 out.append({"parameter": pname, "searched": False, "domain": f"fixed: {value}",
                             "simplest": value, "meaning": PARAMETER_HELP[pname]})
+        for row in out:
+            if row["parameter"] == "victim" and self.victims:
+                row["meaning"] += "; " + "; ".join(
+                    f"{name}: {f.transport} {f.verbs} of {'/'.join(format_bytes(s) for s in f.sizes)}, {f.qps} QP, "
+                    f"depth {f.sq_depth}" for name, f in self.victims.items())
         return out
 
 

@@ -355,6 +355,9 @@ def test_most_points_have_no_victim_and_the_constraints_are_shown(space) -> None
     assert 0.7 < victims.count("none") / 1000 < 0.9 and {"latency", "bandwidth"} <= set(victims)
     names = {r["constraint"] for r in constraint_rows()}
     assert {"victim_needs_aggressor", "victim_shares_hosts"} <= names
+    (row,) = [r for r in space.rows() if r["parameter"] == "victim"]
+    assert row["meaning"].endswith("latency: RC SEND of 64 B, 1 QP, depth 1; bandwidth: RC WRITE of 64 KiB, 1 QP, "
+                                   "depth 128")
 
 
 def test_point_of_rejects_a_victim_the_space_does_not_declare(space) -> None:  # type: ignore[no-untyped-def]
