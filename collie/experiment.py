@@ -11,7 +11,9 @@ Invariants:
       the target), never anything else;
     * :class:`~collie.errors.TargetUnavailable` (nothing can run any more) and ``KeyboardInterrupt`` are raised,
       never recorded: they end whatever runs the experiments;
-    * judging is pure: the verdict is a function of the result, the workload and the oracle.
+    * judging is pure: the verdict is a function of the result, the workload and the oracle;
+    * an isolation experiment judged by an oracle that has no solo baseline of its victims has them measured
+      first (:func:`measure_solo`), as a campaign's SOLO trial does.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ def run_and_judge(target: Target, workload: Workload, duration: float, oracle: O
         TargetUnavailable: the target's hosts cannot be reached any more.
         KeyboardInterrupt: Ctrl-C while it ran.
     """
+    if oracle is not None and workload.isolation:
+        measure_solo(target, workload, duration, oracle)
     try:
         result = target.run(workload, duration, repetition=repetition)
     except Unsupported as exc:
@@ -73,3 +77,20 @@ def run_and_judge(target: Target, workload: Workload, duration: float, oracle: O
         return Experiment(TrialState.FAILED, reason=f"{type(exc).__name__}: {exc}", detail=str(exc), error=exc)
     verdict = oracle.judge(result, workload) if oracle is not None else None
     return Experiment(TrialState.COMPLETE, result, verdict)
+
+
+def measure_solo(target: Target, workload: Workload, duration: float, oracle: Oracle) -> Experiment | None:
+    """Run the victims of the isolation experiment ``workload`` alone and give the oracle the result as their solo
+    baseline (:attr:`~collie.oracle.Oracle.solos`), unless it has one; the experiment, or None when it had one.
+
+    Raises:
+        TargetUnavailable: the target's hosts cannot be reached any more.
+        KeyboardInterrupt: Ctrl-C while it ran.
+    """
+    solo = workload.solo()
+    if solo.key() in oracle.solos:
+        return None
+    e = run_and_judge(target, solo, duration, None)
+    if e.result is not None:
+        oracle.solos[solo.key()] = e.result
+    return e

@@ -27,6 +27,18 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
     * **Receiver not ready** (``rnr``): receiver-starvation counters (RNR NAKs sent or received, packets dropped
       for want of a receive WQE) judged the same way, against their own margin and floor. The symptom names the
       host whose receive queue ran dry, the responder, even where the requester counted the NAKs it got.
+    * **Isolation** (``isolation``): in an isolation experiment (some flow is a victim, ``Flow.victim``; the
+      others its aggressors) a victim got less than its fair share, or waited longer, than when it ran alone
+      (its *solo* baseline: ``Workload.solo``, measured once per distinct victim; :attr:`Oracle.solos`). Its
+      slowdown is the worse of ``fair / bps`` and ``p99 / solo p99``, where the fair share is
+      ``min(solo bps, bits/s ceiling / tenants, solo bits per packet x packets/s ceiling / tenants)`` and the
+      tenants are the flows whose payload enters the victim's receiving host: a bandwidth victim beside a
+      bandwidth aggressor that gets half the link got its fair share (Husky's definition, Kong et al., NSDI
+      2023). It is a symptom when ``fair / bps`` passes ``isolation_slowdown`` or ``p99 / solo p99`` passes
+      ``isolation_latency``; it names the victim's receiving host, end ``victim``, and its value is the factor
+      that passed its threshold by more. Without a solo baseline no isolation is judged. The victim's traffic
+      stays in its receiver's low-throughput judgement: the ceiling bounds what all the flows into a host get
+      together (leaving it out would make an aggressor sharing the link fairly look low).
     * An ``engine_bound`` run (the traffic engine, not the subsystem, was the limit) or a run with errors is
       never anomalous.
 
@@ -52,7 +64,7 @@ from collie.model.flow import ATOMIC_OPCODES, Flow
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, RunResult
 
-SYMPTOM_ORDER: Final = ("pause", "low_throughput", "loss", "retransmission", "rnr")
+SYMPTOM_ORDER: Final = ("pause", "low_throughput", "loss", "retransmission", "rnr", "isolation")
 #: Opcodes that take a slot of a QP's READ/atomic window (``max_rd_atomic``) for a round trip.
 WINDOWED: Final = frozenset({"READ", *ATOMIC_OPCODES})
 DIRECTION_KINDS: Final = ("oneway", "bidirectional", "loopback")
@@ -61,7 +73,9 @@ DIRECTION_KINDS: Final = ("oneway", "bidirectional", "loopback")
 @dataclass(frozen=True)
 class Thresholds:
     """Oracle thresholds (preset ``[oracle]`` table): ``loss_*`` judge loss and retransmission counters,
-    ``rnr_*`` receiver-starvation counters (events/s above ``margin x`` the clean baseline plus the floor)."""
+    ``rnr_*`` receiver-starvation counters (events/s above ``margin x`` the clean baseline plus the floor),
+    ``isolation_*`` a victim's slowdown against its solo baseline: its fair share over its bits/s, and its p99
+    latency over its solo p99."""
 
     pause_ratio: float = 0.001
     throughput_fraction: float = 0.8
@@ -69,6 +83,8 @@ class Thresholds:
     loss_floor_per_s: float = 10.0
     rnr_margin: float = 2.0
     rnr_floor_per_s: float = 10.0
+    isolation_slowdown: float = 1.5
+    isolation_latency: float = 3.0
 
 
 @dataclass(frozen=True)
@@ -151,11 +167,11 @@ class Symptom:
     """One reason a run is anomalous.
 
     Attributes:
-        kind: ``pause``, ``low_throughput``, ``loss``, ``retransmission`` or ``rnr``.
+        kind: ``pause``, ``low_throughput``, ``loss``, ``retransmission``, ``rnr`` or ``isolation``.
         host, end: where it showed, and whether that host received or sent the payload (for ``rnr``: the host
-            whose receive queue ran dry).
+            whose receive queue ran dry; for ``isolation``: the victim's receiving host, end ``victim``).
         value, threshold: the reading and the limit it passed (a pause ratio, a fraction of the ceiling, events
-            per second).
+            per second, a victim's slowdown factor).
         counter: the counter it rests on (``tx_prio3_pause_duration``); ``""`` for low throughput, which rests
             on the traffic the target measured.
         estimate: the pause ratio is an upper bound from XOFF frame counts, not a measured duration.
@@ -278,7 +294,13 @@ def starved_host(workload: Workload, host: str) -> str:
 
 class Oracle:
     """Judges runs of one target against its ceilings and clean baseline, reading each host's counters only in
-    their normal form."""
+    their normal form.
+
+    Attributes:
+        solos: the solo baselines of isolation experiments: the key of a ``Workload.solo`` -> its run on this
+            target. Whoever runs the experiments fills it (a campaign from its SOLO trials); judging only reads
+            it, so a verdict is a function of the run, the workload and this state.
+    """
 
     def __init__(self, catalog: Catalog, ceilings: Ceilings, thresholds: Thresholds | None = None,
                  baseline: Mapping[str, float] | None = None) -> None:
@@ -286,6 +308,7 @@ class Oracle:
         self.ceilings = ceilings
         self.thresholds = thresholds or Thresholds()
         self.baseline = dict(baseline or {})
+        self.solos: dict[str, RunResult] = {}
 
     def judge(self, run: RunResult, workload: Workload) -> Verdict:
         t = self.thresholds
@@ -337,6 +360,8 @@ class Oracle:
         if notes:
             evidence["notes"] = notes
         fraction = self._throughput(run, workload, symptoms, evidence)
+        if workload.isolation:
+            self._isolation(run, workload, symptoms, evidence, levels)
         if fraction > 0:
             levels["low_throughput@receiver"] = t.throughput_fraction / fraction
         metrics: dict[str, float] = {THROUGHPUT: fraction}
@@ -372,7 +397,8 @@ class Oracle:
             mtu = min(f.mtu for f in flows)
             bps = sum(r.bps for r in results)
             pps = sum(r.pps for r in results)
-            bps_ceiling = self.ceilings.payload_bps(kind, sizes, mtu)
+            bps_ceiling = self._shared_bps_ceiling(kind, workload, results) or self.ceilings.payload_bps(kind, sizes,
+                                                                                                         mtu)
             pps_ceiling = self.ceilings.pps[kind]
             fractions = {"bits/s ceiling": bps / bps_ceiling if bps_ceiling else 0.0,
                          "packets/s ceiling": pps / pps_ceiling if pps_ceiling else 0.0}
@@ -388,6 +414,60 @@ class Oracle:
                     and frac < t.throughput_fraction:
                 symptoms.append(Symptom("low_throughput", host, "receiver", frac, t.throughput_fraction))
         return lowest if lowest < math.inf else 0.0
+
+    def _shared_bps_ceiling(self, kind: str, workload: Workload, results: list[FlowResult]) -> float:
+        """The bits/s ceiling of flows into one host that differ in sizes or MTU (an aggressor and its victim):
+        each flow's bits/s is its share of the ceiling of its own sizes and MTU, and the host's ceiling is what
+        those shares make whole, ``sum(bps) / sum(bps_i / ceiling_i)``; 0 when the flows are alike or moved
+        nothing (the ceiling of their sizes applies)."""
+        flows = [workload.flows[r.flow] for r in results]
+        if len({(f.sizes, f.mtu) for f in flows}) < 2:
+            return 0.0
+        ceilings = [self.ceilings.payload_bps(kind, list(f.sizes), f.mtu) for f in flows]
+        share = sum(r.bps / c for r, c in zip(results, ceilings, strict=True) if c > 0)
+        return sum(r.bps for r in results) / share if share > 0 else 0.0
+
+    def _isolation(self, run: RunResult, workload: Workload, symptoms: list[Symptom], evidence: dict[str, Any],
+                   levels: dict[str, float]) -> None:
+        """Append an isolation symptom per victim slowed past a threshold against its solo baseline (see the
+        module docstring); record every victim's readings in ``evidence["isolation"]`` (a note when the solo
+        baseline is missing)."""
+        t = self.thresholds
+        solo_workload = workload.solo()
+        solo = self.solos.get(solo_workload.key())
+        if solo is None:
+            evidence["isolation"] = {"note": f"no solo baseline of {solo_workload.key()}: isolation not judged"}
+            return
+        alone = {r.flow: r for r in solo.flows}
+        got = {r.flow: r for r in run.flows}
+        readings: dict[str, Any] = {}
+        for j, i in enumerate(i for i, f in enumerate(workload.flows) if f.victim):
+            f = workload.flows[i]
+            if i not in got or j not in alone:
+                continue
+            host = f.payload_receiver.host
+            kind = direction_kind(workload, host)
+            tenants = sum(g.payload_receiver.host == host for g in workload.flows)
+            was, now = alone[j], got[i]
+            shares = [was.bps, self.ceilings.payload_bps(kind, list(f.sizes), f.mtu) / tenants]
+            if was.pps > 0:
+                shares.append(was.bps / was.pps * self.ceilings.pps[kind] / tenants)
+            fair = min(shares)
+            slow_bps = fair / max(now.bps, 1e-9)
+            # a flow that keeps its queue full waits in inverse proportion to its rate (Little's law): its solo p99
+            # at the rate it got is what it may wait
+            expected = was.lat_p99_us * max(1.0, was.bps / max(now.bps, 1e-9))
+            slow_p99 = now.lat_p99_us / expected if expected > 0 else 1.0
+            level_bps, level_p99 = slow_bps / t.isolation_slowdown, slow_p99 / t.isolation_latency
+            levels["isolation@victim"] = max(levels["isolation@victim"], level_bps, level_p99)
+            readings[f.victim] = {"flow": i, "host": host, "tenants": tenants, "bps": now.bps, "solo_bps": was.bps,
+                                  "fair_bps": fair, "lat_p99_us": now.lat_p99_us, "solo_lat_p99_us": was.lat_p99_us,
+                                  "slowdown_bps": slow_bps, "slowdown_p99": slow_p99}
+            if max(level_bps, level_p99) > 1.0:
+                value, limit = (slow_bps, t.isolation_slowdown) if level_bps >= level_p99 else \
+                    (slow_p99, t.isolation_latency)
+                symptoms.append(Symptom("isolation", host, "victim", value, limit))
+        evidence["isolation"] = readings
 
     def _limit_fractions(self, kind: str, flows: list[Flow], results: list[FlowResult]) -> dict[str, float]:
         """The fractions of their own READ/atomic limits that ``flows`` into one host reached, by the bound in

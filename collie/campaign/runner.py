@@ -12,7 +12,11 @@ Invariants:
     * the repetition a target is told for a run (see :meth:`~collie.targets.base.Target.run`) is how many
       earlier COMPLETE trials of the campaign ran the same workload: a function of the journal only, so the
       simulator's noise, and with it every result and decision, is the same in a resumed campaign as in an
-      uninterrupted one.
+      uninterrupted one;
+    * an isolation experiment's victims are run alone first, once per distinct victim (the key of
+      ``Workload.solo``) per campaign: a SOLO trial of its own, just before the first trial that needs it, whose
+      result the oracle keeps (:attr:`~collie.oracle.Oracle.solos`). A resumed campaign re-walks it like any
+      trial, so the oracle holds the same solos at the same trials.
 """
 
 from __future__ import annotations
@@ -73,6 +77,8 @@ class SharedJournal:
         #: COMPLETE trials of each workload key so far
         self.repetitions: Counter[str] = Counter()
         self.oracle: Oracle | None = None
+        #: the solo workloads a SOLO trial was started for (whatever its outcome: it is not run again)
+        self.solos: set[str] = set()
 
     def unwalked(self) -> tuple[int, int] | None:
         """The first finished trial of the journal the campaign did not reach, as ``(trial, line)``; None when it
@@ -131,6 +137,8 @@ class TrialRunner:
         """
         if phase.budgeted:
             self.budget.start()
+        if workload.isolation:
+            self._solo(workload.solo())
         shared = self.shared
         shared.trials += 1
         n = self.trial = shared.trials
@@ -180,6 +188,17 @@ class TrialRunner:
                                 outcome.result, outcome.reason))
         return outcome
 
+    def _solo(self, solo: Workload) -> None:
+        """Run ``solo`` as a SOLO trial and give its result to the oracle, unless the campaign already did (or has
+        no oracle yet: calibration runs no victim)."""
+        oracle, key = self.shared.oracle, solo.key()
+        if oracle is None or key in self.shared.solos:
+            return
+        self.shared.solos.add(key)
+        outcome = self.run(Phase.SOLO, solo, None)
+        if outcome.result is not None:
+            oracle.solos[key] = outcome.result
+
     def idle(self) -> None:
         """Let one turn go round without a trial (a chain waiting for another chain's find to be recorded)."""
         if self.turns is not None:
@@ -188,8 +207,8 @@ class TrialRunner:
             self.turns.wait(self.chain or 0)
 
     def _judge(self, phase: Phase, result: RunResult | None, workload: Workload) -> Verdict | None:
-        oracle = self.shared.oracle  # made by calibration; judges every result but calibration's
-        if result is None or phase is Phase.CALIBRATE or oracle is None:
+        oracle = self.shared.oracle  # made by calibration; judges every result but calibration's and the solos'
+        if result is None or phase in (Phase.CALIBRATE, Phase.SOLO) or oracle is None:
             return None
         return oracle.judge(result, workload)
 

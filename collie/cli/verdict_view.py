@@ -30,6 +30,9 @@ def magnitude(symptom: Symptom, oracle: Oracle | None = None) -> str:
     if symptom.kind == "low_throughput":
         return (f"{symptom.value:.1%} of the calibrated ceiling (threshold {symptom.threshold:.0%}, {x} below "
                 f"it)")
+    if symptom.kind == "isolation":
+        return (f"victim slowed {symptom.value:.3g}x against its fair share or its p99 alone (threshold "
+                f"{symptom.threshold:.3g}x, {x})")
     base = ""
     if oracle is not None:
         key = f"{symptom.counter_host}:{symptom.counter}"

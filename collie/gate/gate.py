@@ -233,8 +233,10 @@ def run_gate(*, campaign: CampaignRun, watch: GateWatch, target_spec: str, store
             why = failure or f"{type(exc).__name__}: {exc}"
             raise InfrastructureError(f"the target {target_spec} failed while the gate ran: {why}") from None
         raise
-    # calibration alone working is not enough: a gate whose replays and search all failed judged nothing
-    judged = [e for e in watch.finished if e.status is not TrialState.PRUNED and e.phase != Phase.CALIBRATE]
+    # calibration (or a victim run alone) working is not enough: a gate whose replays and search all failed judged
+    # nothing
+    judged = [e for e in watch.finished if e.status is not TrialState.PRUNED
+              and e.phase not in (Phase.CALIBRATE, Phase.SOLO)]
     if judged and all(e.status is TrialState.FAILED for e in judged):
         raise InfrastructureError(f"every run failed on {target_spec} (the first: {watch.first_failure()})")
     info = store.config().target_info

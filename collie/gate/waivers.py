@@ -35,7 +35,7 @@ from collie.tomlio import read_toml
 
 FIELDS: Final = ("signature", "reason", "expires", "case")
 REQUIRED: Final = ("signature", "reason", "expires")
-ENDS: Final = ("receiver", "sender")
+ENDS: Final = ("receiver", "sender", "victim")
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class Waiver:
             kind, _, end = tag.partition("@")
             if kind not in SYMPTOM_ORDER or end not in ENDS:
                 w.at("signature").fail(f"{tag!r} is not a symptom; write kind@end with kind one of "
-                                       f"{', '.join(SYMPTOM_ORDER)} and end receiver or sender, e.g. pause@receiver")
+                                       f"{', '.join(SYMPTOM_ORDER)} and end {', '.join(ENDS)}, e.g. pause@receiver")
         reason = w.text("reason", what="a non-empty string", blank=False).strip()
         case = w.text("case", "", "a non-empty string", blank=False).strip()
         return cls(signature, reason, w.date("expires"), case, index)

@@ -53,4 +53,6 @@ def categorical_conditions(space: SearchSpace, name: str, value: Any) -> list[Co
         if value == "local":
             return [Condition("remote_numa", "==", False), Condition("gpu", "==", False)]
         return [Condition("remote_numa" if value == "remote" else "gpu", "==", True)]
+    if name == "victim":
+        return [Condition("victim", "==", f.victim)]
     return []

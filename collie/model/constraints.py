@@ -117,6 +117,38 @@ CONSTRAINTS: Final[tuple[Constraint, ...]] = (
 )
 
 
+@dataclass(frozen=True)
+class WorkloadConstraint:
+    """A named rule over a workload's flows together."""
+
+    name: str
+    summary: str
+    check: Callable[[Sequence[Flow]], str | None]
+
+
+def _victim_needs_aggressor(flows: Sequence[Flow]) -> str | None:
+    if any(f.victim for f in flows) and all(f.victim for f in flows):
+        return "a victim needs an aggressor: at least one flow must not be a victim (leave its victim unset)"
+    return None
+
+
+def _victim_shares_hosts(flows: Sequence[Flow]) -> str | None:
+    aggressors = set(hosts_of(f for f in flows if not f.victim))
+    for f in flows:
+        if f.victim and aggressors and not {f.client.host, f.server.host} <= aggressors:
+            return (f"victim {f.victim!r} runs {f.client.host} -> {f.server.host}, but its aggressors use only "
+                    f"{', '.join(sorted(aggressors))}: a victim runs between hosts its aggressors use")
+    return None
+
+
+WORKLOAD_CONSTRAINTS: Final[tuple[WorkloadConstraint, ...]] = (
+    WorkloadConstraint("victim_needs_aggressor", "a victim flow needs at least one aggressor flow beside it",
+                       _victim_needs_aggressor),
+    WorkloadConstraint("victim_shares_hosts", "a victim runs between hosts its aggressors use",
+                       _victim_shares_hosts),
+)
+
+
 def pinned_bytes_per_host(flows: Sequence[Flow]) -> dict[str, int]:
     """Registered memory each host pins (hosts sorted): every flow registers ``mrs x mr_size`` on both of its
     ends."""
@@ -137,6 +169,10 @@ def violations(flows: Sequence[Flow]) -> list[tuple[str, str]]:
             msg = c.check(flow)
             if msg is not None:
                 found.append((c.name, f"flows[{i}]: {msg}" if many else msg))
+    for wc in WORKLOAD_CONSTRAINTS:
+        msg = wc.check(flows)
+        if msg is not None:
+            found.append((wc.name, msg))
     for host, pinned in pinned_bytes_per_host(flows).items():
         if pinned > MAX_PINNED_BYTES:
             found.append(("pinned_memory", f"host {host} would pin {format_bytes(pinned)} of MRs; allowed is "

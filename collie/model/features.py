@@ -14,7 +14,12 @@ Aggregation rules (for workloads of several flows):
     * ``line_tail`` and ``tail_packet`` describe where sizes sit against region boundaries: the smallest
       non-zero ``size mod 64`` (bytes in a message's partial last cache line; 0 when every size is whole lines)
       and the smallest payload of the last packet of a message of several packets (1 for MTU + 1 bytes; 0 when
-      no message spans packets). "size mod 64 in 1..8" is ``line_tail >= 1 and line_tail <= 8``.
+      no message spans packets). "size mod 64 in 1..8" is ``line_tail >= 1 and line_tail <= 8``;
+    * ``victim`` names the victim flow of an isolation experiment (``Flow.victim``: ``latency``, say; several
+      joined by ``+``), ``none`` when no flow is one. Every other feature describes the aggressors only (the
+      flows that are no victim): a condition on them, in a quirk or an MFS, means the same with a victim beside
+      them or without (``opcode == READ`` of a READ aggressor beside a SEND victim), and the victim is named by
+      ``victim`` alone.
 
 :func:`encode` turns features into regression columns, and :func:`point_encoder` makes the encoder a search
 strategy's surrogate is given (the strategies know nothing of workloads; whoever builds them injects it).
@@ -28,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from collie.model.flow import hosts_of
 from collie.model.workload import Workload
 
 SMALL_MSG: Final = 1024
@@ -79,6 +85,7 @@ class Features:
     recv_delay_us: int
     mr_churn: int
     qp_churn: int
+    victim: str
 
     def as_dict(self) -> dict[str, int | bool | str]:
         return asdict(self)
@@ -93,7 +100,7 @@ def _common(values: list[str]) -> str:
 
 def features(workload: Workload) -> Features:
     """Compute the features of ``workload`` (pure, cheap: called on every simulated experiment)."""
-    flows = workload.flows
+    flows = tuple(f for f in workload.flows if not f.victim) or workload.flows  # all victims: illegal, described
     qps_host: dict[str, int] = defaultdict(int)
     mrs_host: dict[str, int] = defaultdict(int)
     bytes_host: dict[str, int] = defaultdict(int)
@@ -124,7 +131,7 @@ def features(workload: Workload) -> Features:
         transport=_common([f.transport for f in flows]),
         opcode=_common([f.opcode for f in flows]),
         flows=len(flows),
-        hosts=len(workload.hosts),
+        hosts=len(hosts_of(flows)),
         qps_total=sum(f.qps for f in flows),
         qps_flow=max(f.qps for f in flows),
         qps_host=max(qps_host.values()),
@@ -159,6 +166,7 @@ def features(workload: Workload) -> Features:
         recv_delay_us=max(f.recv_delay_us for f in flows),
         mr_churn=max(f.mr_churn for f in flows),
         qp_churn=max(f.qp_churn for f in flows),
+        victim="+".join(sorted({f.victim for f in workload.flows if f.victim})) or "none",
     )
 
 

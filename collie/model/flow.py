@@ -10,7 +10,8 @@ Invariants:
     * every record is a frozen dataclass, hashable and compared by value;
     * ``flow_from_dict(flow_to_dict(f), where) == f`` (lossless round trip);
     * the file form of a flow that uses none of the newer fields (an opcode pattern, the receive side apart
-      from the send side, churn) is what it was before they existed, so a workload's key never changes under it.
+      from the send side, churn, a victim's name) is what it was before they existed, so a workload's key never
+      changes under it.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ FLOW_LIMITS: Final[Mapping[str, tuple[int, int]]] = {
 }
 #: Fields written to the file form only when they differ from their default (added after workload keys were
 #: first recorded: leaving them out keeps those keys).
-OMITTED_AT_DEFAULT: Final = ("recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn")
+OMITTED_AT_DEFAULT: Final = ("recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn", "victim")
 SIZE_LIMITS: Final = (1, 1 << 31)
 
 
@@ -112,6 +113,9 @@ class Flow:
             measured interval, apart from the data path (0: none).
         qp_churn: queue pairs each side creates and destroys per second during the measured interval, apart
             from the data path (0: none).
+        victim: the name of the tenant this flow is (``latency``, say) when it is the victim of an isolation
+            experiment, whose other flows are its aggressors; ``""``: not a victim. The oracle compares a victim
+            with the same flow run alone (:meth:`~collie.model.workload.Workload.solo`).
     """
 
     client: Endpoint
@@ -136,6 +140,7 @@ class Flow:
     recv_delay_us: int = 0
     mr_churn: int = 0
     qp_churn: int = 0
+    victim: str = ""
 
     @property
     def opcode(self) -> str:
@@ -283,7 +288,21 @@ def flow_from_dict(raw: Any, where: str) -> Flow:
             kwargs[name] = _bounded_int(value, lo, hi, f"{where}.{name}")
     if "burst" in raw:
         kwargs["burst"] = expect_type(raw["burst"], bool, f"{where}.burst", "true or false")
+    if "victim" in raw:
+        kwargs["victim"] = victim_name(expect_type(raw["victim"], str, f"{where}.victim", "a tenant's name"),
+                                       f"{where}.victim")
     return Flow(**kwargs)
+
+
+def victim_name(name: str, where: str) -> str:
+    """``name`` when it can name a victim (letters, digits, ``_``, ``-``; not ``none``, which means no victim).
+
+    Raises:
+        InputError: it cannot (the message names ``where``).
+    """
+    if not name.replace("-", "").replace("_", "").isalnum() or name == "none":
+        raise InputError(f"{where}: {name!r} is not a victim's name (letters, digits, '-', '_'; not 'none')")
+    return name
 
 
 def _size(value: Any, where: str) -> int:

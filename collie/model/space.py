@@ -3,7 +3,8 @@
 A *point* is a ``dict`` from parameter name to a plain JSON value. The parameters (:data:`PARAMETERS`) are
 fixed; a space file (``workloads/default.toml`` is the whole space, ``workloads/paper.toml`` the paper's)
 declares which of them are searched (``[[dimension]]``) and which are pinned (``[fixed]``); any other parameter
-takes its default.
+takes its default. Its ``[victims.NAME]`` tables declare the victim flows the parameter ``victim`` names (a flow
+without hosts: it runs beside the point's flows, from the client to the server of the first one).
 
 Invariants:
     * :meth:`SearchSpace.sample` and :meth:`SearchSpace.mutate` only return points that
@@ -26,7 +27,7 @@ import numpy as np
 from collie.codec import check_fields, expect_type
 from collie.data import data_dir
 from collie.errors import ConstraintError, InputError
-from collie.model.constraints import CONSTRAINTS, LEGAL_OPCODES, violations
+from collie.model.constraints import CONSTRAINTS, LEGAL_OPCODES, WORKLOAD_CONSTRAINTS, violations
 from collie.model.dimensions import SIZE_BOUNDARIES, Choice, Dimension, Flag, IntRange, OpcodePattern, SizeVector
 from collie.model.flow import (
     ATOMIC_BYTES,
@@ -38,7 +39,10 @@ from collie.model.flow import (
     RECV_CONSUMING,
     Endpoint,
     Flow,
+    flow_from_dict,
+    victim_name,
 )
+from collie.model.units import format_bytes
 from collie.model.workload import Workload
 from collie.tomlio import read_toml
 
@@ -78,6 +82,7 @@ PARAMETERS: Final[Mapping[str, Any]] = {
     "recv_delay_us": 0,
     "mr_churn": 0,
     "qp_churn": 0,
+    "victim": "none",
 }
 PARAMETER_HELP: Final[Mapping[str, str]] = {
     "op": "transport and the first opcode of each flow's pattern (RC_WRITE, RC_READ, RC_ATOMIC_FA, UD_SEND, ...)",
@@ -102,11 +107,13 @@ PARAMETER_HELP: Final[Mapping[str, str]] = {
     "recv_delay_us": "the receiver waits this long (us) before reposting each receive post list (0 = at once)",
     "mr_churn": "MRs each side registers and deregisters per second during the traffic (0 = none)",
     "qp_churn": "QPs each side creates and destroys per second during the traffic (0 = none)",
+    "victim": "a victim flow ([victims.NAME] of the space file) beside the flows, from the client to the server "
+              "of the first (none = no isolation experiment)",
 }
 #: The order the minimizer shrinks a point's dimensions in, unless the space file's ``[minimize]`` table sets its own
 #: ``order`` (docs/search.md, "Minimizing"): the named dimensions one at a time, in this order; ``"*"`` stands for
 #: every dimension not named, simplified in groups. A name the space does not search is skipped.
-SHRINK_ORDER: Final = ("direction", "memory", "mix", "op", "*", "sizes")
+SHRINK_ORDER: Final = ("direction", "memory", "mix", "op", "*", "sizes", "victim")
 DEFAULT_SPACE: Final = "default.toml"
 _MAX_TRIES: Final = 2000
 #: Other dimensions a repaired mutation may change to make it legal.
@@ -115,7 +122,8 @@ MAX_REPAIRS: Final = 2
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """Dimensions to search, values to pin, and the legality constraints of :mod:`collie.model.constraints`."""
+    """Dimensions to search, values to pin, the victim flows ``victim`` names (hosts a -> b, victim unset: a
+    point sets them), and the legality constraints of :mod:`collie.model.constraints`."""
 
     name: str
     dimensions: tuple[Dimension, ...]
@@ -123,6 +131,7 @@ class SearchSpace:
     description: str = ""
     #: the order the minimizer shrinks dimensions in (see :data:`SHRINK_ORDER`)
     shrink_order: tuple[str, ...] = SHRINK_ORDER
+    victims: Mapping[str, Flow] = field(default_factory=dict)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -147,8 +156,9 @@ class SearchSpace:
         inline is 0 without WRITE or SEND, queue depths are at least their post lists, signalling happens at
         least once per queue, SGEs are at most the smallest message, an MR holds the largest message, and the
         receive side keeps its defaults unless an opcode consumes receives. The features of the built
-        workload (not the raw point) are what quirks, minimal feature sets and reports speak of. Only
-        ``pinned_memory`` can still fail (see :meth:`validate`).
+        workload (not the raw point) are what quirks, minimal feature sets and reports speak of. A ``victim``
+        other than ``none`` appends that victim flow, as declared, from the client to the server of the first
+        flow. Only ``pinned_memory`` can still fail (see :meth:`validate`).
         """
         p = self.complete(point)
         transport, opcode = str(p["op"]).split("_", 1)
@@ -182,7 +192,15 @@ class SearchSpace:
                 mr_churn=p["mr_churn"], qp_churn=p["qp_churn"],
             )
 
-        return Workload(flows=tuple(flow(c, s) for c, s in DIRECTION_PAIRS[p["direction"]]))
+        flows = tuple(flow(c, s) for c, s in DIRECTION_PAIRS[p["direction"]])
+        if p["victim"] != "none":
+            flows = (*flows, self._victim(p["victim"], flows[0]))
+        return Workload(flows=flows)
+
+    def _victim(self, name: str, first: Flow) -> Flow:
+        """The victim ``name`` as a point runs it: from the client to the server of its ``first`` flow."""
+        return replace(self.victims[name], client=Endpoint(first.client.host), server=Endpoint(first.server.host),
+                       victim=name)
 
     def legal_point(self, point: Mapping[str, Any], workload: Workload) -> dict[str, Any]:
         """``point`` as it runs: each of its parameters at its value in ``workload``, the one :meth:`build`
@@ -196,24 +214,35 @@ class SearchSpace:
 
         Raises:
             InputError: the workload is not one this space can express (flows that differ in anything but
-                their hosts, host pairs that are no direction, mixed memory placement).
+                their hosts, host pairs that are no direction, mixed memory placement, a victim that is not one
+                of the space's as declared beside the first flow).
         """
-        pairs = tuple((f.client.host, f.server.host) for f in workload.flows)
+        aggressors = tuple(f for f in workload.flows if not f.victim)
+        victims = [f for f in workload.flows if f.victim]
+        pairs = tuple((f.client.host, f.server.host) for f in aggressors)
         direction = next((d for d, p in DIRECTION_PAIRS.items() if p == pairs), None)
-        f = workload.flows[0]
-        memories = {e.memory for fl in workload.flows for e in (fl.client, fl.server)}
-        same = all(replace(x, client=f.client, server=f.server) == f for x in workload.flows)
-        if direction is None or not same or len(memories) != 1:
+        f = aggressors[0] if aggressors else workload.flows[0]
+        memories = {e.memory for fl in aggressors for e in (fl.client, fl.server)}
+        same = all(replace(x, client=f.client, server=f.server) == f for x in aggressors)
+        if direction is None or not same or len(memories) != 1 or not self._declared(victims, f):
             raise InputError("this workload is not a point of the search space (its flows must be alike, on "
                              "hosts a and b, one-way, bidirectional, loopback or incast, with one memory "
-                             "placement)")
+                             "placement, and at most one victim, one of the space's [victims], beside the first)")
         point = {"op": f"{f.transport}_{f.opcodes[0]}", "direction": direction, "qps": f.qps, "mrs": f.mrs,
                  "mr_size": f.mr_size, "batch": f.batch, "sges": f.sges, "wq_depth": f.sq_depth, "mtu": f.mtu,
                  "sizes": list(f.sizes), "memory": memories.pop(), "processes": f.processes, "inline": f.inline,
                  "signal_every": f.signal_every, "burst": f.burst, "mix": list(f.opcodes[1:]),
                  "rq_depth": f.rq_depth, "recv_batch": f.recv_batch, "recv_sges": f.recv_sges,
-                 "recv_delay_us": f.recv_delay_us, "mr_churn": f.mr_churn, "qp_churn": f.qp_churn}
+                 "recv_delay_us": f.recv_delay_us, "mr_churn": f.mr_churn, "qp_churn": f.qp_churn,
+                 "victim": victims[0].victim if victims else "none"}
         return {k: v for k, v in point.items() if k in self.names}
+
+    def _declared(self, victims: list[Flow], first: Flow) -> bool:
+        """Whether ``victims`` is none, or one of this space's victims as :meth:`build` puts it beside ``first``."""
+        if not victims:
+            return True
+        return len(victims) == 1 and victims[0].victim in self.victims and \
+            self._victim(victims[0].victim, first) == victims[0]
 
     def problems(self, point: Mapping[str, Any]) -> list[tuple[str, str]]:
         """Every reason ``point`` is not a legal experiment, as ``(constraint or dimension, sentence)``."""
@@ -340,12 +369,18 @@ class SearchSpace:
                 value = self.fixed.get(pname, default)
                 out.append({"parameter": pname, "searched": False, "domain": f"fixed: {value}",
                             "simplest": value, "meaning": PARAMETER_HELP[pname]})
+        for row in out:
+            if row["parameter"] == "victim" and self.victims:
+                row["meaning"] += "; " + "; ".join(
+                    f"{name}: {f.transport} {f.verbs} of {'/'.join(format_bytes(s) for s in f.sizes)}, {f.qps} QP, "
+                    f"depth {f.sq_depth}" for name, f in self.victims.items())
         return out
 
 
 def constraint_rows() -> list[dict[str, str]]:
     """The named constraints, for ``collie space show``."""
     rows = [{"constraint": c.name, "rule": c.summary} for c in CONSTRAINTS]
+    rows += [{"constraint": c.name, "rule": c.summary} for c in WORKLOAD_CONSTRAINTS]
     rows.append({"constraint": "pinned_memory", "rule": "each host pins at most 64G of MRs"})
     return rows
 
@@ -454,6 +489,30 @@ def _shrink_order(raw: Any, where: str) -> tuple[str, ...]:
     return tuple(order)
 
 
+def _victims(raw: Any, where: str) -> dict[str, Flow]:
+    """The ``[victims.NAME]`` tables of a space file: each a flow without hosts (a point puts it beside its first
+    flow), legal on its own.
+
+    Raises:
+        InputError: a name that cannot name a victim, a table that sets hosts or a victim, a bad field, or a flow
+            that breaks a constraint (the message names the table).
+    """
+    expect_type(raw, dict, where, "a table of [victims.NAME] tables")
+    out: dict[str, Flow] = {}
+    for name, table in raw.items():
+        at = f"{where}.{victim_name(name, where)}"
+        expect_type(table, dict, at, "a table of flow fields")
+        for key in ("client", "server", "victim"):
+            if key in table:
+                raise InputError(f"{at}.{key}: a victim's hosts and name come from the point; leave {key} out")
+        flow = flow_from_dict({**table, "client": "a", "server": "b"}, at)
+        found = violations((flow,))
+        if found:
+            raise InputError(f"{at}: {found[0][1]}")
+        out[name] = flow
+    return out
+
+
 def load_space(path: str | Path | None = None) -> SearchSpace:
     """Load a space file (default: the whole space, ``workloads/default.toml``).
 
@@ -463,7 +522,8 @@ def load_space(path: str | Path | None = None) -> SearchSpace:
     p = Path(path) if path is not None else data_dir("workloads") / DEFAULT_SPACE
     raw = read_toml(p)
     where = str(p)
-    check_fields(raw, where, ("name", "description", "dimension", "fixed", "minimize"), required=("dimension",))
+    check_fields(raw, where, ("name", "description", "dimension", "fixed", "minimize", "victims"),
+                 required=("dimension",))
     dims_raw = expect_type(raw["dimension"], list, f"{where}: dimension", "a list of [[dimension]] tables")
     dims = tuple(_dimension(d, f"{where}: dimension[{i}]") for i, d in enumerate(dims_raw))
     seen: set[str] = set()
@@ -477,12 +537,19 @@ def load_space(path: str | Path | None = None) -> SearchSpace:
             raise InputError(f"{where}: fixed.{key}: not a parameter; use one of {', '.join(PARAMETERS)}")
         if key in seen:
             raise InputError(f"{where}: fixed.{key}: is also a searched dimension; keep one of the two")
+    victims = _victims(raw.get("victims", {}), f"{where}: victims")
+    named = [*(d.values for d in dims if d.name == "victim" and isinstance(d, Choice)), [fixed.get("victim", "none")]]
+    for value in (v for values in named for v in values):
+        if value != "none" and value not in victims:
+            raise InputError(f"{where}: victim {value!r} is not declared; declare a [victims.{value}] table or use "
+                             f"one of: none{''.join(', ' + n for n in victims)}")
     space = SearchSpace(
         name=expect_type(raw.get("name", p.stem), str, f"{where}: name", "a string"),
         dimensions=dims,
         fixed=dict(fixed),
         description=expect_type(raw.get("description", ""), str, f"{where}: description", "a string"),
         shrink_order=_shrink_order(raw.get("minimize", {}), f"{where}: minimize"),
+        victims=victims,
     )
     problems = space.problems(space.simplest())
     if problems:

@@ -43,6 +43,18 @@ class Workload:
         """Every host a flow touches, sorted."""
         return hosts_of(self.flows)
 
+    @property
+    def isolation(self) -> bool:
+        """Whether this is an isolation experiment: some flow is a victim (``Flow.victim``), the others its
+        aggressors."""
+        return any(f.victim for f in self.flows)
+
+    def solo(self) -> Workload:
+        """The victim flows alone, as plain flows: the experiment an isolation experiment's victims are compared
+        with (its key is the victims' identity, whatever their aggressors). Only for :attr:`isolation`."""
+        return Workload(flows=tuple(replace(f, victim="") for f in self.flows if f.victim),
+                        name=f"{self.name} (victim alone)" if self.name else "")
+
     def key(self) -> str:
         """A stable 16-hex-digit identity of the experiment (flows only, order-independent)."""
         canon = sorted(json.dumps(flow_to_dict(f), sort_keys=True) for f in self.flows)

@@ -6,7 +6,7 @@ The trials frame (:func:`trials_frame`, also the CSV report) has these typed col
 column          dtype     meaning
 ==============  ========  ===================================================================================
 trial           int64     the trial's number, from 1
-phase           string    calibrate, replay, explore, confirm or minimize
+phase           string    calibrate, solo, replay, explore, confirm or minimize
 key             string    the workload's key
 status          string    COMPLETE, PRUNED, FAILED, or RUNNING (the campaign is in it, or stopped in it)
 time            float64   when its last row was written (seconds since the epoch)

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 #: Counters per host in an anomaly's plot (the largest deltas).
 TOP_COUNTERS: Final = 12
 _HEAD: Final = re.compile(r"\A.*?(?=<svg)", re.DOTALL)
-_PHASE_COLORS: Final = {"calibrate": "#9aa5b1", "replay": "#8e6c8a", "explore": "#2b6cb0", "confirm": "#d69e2e",
-                        "minimize": "#38a169"}
+_PHASE_COLORS: Final = {"calibrate": "#9aa5b1", "solo": "#9aa5b1", "replay": "#8e6c8a", "explore": "#2b6cb0",
+                        "confirm": "#d69e2e", "minimize": "#38a169"}
 
 
 def _figure(width: float, height: float, layout: Literal["constrained"] | None = "constrained") -> Figure:

@@ -42,13 +42,16 @@ class TrialState(StrEnum):
 
 
 class Phase(StrEnum):
-    """The campaign phase a trial belongs to; explore, confirm and minimize trials count against the budget."""
+    """The campaign phase a trial belongs to; explore, confirm and minimize trials count against the budget.
+    A SOLO trial is an isolation experiment's victims run alone (``Workload.solo``), measured once per distinct
+    victim just before the first trial that needs it, as calibration is: unbudgeted and not judged."""
 
     CALIBRATE = "calibrate"
     REPLAY = "replay"
     EXPLORE = "explore"
     CONFIRM = "confirm"
     MINIMIZE = "minimize"
+    SOLO = "solo"
 
     @property
     def budgeted(self) -> bool:

@@ -291,13 +291,18 @@ def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
     return c
 
 
-def _allocate(calcs: list[FlowCalc], profile: Profile, slots: dict[str, tuple[float, float]]) -> None:
+def _allocate(calcs: list[FlowCalc], profile: Profile, slots: dict[str, tuple[float, float]]
+              ) -> list[dict[tuple[str, str], float]]:
     """Proportional water-filling of request rates over the hosts' resources and each flow's own limits (see
     the module docstring); labels each flow with the base-model limits that hold it well below its ceiling.
 
     Args:
         slots: per churning host, the packet-pipeline slots churn's extra cache misses add per packet and per
             message (:func:`collie.targets.sim.churn.miss_slots`).
+
+    Returns:
+        per flow, the utilisation (load over capacity, at most 1) of each host resource it uses (empty for a flow
+        alone: it shares nothing).
     """
     nic = profile.nic
     line = nic.line_rate_gbps * 1e9
@@ -382,8 +387,14 @@ def _allocate(calcs: list[FlowCalc], profile: Profile, slots: dict[str, tuple[fl
         for c, u in zip(calcs, uses, strict=True):
             s = min((scale.get(k, 1.0) for k, _ in u), default=1.0)
             c.rate *= s
-    for c in calcs:
+    load = {}  # at the rates the water-filling settled on
+    for c, u in zip(calcs, uses, strict=True):
+        for k, v in u:
+            load[k] = load.get(k, 0.0) + v * c.rate
         c.rate *= c.eff
+    if len(calcs) < 2:  # nothing to share
+        return [{}] * len(calcs)
+    return [{k: min(1.0, load[k] / caps[k]) for k, _ in u if not k[0].startswith("flow")} for u in uses]
 
 
 @dataclass(frozen=True)
@@ -410,7 +421,7 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
     churn = host_churn(profile, workload)
     slots = miss_slots(profile, churn, xlate_working_set(profile, feats.mrs_host, feats.mr_footprint),
                        _qpc_working_sets(profile, workload)) if churn else {}
-    _allocate(calcs, profile, slots)
+    utilisation = _allocate(calcs, profile, slots)
     # the diagnostics count at the rates the flows would get without churn's slowdown
     base_rates = [c.rate * c.unchurned for c in calcs]
 
@@ -506,14 +517,16 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
 
     out_flows: list[FlowResult] = []
     base_lat = profile.nic.base_latency_us
-    for c, f in zip(calcs, flows, strict=True):
+    waits = _shared_waits(calcs, utilisation, line)
+    for c, f, wait in zip(calcs, flows, waits, strict=True):
         ser = c.msg_bytes * 8 / line * 1e6
         outstanding = f.qps * max(1, min(f.sq_depth, 2 * f.batch))
         queue = outstanding / c.rate * 1e6 if c.rate > 0 else 0.0
         p50 = max(base_lat + ser, queue) * (1.0 + 0.02 * tri())
         pz = pause_host.get(c.dst, 0.0)
-        p99 = p50 * (1.6 + 40.0 * pz)
-        p999 = p50 * (2.5 + 120.0 * pz)
+        p99 = p50 * (1.6 + 40.0 * pz) + wait
+        p999 = p50 * (2.5 + 120.0 * pz) + 1.5 * wait
+        p50 += 0.5 * wait
         sides = [churn[h] for h in (f.client.host, f.server.host) if h in churn]
         mr_us = sum(mr_latency_us(profile, f.mr_size, h) for h in sides) / 2 if f.mr_churn else 0.0
         qp_us = sum(qp_latency_us(profile, h) for h in sides) / 2 if f.qp_churn else 0.0
@@ -531,6 +544,24 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
              + pinned * 8 / (m.setup_pin_gbps * 1e9)) * (1.0 + 0.05 * (draw() - 0.5))
     return Outcome(flows=tuple(out_flows), hosts=tuple(out_hosts), setup_s=setup,
                    fired=tuple(q.id for q in fired) + tuple(dict.fromkeys(lb for c in calcs for lb in c.labels)))
+
+
+def _shared_waits(calcs: list[FlowCalc], utilisation: list[dict[tuple[str, str], float]], line: float
+                  ) -> list[float]:
+    """Per flow, the microseconds its requests wait behind the other flows at the resources they share (one
+    flow's waits are 0): a shared resource serves the flows round-robin, a packet each, as :func:`_allocate`
+    shares it between flows (not between QPs), so a request waits up to one packet of every other flow, weighted
+    by how busy the busiest resource the two flows share is (a saturated one always has theirs queued; an idle
+    one never)."""
+    waits = [0.0] * len(calcs)
+    if len(calcs) < 2:
+        return waits
+    for i, (c, used) in enumerate(zip(calcs, utilisation, strict=True)):
+        for o, theirs in zip(calcs, utilisation, strict=True):
+            busy = max((u for k, u in theirs.items() if k in used), default=0.0)
+            if o is not c and busy and o.pkts:
+                waits[i] += busy * (o.fwd_wire + o.rev_wire) / o.pkts * 8 / line * 1e6
+    return waits
 
 
 def _starve(c: FlowCalc, f: Flow, profile: Profile, demand: float, supply: float, cl: HostAcc,

@@ -67,3 +67,9 @@ def test_an_rnr_symptom_reads_in_rnr_naks_against_the_baseline_of_the_host_that_
     assert sentence(v) == "ANOMALOUS: rnr@receiver (score 57.1)"
     (row,) = symptom_rows(v, oracle)
     assert (row["symptom"], row["host"], row["end"], row["counter"]) == ("rnr", "b", "receiver", "rcvd_rnr_err")
+
+
+def test_an_isolation_symptom_reads_as_the_victims_slowdown() -> None:
+    slowed = Symptom("isolation", "b", "victim", 3.55, 1.5)
+    assert magnitude(slowed) == ("victim slowed 3.55x against its fair share or its p99 alone (threshold 1.5x, "
+                                 "2.37x)")

@@ -104,5 +104,5 @@ def test_a_waiver_may_cover_receiver_starvation(tmp_path: Path) -> None:
     assert Waivers((w,)).match("rnr@receiver", None, day).active is w
     assert Waivers((w,)).match("low_throughput@receiver+rnr@receiver", None, day).active is None
     f.write_text('[[waiver]]\nsignature = "rnr@host"\nreason = "r"\nexpires = 2027-01-31\n')
-    with pytest.raises(InputError, match="retransmission, rnr and end receiver or sender"):
+    with pytest.raises(InputError, match="retransmission, rnr, isolation and end receiver, sender, victim"):
         load_waivers(f)

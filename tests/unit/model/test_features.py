@@ -56,3 +56,18 @@ def test_encoding_is_log2_for_counts_flags_as_01_and_categories_one_hot() -> Non
     assert row["bidirectional"] == 1.0 and row["loopback"] == 0.0
     assert row["transport=UD"] == 1.0 and "transport=RC" not in row
     assert point_encoder(space.build)(point) == row
+
+
+def test_the_victim_feature_names_the_victim() -> None:
+    w = Workload.load(EXAMPLES / "aggressor-victim.toml")
+    assert features(w).victim == "latency"
+    assert features(w.solo()).victim == "none"
+    assert features(Workload.load(EXAMPLES / "rc-write-64k.toml")).victim == "none"
+    assert encode(features(w))["victim=latency"] == 1.0
+
+
+def test_the_other_features_describe_the_aggressors_alone() -> None:
+    w = Workload.load(EXAMPLES / "aggressor-victim.toml")
+    aggressor = features(w.with_flows(w.flows[:1]))
+    assert {**features(w).as_dict(), "victim": "none"} == aggressor.as_dict()
+    assert features(w).opcode == "WRITE" and features(w).min_msg == 65536

@@ -332,3 +332,54 @@ def test_the_legal_point_is_the_point_that_runs_on_the_points_own_keys(space) ->
     assert space.build(legal) == space.build(asked)
     read = {"op": "RC_READ", "inline": 64}
     assert space.legal_point(read, space.build(read)) == {"op": "RC_READ", "inline": 0}
+
+
+def test_a_victim_runs_beside_the_first_flow_and_point_of_finds_it(space) -> None:  # type: ignore[no-untyped-def]
+    assert set(space.victims) == {"latency", "bandwidth"} and space.dimension("victim").simplest() == "none"
+    w = space.build({"op": "RC_READ", "direction": "bidirectional", "qps": 8, "victim": "latency"})
+    *aggressors, victim = w.flows
+    assert len(aggressors) == 2 and all(not f.victim for f in aggressors)
+    assert (victim.client.host, victim.server.host) == ("a", "b") and victim.victim == "latency"
+    assert victim.opcodes == ("SEND",) and victim.sizes == (64,) and victim.sq_depth == 1 and victim.qps == 1
+    assert space.point_of(w)["victim"] == "latency" and space.build(space.point_of(w)) == w
+    assert not space.build({"victim": "none"}).isolation
+    loop = space.build({"direction": "loopback", "victim": "bandwidth"}).flows[-1]
+    assert loop.loopback and loop.victim == "bandwidth"
+
+
+def test_most_points_have_no_victim_and_the_constraints_are_shown(space) -> None:  # type: ignore[no-untyped-def]
+    from collie.model.space import constraint_rows
+
+    rng = np.random.default_rng(5)
+    victims = [space.sample(rng)["victim"] for _ in range(1000)]
+    assert 0.7 < victims.count("none") / 1000 < 0.9 and {"latency", "bandwidth"} <= set(victims)
+    names = {r["constraint"] for r in constraint_rows()}
+    assert {"victim_needs_aggressor", "victim_shares_hosts"} <= names
+    (row,) = [r for r in space.rows() if r["parameter"] == "victim"]
+    assert row["meaning"].endswith("latency: RC SEND of 64 B, 1 QP, depth 1; bandwidth: RC WRITE of 64 KiB, 1 QP, "
+                                   "depth 128")
+
+
+def test_point_of_rejects_a_victim_the_space_does_not_declare(space) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    w = space.build({"victim": "latency"})
+    odd = w.with_flows((w.flows[0], replace(w.flows[1], qps=2)))
+    with pytest.raises(InputError, match="one of the space's \\[victims\\]"):
+        space.point_of(odd)
+
+
+@pytest.mark.parametrize(("body", "fragment"), [
+    ('[[dimension]]\nname = "victim"\nkind = "choice"\nvalues = ["none", "noisy"]\n',
+     "victim 'noisy' is not declared; declare a [victims.noisy] table"),
+    ('[[dimension]]\nname = "qps"\nkind = "int"\nmin = 1\nmax = 2\n[victims.x]\nclient = "a"\n',
+     "victims.x.client: a victim's hosts and name come from the point"),
+    ('[[dimension]]\nname = "qps"\nkind = "int"\nmin = 1\nmax = 2\n[victims.x]\ntransport = "UD"\nopcode = "READ"\n',
+     "victims.x: UD does not support READ"),
+    ('[[dimension]]\nname = "qps"\nkind = "int"\nmin = 1\nmax = 2\n[victims.none]\nqps = 1\n',
+     "not a victim's name"),
+])
+def test_bad_victim_tables(tmp_path: Path, body: str, fragment: str) -> None:
+    with pytest.raises(InputError) as err:
+        load_space(_space_file(tmp_path, body))
+    assert fragment in str(err.value)

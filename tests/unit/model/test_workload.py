@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from collie.errors import ConstraintError, InputError
-from collie.model.flow import OPCODES, Endpoint, Flow
+from collie.model.flow import OPCODES, Endpoint, Flow, flow_to_dict
 from collie.model.workload import Workload
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "workloads" / "examples"
@@ -152,3 +153,39 @@ def test_key_of_a_workload_without_the_newer_fields_is_what_it_always_was() -> N
     w = Workload((flow(opcodes=("SEND",), sizes=(4096,), qps=2),))
     assert w.key() == expected
     assert Workload((flow(opcodes=("SEND",), sizes=(4096,), qps=2, recv_batch=2),)).key() != expected
+
+
+def test_a_victim_round_trips_and_its_solo_is_the_victim_alone() -> None:
+    w = Workload.load(EXAMPLES / "aggressor-victim.toml")
+    aggressor, victim = w.flows
+    assert victim.victim == "latency" and not aggressor.victim and w.isolation
+    assert Workload.from_toml(w.to_toml()) == w and Workload.from_json(w.to_json()) == w
+    solo = w.solo()
+    assert solo.flows == (replace(victim, victim=""),) and not solo.isolation
+    # the solo's key is the victim's identity, whatever its aggressor
+    other = w.with_flows((replace(aggressor, qps=64), victim))
+    assert other.key() != w.key() and other.solo().key() == solo.key()
+    assert "victim" not in flow_to_dict(aggressor)  # left out at its default: older keys stay
+
+
+@pytest.mark.parametrize(("value", "fragment"), [("none", "not a victim's name"), ("a b", "not a victim's name"),
+                                                 ("", "not a victim's name"), ("7", None)])
+def test_a_victims_name_is_an_identifier(value: str, fragment: str | None) -> None:
+    text = (f'[[flows]]\nclient = "a"\nserver = "b"\n[[flows]]\nclient = "a"\nserver = "b"\nsizes = [64]\n'
+            f'victim = "{value}"\n')
+    if fragment is None:
+        assert Workload.from_toml(text).flows[1].victim == value
+        return
+    with pytest.raises(InputError, match=fragment):
+        Workload.from_toml(text)
+
+
+@pytest.mark.parametrize(("flows", "constraint"), [
+    ('[[flows]]\nclient = "a"\nserver = "b"\nvictim = "latency"\n', "victim_needs_aggressor"),
+    ('[[flows]]\nclient = "a"\nserver = "b"\n[[flows]]\nclient = "a"\nserver = "c"\nvictim = "latency"\n',
+     "victim_shares_hosts"),
+])
+def test_an_isolation_experiment_breaks_named_constraints(flows: str, constraint: str) -> None:
+    with pytest.raises(ConstraintError) as err:
+        Workload.from_toml(flows)
+    assert err.value.constraint == constraint

@@ -107,3 +107,11 @@ def test_an_rnr_symptom_names_the_starved_receiver_and_the_host_that_counted_the
     assert symptom_text(naks, machines) == ("receiver not ready on node-b (mlx5_1:1, receiver): 12,000 RNR NAKs/s "
                                             "of rnr_nak_retry_err counted on node-a (mlx5_0:1), 57.1x the limit of "
                                             "210/s")
+
+
+def test_an_isolation_symptom_reads_as_a_slowdown_of_the_victim() -> None:
+    slowed = Symptom("isolation", "b", "victim", 3.55, 1.5)
+    assert headline(slowed) == "victim slowed by its aggressor on host b (victim)"
+    assert symptom_size(slowed) == "slowed 3.55x against its share alone"
+    assert symptom_text(slowed) == ("victim slowed by its aggressor on host b (victim): slowed 3.55x against its "
+                                    "share alone, 2.4x the threshold of 1.5x")

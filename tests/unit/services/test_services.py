@@ -110,6 +110,31 @@ def test_run_workload_judges_with_an_oracle_calibrated_for_its_kinds_only() -> N
     assert (bare.verdict, bare.oracle, bare.calibration) == (None, None, 0)
 
 
+def test_an_isolation_workload_is_judged_against_its_victim_run_alone_once() -> None:
+    class Counting(SimTarget):
+        def __init__(self) -> None:
+            super().__init__("cx6-200g-amd", seed=1)
+            self.keys: list[str] = []
+
+        def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:
+            self.keys.append(workload.key())
+            return super().run(workload, duration, repetition=repetition)
+
+    workload = Workload.load(EXAMPLES / "aggressor-victim.toml")
+    with Counting() as target:
+        oracle = calibrate.calibrate_target(target, THRESHOLDS, calibrate.kinds_of(workload)).oracle
+        first = run_and_judge(target, workload, 1.0, oracle)
+        second = run_and_judge(target, workload, 1.0, oracle)
+    solo = workload.solo().key()
+    assert target.keys.count(solo) == 1 and target.keys[-3:] == [solo, workload.key(), workload.key()]
+    assert set(oracle.solos) == {solo}
+    for e in (first, second):
+        assert e.verdict is not None and e.verdict.signature == "isolation@victim"
+    ran = run_workload(parse_target("sim:cx6-200g-amd"), EXAMPLES / "aggressor-victim.toml", duration=1.0, seed=0,
+                       pace=0.0, judge=True, accept_new_host_keys=False)
+    assert ran.verdict is not None and ran.verdict.leading == "isolation@victim"
+
+
 # -- a saved case ------------------------------------------------------------------------------------------
 
 
