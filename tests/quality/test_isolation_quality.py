@@ -83,3 +83,4 @@ def test_an_aggressors_mr_churn_is_found_as_an_isolation_anomaly_of_its_victim(t
         assert churn and churn[0].op == ">=" and int(churn[0].value) >= 1000
         assert any(c.feature in ("mr_size", "mrs_host") for c in a.mfs.conditions)  # the aggressor's footprint
         assert a.point["victim"] == "latency" and a.point["mr_churn"] >= 1000
+        assert any(c.feature == "victim" and c.op == "==" and c.value == "latency" for c in a.mfs.conditions)
