@@ -94,7 +94,8 @@ class TargetInfo:
 
 
 #: :class:`FlowResult` fields left out of its JSON form at 0.
-_CHURN_FIELDS: Final = frozenset(("mr_churn_us", "qp_churn_us"))
+_CHURN_FIELDS: Final = frozenset(f"{kind}_churn_{figure}" for kind in ("mr", "qp")
+                                  for figure in ("us", "per_s", "p99_us"))
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,15 @@ class FlowResult:
         lat_p50_us, lat_p99_us, lat_p999_us: completion latency percentiles in µs.
         mr_churn_us: mean latency in µs of one MR the flow's control-path churn registered and deregistered
             (``Flow.mr_churn``), both sides; 0 when it churns no MRs (left out of :meth:`to_dict` then).
+        mr_churn_per_s: MRs registered and deregistered per second per side in the measured interval (what
+            ``Flow.mr_churn`` asked, or less when the device could not keep up), the mean of both sides.
+        mr_churn_p99_us: 99th-percentile latency in µs of one MR cycle, the higher of both sides'.
         qp_churn_us: mean latency in µs of one QP the churn created, brought up (the simulator: to RTS; verbs:
             to INIT) and destroyed (``Flow.qp_churn``); 0 when it churns no QPs (left out of :meth:`to_dict` then).
+        qp_churn_per_s, qp_churn_p99_us: the same of its QPs.
+
+    Invariant: every churn figure is 0 when the flow churns nothing of its kind, and a churn figure of 0 is left
+    out of :meth:`to_dict`, so a result without churn reads and writes as before churn existed.
     """
 
     flow: int
@@ -122,10 +130,14 @@ class FlowResult:
     lat_p99_us: float
     lat_p999_us: float
     mr_churn_us: float = 0.0
+    mr_churn_per_s: float = 0.0
+    mr_churn_p99_us: float = 0.0
     qp_churn_us: float = 0.0
+    qp_churn_per_s: float = 0.0
+    qp_churn_p99_us: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form, every field but a churn latency of 0 (results without churn read as before)."""
+        """Plain JSON-ready form, every field but a churn figure of 0 (results without churn read as before)."""
         return {k: v for k, v in encode_fields(self).items() if v or k not in _CHURN_FIELDS}
 
     @classmethod

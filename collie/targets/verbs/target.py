@@ -9,8 +9,8 @@ worker processes (worker ``w`` drives its share of every flow with ``processes >
 split evenly), build and connect resources in each worker, start all workers at one instant, warm up, measure
 for ``duration`` seconds, drain, verify data if asked, tear down, and combine the workers' measurements. A flow
 with control-path churn (``mr_churn``, ``qp_churn``) gets a churn worker per end besides (see ``churn``);
-its ``FlowResult.mr_churn_us`` / ``qp_churn_us`` are the mean of both ends' mean latencies, and the achieved
-rates and p99 latencies are in ``last_details.churn``.
+its ``FlowResult`` carries per kind the achieved rate and the mean and p99 latency of one operation, over both
+ends (:func:`with_churn`), and ``last_details.churn`` each end's own.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collie.collectors.host import HostCollector
 from collie.errors import InputError, TargetError
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
-from collie.targets.verbs.churn import ChurnReport, churn_jobs
+from collie.targets.verbs.churn import ChurnReport, KindStats, churn_jobs
 from collie.targets.verbs.compat import Pyverbs, load
 from collie.targets.verbs.counters import port_collector
 from collie.targets.verbs.device import DeviceFacts, kernel_release, numa_nodes, query
@@ -94,13 +94,22 @@ class RunDetails:
 
 
 def with_churn(result: FlowResult, churn: list[ChurnReport]) -> FlowResult:
-    """``result`` with the churn latencies of its flow: per kind, the mean of its ends' mean latencies (the ends
-    that did some); unchanged without churn."""
-    def mean(kind: str) -> float:
-        means = [getattr(c, kind).mean_us for c in churn if getattr(c, kind).ops]
-        return sum(means) / len(means) if means else 0.0
+    """``result`` with the churn figures of its flow, per kind it churns: the achieved rate (the mean of its
+    ends'), the mean latency (the mean of the means of the ends that did some) and the p99 latency (the higher
+    of those ends'); unchanged without churn."""
+    mr, qp = _figures([c.mr for c in churn]), _figures([c.qp for c in churn])
+    return replace(result, mr_churn_per_s=mr[0], mr_churn_us=mr[1], mr_churn_p99_us=mr[2],
+                   qp_churn_per_s=qp[0], qp_churn_us=qp[1], qp_churn_p99_us=qp[2])
 
-    return replace(result, mr_churn_us=mean("mr"), qp_churn_us=mean("qp")) if churn else result
+
+def _figures(ends: list[KindStats]) -> tuple[float, float, float]:
+    """One kind's achieved rate, mean and p99 latency over its ends (0s where it asked or did none)."""
+    asked = [s for s in ends if s.asked]
+    done = [s for s in asked if s.ops]
+    rate = sum(s.rate for s in asked) / len(asked) if asked else 0.0
+    if not done:
+        return rate, 0.0, 0.0
+    return rate, sum(s.mean_us for s in done) / len(done), max(s.p99_us for s in done)
 
 
 class VerbsTarget:

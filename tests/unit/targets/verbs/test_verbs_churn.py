@@ -159,6 +159,9 @@ def test_a_run_with_churn_reports_it_per_flow_and_in_the_details(target: VerbsTa
     for c in details.churn:
         assert c.mr.ops > 0 and c.qp.ops > 0 and 0 < c.mr.rate <= 200 * 1.05 and c.qp.p99_us >= c.qp.mean_us
     assert churned.mr_churn_us == pytest.approx(sum(c.mr.mean_us for c in details.churn) / 2)
+    assert churned.mr_churn_per_s == pytest.approx(sum(c.mr.rate for c in details.churn) / 2)
+    assert churned.qp_churn_p99_us == max(c.qp.p99_us for c in details.churn) >= churned.qp_churn_us
+    assert not any(k.startswith(("mr_churn", "qp_churn")) for k in plain.to_dict())
     assert all(s.verified for s in details.summaries)
 
 
