@@ -17,8 +17,8 @@ Invariants of a :class:`RunResult`:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Final, Protocol, Self, runtime_checkable
 
@@ -144,6 +144,56 @@ class FlowResult:
     def from_dict(cls, data: Any, reader: Reader) -> FlowResult:
         """Read :meth:`to_dict`'s form, every field checked (raises ``reader``'s error)."""
         return decode(cls, data, reader)
+
+
+@dataclass(frozen=True)
+class ChurnStats:
+    """What one kind of control-path churn (MRs or QPs) did at one end of a flow in the measured interval.
+
+    Attributes:
+        asked: operations per second the flow asked (``Flow.mr_churn`` or ``qp_churn``; 0: none of this kind).
+        ops: operations done.
+        rate: operations done per second of the interval.
+        mean_us, p99_us: mean and 99th-percentile latency of one operation in µs (0 when none was done).
+    """
+
+    asked: int
+    ops: int
+    rate: float
+    mean_us: float
+    p99_us: float
+
+
+@dataclass(frozen=True)
+class EndChurn:
+    """The control-path churn one end (``side``: ``client`` or ``server``) of flow ``flow`` did: its MRs and QPs.
+    A cross-host run reports each end from its own host; :func:`with_churn` makes a flow's figures of them."""
+
+    flow: int
+    side: str
+    mr: ChurnStats
+    qp: ChurnStats
+
+
+def with_churn(result: FlowResult, ends: Sequence[EndChurn]) -> FlowResult:
+    """``result`` with the churn figures of its flow's churning ``ends``, per kind: the achieved rate (the mean of
+    the ends that asked some), the mean latency (the mean of the means of the ends that did some) and the p99
+    latency (the higher of those ends'); ``result`` itself when no end churned."""
+    if not ends:
+        return result
+    mr, qp = _figures([e.mr for e in ends]), _figures([e.qp for e in ends])
+    return replace(result, mr_churn_per_s=mr[0], mr_churn_us=mr[1], mr_churn_p99_us=mr[2],
+                   qp_churn_per_s=qp[0], qp_churn_us=qp[1], qp_churn_p99_us=qp[2])
+
+
+def _figures(ends: list[ChurnStats]) -> tuple[float, float, float]:
+    """One kind's achieved rate, mean and p99 latency over its ends (0 where none asked or did any)."""
+    asked = [s for s in ends if s.asked]
+    done = [s for s in asked if s.ops]
+    rate = sum(s.rate for s in asked) / len(asked) if asked else 0.0
+    if not done:
+        return rate, 0.0, 0.0
+    return rate, sum(s.mean_us for s in done) / len(done), max(s.p99_us for s in done)
 
 
 @dataclass(frozen=True)

@@ -10,21 +10,21 @@ split evenly), build and connect resources in each worker, start all workers at 
 for ``duration`` seconds, drain, verify data if asked, tear down, and combine the workers' measurements. A flow
 with control-path churn (``mr_churn``, ``qp_churn``) gets a churn worker per end besides (see ``churn``);
 its ``FlowResult`` carries per kind the achieved rate and the mean and p99 latency of one operation, over both
-ends (:func:`with_churn`), and ``last_details.churn`` each end's own.
+ends (:func:`~collie.targets.base.with_churn`), and ``last_details.churn`` each end's own.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
 from collie.collectors.host import HostCollector
 from collie.errors import InputError, TargetError
 from collie.model.workload import Workload
-from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
-from collie.targets.verbs.churn import ChurnReport, KindStats, churn_jobs
+from collie.targets.base import HostResult, RunResult, TargetInfo, Unsupported, with_churn
+from collie.targets.verbs.churn import ChurnReport, churn_jobs
 from collie.targets.verbs.compat import Pyverbs, load
 from collie.targets.verbs.counters import port_collector
 from collie.targets.verbs.device import DeviceFacts, kernel_release, numa_nodes, query
@@ -91,25 +91,6 @@ class RunDetails:
     worker_setup_s: tuple[float, ...]
     workers: int
     churn: tuple[ChurnReport, ...] = ()
-
-
-def with_churn(result: FlowResult, churn: list[ChurnReport]) -> FlowResult:
-    """``result`` with the churn figures of its flow, per kind it churns: the achieved rate (the mean of its
-    ends'), the mean latency (the mean of the means of the ends that did some) and the p99 latency (the higher
-    of those ends'); unchanged without churn."""
-    mr, qp = _figures([c.mr for c in churn]), _figures([c.qp for c in churn])
-    return replace(result, mr_churn_per_s=mr[0], mr_churn_us=mr[1], mr_churn_p99_us=mr[2],
-                   qp_churn_per_s=qp[0], qp_churn_us=qp[1], qp_churn_p99_us=qp[2])
-
-
-def _figures(ends: list[KindStats]) -> tuple[float, float, float]:
-    """One kind's achieved rate, mean and p99 latency over its ends (0s where it asked or did none)."""
-    asked = [s for s in ends if s.asked]
-    done = [s for s in asked if s.ops]
-    rate = sum(s.rate for s in asked) / len(asked) if asked else 0.0
-    if not done:
-        return rate, 0.0, 0.0
-    return rate, sum(s.mean_us for s in done) / len(done), max(s.p99_us for s in done)
 
 
 class VerbsTarget:
@@ -198,7 +179,7 @@ class VerbsTarget:
         errors = run_errors(g.reports, sums, self.verify) + [e for c in g.churn for e in c.errors]
         port = port_counters(g.reports, self.facts.driver)
         rates = host_rates(workload, sums, workload.hosts)
-        flows = tuple(with_churn(flow_result(f, s), [c for c in g.churn if c.flow_index == s.flow])
+        flows = tuple(with_churn(flow_result(f, s), [c.end for c in g.churn if c.flow_index == s.flow])
                       for f, s in zip(workload.flows, sums, strict=True))
         hosts = tuple(HostResult(host=h, tx_bps=rates[h][0], rx_bps=rates[h][1], tx_pps=rates[h][2],
                                  rx_pps=rates[h][3], counters=dict(port.counters), sources=dict(port.sources),
