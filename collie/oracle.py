@@ -382,50 +382,63 @@ class Oracle:
     def _throughput(self, run: RunResult, workload: Workload, symptoms: list[Symptom],
                     evidence: dict[str, Any]) -> float:
         """Append low-throughput symptoms; return the lowest receiver's fraction of what its flows can get (the
-        largest of its fractions of each bound, see the module docstring)."""
+        largest of its fractions of each bound, see the module docstring).
+
+        A flow that mixes READ with other opcodes moves payload both ways (:func:`_payload_into`): each host is
+        judged on the part that lands on it, against its own ceiling; and a host all of whose flows are such
+        mixes between two hosts has one more bound, the other direction's (its flows' other host's fraction of
+        its own bounds): a cycle paced by the other direction lands no faster here."""
         t = self.thresholds
-        by_receiver: dict[str, list[int]] = defaultdict(list)
+        into: dict[str, list[tuple[FlowResult, _Landing]]] = defaultdict(list)
         for fr in run.flows:
-            f = workload.flows[fr.flow]
-            by_receiver[f.payload_receiver.host].append(fr.flow)
-        lowest = math.inf
-        for host, indices in sorted(by_receiver.items()):
+            for landing in _payload_into(workload.flows[fr.flow]):
+                into[landing.host].append((fr, landing))
+        judged: dict[str, tuple[dict[str, Any], dict[str, float]]] = {}  # host -> its evidence, its fractions
+        for host, parts in sorted(into.items()):
             kind = direction_kind(workload, host)
-            flows = [workload.flows[i] for i in indices]
-            results = [r for r in run.flows if r.flow in indices]
-            sizes = [s for f in flows for s in f.sizes]
+            results = list({r.flow: r for r, _ in parts}.values())  # a loopback flow lands twice on its host
+            flows = [workload.flows[r.flow] for r in results]
+            sizes = [s for _, landing in parts for s in landing.sizes]
             mtu = min(f.mtu for f in flows)
-            bps = sum(r.bps for r in results)
-            pps = sum(r.pps for r in results)
-            bps_ceiling = self._shared_bps_ceiling(kind, workload, results) or self.ceilings.payload_bps(kind, sizes,
-                                                                                                         mtu)
+            bps = sum(r.bps * landing.bytes_share for r, landing in parts)
+            pps = sum(r.pps * landing.packets_share for r, landing in parts)
+            bps_ceiling = self._shared_bps_ceiling(kind, workload, parts) or self.ceilings.payload_bps(kind, sizes,
+                                                                                                       mtu)
             pps_ceiling = self.ceilings.pps[kind]
             fractions = {"bits/s ceiling": bps / bps_ceiling if bps_ceiling else 0.0,
                          "packets/s ceiling": pps / pps_ceiling if pps_ceiling else 0.0}
             fractions.update(self._limit_fractions(kind, flows, results))
+            judged[host] = ({"kind": kind, "bps": bps, "pps": pps, "bps_ceiling": bps_ceiling,
+                             "pps_ceiling": pps_ceiling}, fractions)
+        own = {host: max(fractions.values()) for host, (_, fractions) in judged.items()}
+        lowest = math.inf
+        for host, (seen, fractions) in judged.items():
+            partners = [landing.partner for _, landing in into[host]]
+            if all(partners):
+                other = min(partners, key=lambda h: own[h])
+                fractions[f"the other direction of its READ mix, into {other}"] = own[other]
             bound = max(fractions, key=lambda k: fractions[k])
             frac = fractions[bound]
             lowest = min(lowest, frac)
-            evidence.setdefault("throughput", {})[host] = {
-                "kind": kind, "bps": bps, "pps": pps, "bps_ceiling": bps_ceiling, "pps_ceiling": pps_ceiling,
-                "fraction": frac, "bound": bound,
-            }
-            if bps < t.throughput_fraction * bps_ceiling and pps < t.throughput_fraction * pps_ceiling \
-                    and frac < t.throughput_fraction:
+            evidence.setdefault("throughput", {})[host] = {**seen, "fraction": frac, "bound": bound}
+            if seen["bps"] < t.throughput_fraction * seen["bps_ceiling"] \
+                    and seen["pps"] < t.throughput_fraction * seen["pps_ceiling"] and frac < t.throughput_fraction:
                 symptoms.append(Symptom("low_throughput", host, "receiver", frac, t.throughput_fraction))
         return lowest if lowest < math.inf else 0.0
 
-    def _shared_bps_ceiling(self, kind: str, workload: Workload, results: list[FlowResult]) -> float:
-        """The bits/s ceiling of flows into one host that differ in sizes or MTU (an aggressor and its victim):
-        each flow's bits/s is its share of the ceiling of its own sizes and MTU, and the host's ceiling is what
-        those shares make whole, ``sum(bps) / sum(bps_i / ceiling_i)``; 0 when the flows are alike or moved
-        nothing (the ceiling of their sizes applies)."""
-        flows = [workload.flows[r.flow] for r in results]
-        if len({(f.sizes, f.mtu) for f in flows}) < 2:
+    def _shared_bps_ceiling(self, kind: str, workload: Workload,
+                            parts: list[tuple[FlowResult, _Landing]]) -> float:
+        """The bits/s ceiling of the payload landing on one host when its parts differ in sizes or MTU (an
+        aggressor and its victim): each part's bits/s is its share of the ceiling of its own sizes and MTU, and
+        the host's ceiling is what those shares make whole, ``sum(bps) / sum(bps_i / ceiling_i)``; 0 when the
+        parts are alike or moved nothing (the ceiling of their sizes applies)."""
+        shapes = [(landing.sizes, workload.flows[r.flow].mtu) for r, landing in parts]
+        if len(set(shapes)) < 2:
             return 0.0
-        ceilings = [self.ceilings.payload_bps(kind, list(f.sizes), f.mtu) for f in flows]
-        share = sum(r.bps / c for r, c in zip(results, ceilings, strict=True) if c > 0)
-        return sum(r.bps for r in results) / share if share > 0 else 0.0
+        moved = [r.bps * landing.bytes_share for r, landing in parts]
+        share = sum(b / c for b, (sizes, mtu) in zip(moved, shapes, strict=True)
+                    if (c := self.ceilings.payload_bps(kind, list(sizes), mtu)) > 0)
+        return sum(moved) / share if share > 0 else 0.0
 
     def _isolation(self, run: RunResult, workload: Workload, symptoms: list[Symptom], evidence: dict[str, Any],
                    levels: dict[str, float]) -> None:
@@ -502,6 +515,35 @@ class Oracle:
         if share and c.atomic_ops > 0:
             bounds.append(FlowLimit(c.atomic_ops / share, f"atomic rate: {c.atomic_ops / 1e6:.3g} M ops/s"))
         return min(bounds, key=lambda b: b.rate, default=None)
+
+
+@dataclass(frozen=True)
+class _Landing:
+    """The part of a flow's payload that lands on one host: the sizes that do, their shares of the flow's
+    payload bytes and of its data packets, and the host the rest lands on (``""``: none, or the same host)."""
+
+    host: str
+    sizes: tuple[int, ...]
+    bytes_share: float
+    packets_share: float
+    partner: str = ""
+
+
+def _payload_into(flow: Flow) -> tuple[_Landing, ...]:
+    """Where ``flow``'s payload lands: all of it on its payload receiver, unless its cycle mixes READ with other
+    opcodes; then READ responses land on the client and everything else (WRITE, SEND, atomics) on the server,
+    each host its share of the cycle's bytes and packets."""
+    requests = flow.requests()
+    reads = tuple(b for op, b in requests if op == "READ")
+    pushes = tuple(b for op, b in requests if op != "READ")
+    if not reads or not pushes:
+        return (_Landing(flow.payload_receiver.host, flow.sizes, 1.0, 1.0),)
+    nbytes = sum(b for _, b in requests)
+    packets = sum(rocev2.packets(b, flow.mtu) for _, b in requests)
+    ends = ((flow.client.host, reads, flow.server.host), (flow.server.host, pushes, flow.client.host))
+    return tuple(_Landing(host, part, sum(part) / nbytes, sum(rocev2.packets(b, flow.mtu) for b in part) / packets,
+                          "" if flow.loopback else partner)
+                 for host, part, partner in ends)
 
 
 def _atomic_share(flow: Flow) -> float:

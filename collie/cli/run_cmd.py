@@ -69,6 +69,22 @@ def flow_rows(workload: Workload, result: RunResult) -> list[dict[str, Any]]:
     return rows
 
 
+def churn_rows(workload: Workload, result: RunResult) -> list[dict[str, Any]]:
+    """One row per flow and kind of control-path churn it asks (MR, QP): the rate asked and achieved per side,
+    and the mean and p99 latency of one operation (empty: the workload churns nothing)."""
+    rows = []
+    for fr in result.flows:
+        f = workload.flows[fr.flow]
+        for kind, asked in (("MR", f.mr_churn), ("QP", f.qp_churn)):
+            if asked:
+                k = kind.lower()
+                rows.append({"flow": fr.flow, "churn": kind, "asked [/s]": asked,
+                             "done [/s]": round(getattr(fr, f"{k}_churn_per_s"), 1),
+                             "mean [us]": round(getattr(fr, f"{k}_churn_us"), 1),
+                             "p99 [us]": round(getattr(fr, f"{k}_churn_p99_us"), 1)})
+    return rows
+
+
 def host_rows(result: RunResult) -> list[dict[str, Any]]:
     """One row per host: NIC rates and the counters that moved."""
     return [{
@@ -121,6 +137,9 @@ def run(target_spec: TargetSpec, workload_file: Path, duration: float, seed: int
     emit(render(flow_rows(workload, result), fmt, title=title))
     if fmt == "table":
         emit(render(host_rows(result), fmt, title="hosts"))
+        churn = churn_rows(workload, result)
+        if churn:
+            emit(render(churn, fmt, title="control-path churn (per side)"))
         for err in result.errors:
             emit(f"error: {err}")
         if verdict is not None:

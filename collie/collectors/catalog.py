@@ -370,9 +370,17 @@ def _parse_sim(entry: Mapping[str, Any], label: str) -> tuple[str, float]:
     return sim, float(scale)
 
 
+def counter_name(raw: str) -> str:
+    """The normal form of a counter name as a driver spells it: its words joined by ``_`` (irdma's gen3
+    hw_counters are files like ``RNR sent``, read as ``RNR_sent``); a name without blanks is itself. Every
+    collector keys its counters by this form, and catalogs name counters in it."""
+    return "_".join(raw.split())
+
+
 def _check_name(name: str, where: str) -> None:
-    if not name or name != name.strip() or any(ch.isspace() for ch in name):
-        raise InputError(f"{where}: {name!r} is not a counter name (no blanks allowed)")
+    if not name or counter_name(name) != name:
+        raise InputError(f"{where}: {name!r} is not a counter name (no blanks allowed: a driver's name with "
+                         f"blanks is written with _, e.g. {counter_name(name) or 'RNR_sent'!r})")
     if name.count(PRIORITY_PLACEHOLDER) > 1 or ("{" in name.replace(PRIORITY_PLACEHOLDER, "")) \
             or ("}" in name.replace(PRIORITY_PLACEHOLDER, "")):
         raise InputError(f"{where}: {name!r}: the only placeholder allowed is one {{p}}")

@@ -3,7 +3,8 @@
 Text: ``link mlx5_0/1 rx_write_requests 0 rx_read_requests 0 ...`` - one line per port, or with ``-p`` the
 counters on following indented lines; both are accepted. JSON: an array of objects
 ``{"ifindex": 0, "ifname": "mlx5_0", "port": 1, "<counter>": value, ...}``. Optional counters that are
-enabled appear like the others.
+enabled appear like the others. A counter name with blanks (irdma's ``RNR sent``) is read in its normal form
+(``RNR_sent``); in the text form its words are those before its value.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any, Final
 
+from collie.collectors.catalog import counter_name
 from collie.collectors.snapshot import Snapshot, now
 from collie.errors import InputError
 
@@ -22,15 +24,19 @@ _META_KEYS: Final = frozenset({"ifindex", "ifname", "port"})
 
 
 def _pairs(tokens: list[str], source: str, lineno: int) -> list[tuple[str, float]]:
-    if len(tokens) % 2:
-        raise InputError(f"{source}: line {lineno}: expected 'name value' pairs after the link, got an odd "
-                         f"number of words")
+    """``name value`` pairs; a name is every word up to its integer value (irdma's ``RNR sent 3``), in the
+    normal form (:func:`~collie.collectors.catalog.counter_name`)."""
     out: list[tuple[str, float]] = []
-    for name, value in zip(tokens[::2], tokens[1::2], strict=True):
-        if not re.fullmatch(r"-?\d+", value):
-            raise InputError(f"{source}: line {lineno}: counter {name!r} has value {value!r}; "
-                             f"expected an integer")
-        out.append((name, int(value)))
+    words: list[str] = []
+    for token in tokens:
+        if words and re.fullmatch(r"-?\d+", token):
+            out.append((counter_name(" ".join(words)), int(token)))
+            words = []
+        else:
+            words.append(token)
+    if words:
+        raise InputError(f"{source}: line {lineno}: counter {' '.join(words)!r} has no integer value; expected "
+                         "'name value' pairs after the link")
     return out
 
 
@@ -93,7 +99,7 @@ def parse_rdma_stat_json(text: str, source: str = "<rdma -j statistic show>") ->
                 continue
             if isinstance(v, bool) or not isinstance(v, int | float):
                 raise InputError(f"{source}: {label}: counter {name!r} has value {v!r}; expected an integer")
-            values[str(name)] = v
+            values[counter_name(str(name))] = v
         out.append(Snapshot(ts, values, "rdma-stat", label, sources=dict.fromkeys(values, "rdma-stat")))
     return out
 

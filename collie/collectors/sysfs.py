@@ -1,6 +1,8 @@
 """Read RDMA counters from sysfs: ``/sys/class/infiniband/DEV/ports/P/{counters,hw_counters}/*``.
 
-One value per file. ``ROOT`` can be any folder laid out like ``/`` (tests point it at a fixture tree).
+One value per file, named by the normal form of the file's name (``RNR sent`` -> ``RNR_sent``, see
+:func:`~collie.collectors.catalog.counter_name`). ``ROOT`` can be any folder laid out like ``/`` (tests point it
+at a fixture tree).
 
 Invariants:
     * a missing ``counters/`` or ``hw_counters/`` directory is normal (rxe has no ``ports/1/counters``): its
@@ -22,13 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from collie.collectors.catalog import counter_name
 from collie.collectors.snapshot import Snapshot, combine, now
 from collie.errors import InputError
 
 CLASS_DIR: Final = Path("sys/class/infiniband")
 _NETDEV: Final = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 _GREP_LINE: Final = re.compile(
-    r"^(?:.*?/)?(?:(?P<dev>[^/\s]+)/ports/(?P<port>\d+)/)?(?P<dir>counters|hw_counters)/(?P<name>[^/:\s]+):(?P<val>.*)$"
+    r"^(?:.*?/)?(?:(?P<dev>[^/\s]+)/ports/(?P<port>\d+)/)?(?P<dir>counters|hw_counters)/(?P<name>[^/:\s](?:[^/:]*[^/:\s])?):(?P<val>.*)$"
 )
 
 
@@ -78,6 +81,7 @@ def list_ports(root: str | Path = "/", device: str | None = None) -> list[PortRe
 
 
 def _read_dir(path: Path, rel: str) -> tuple[dict[str, float | None], list[str]]:
+    """Every counter file of ``path``, keyed by the normal form of its name (:func:`counter_name`)."""
     values: dict[str, float | None] = {}
     problems: list[str] = []
     if not path.is_dir():
@@ -85,17 +89,18 @@ def _read_dir(path: Path, rel: str) -> tuple[dict[str, float | None], list[str]]
     for entry in sorted(os.scandir(path), key=lambda e: e.name):
         if not entry.is_file():
             continue
+        name = counter_name(entry.name)
         try:
             text = _read_file(Path(entry.path))
         except PermissionError:
-            values[entry.name] = None
+            values[name] = None
             problems.append(f"{rel}/{entry.name}: permission denied (read counters as root or fix the mode)")
             continue
         except OSError as exc:
-            values[entry.name] = None
+            values[name] = None
             problems.append(f"{rel}/{entry.name}: cannot be read ({exc.strerror or exc})")
             continue
-        values[entry.name], problem = parse_value(text)
+        values[name], problem = parse_value(text)
         if problem:
             problems.append(f"{rel}/{entry.name}: {problem}")
     return values, problems
@@ -217,7 +222,7 @@ def parse_grep_dump(text: str, source: str = "<sysfs dump>") -> list[Snapshot]:
         label = f"{m.group('dev')}/{m.group('port')}" if m.group("dev") else "unknown/1"
         tag = "port" if m.group("dir") == "counters" else "hw"
         value, problem = parse_value(m.group("val"))
-        per.setdefault(label, {}).setdefault(tag, {})[m.group("name")] = value
+        per.setdefault(label, {}).setdefault(tag, {})[counter_name(m.group("name"))] = value
         if problem:
             problems.setdefault(label, []).append(f"{m.group('dir')}/{m.group('name')}: {problem}")
     if not per:

@@ -138,8 +138,9 @@ class AgentClient:
     def _reply(self, line: bytes, msg_id: int, what: str, expect: type[R]) -> R:
         version, _ = peek_version(line)
         if version is not None and version != PROTOCOL_VERSION:
-            raise self._fail(Failure.VERSION, f"its agent speaks collie protocol version {version} and this "
-                                              f"collie ({__version__}) speaks version {PROTOCOL_VERSION}"
+            age = "older" if version < PROTOCOL_VERSION else "newer"
+            raise self._fail(Failure.VERSION, f"its agent speaks the {age} collie protocol version {version} and "
+                                              f"this collie ({__version__}) speaks version {PROTOCOL_VERSION}"
                                               f"{_their_words(line)}; install collie {__version__} on the host")
         try:
             envelope = decode(line)

@@ -13,7 +13,8 @@ another):
 6. the parts are merged into one :class:`~collie.targets.base.RunResult` (flows from their client's agent, each
    role's HostResult from its own agent; on verbs hosts tx/rx are recomputed from the merged flows); a flow
    that the agent of its server role reports too (a verbs UD flow, counted where it arrived) takes its rates
-   from that report and its latencies from the client's;
+   from that report and its latencies from the client's; a flow's control-path churn figures are made of its
+   ends' own reports (``HostPart.churn``: each host reports the churning ends on its roles);
 7. ``abort`` on every agent, always, also when a step failed.
 
 Invariants:
@@ -47,7 +48,7 @@ from collie.remote.errors import HostError
 from collie.remote.inventory import ROLES, Host, Inventory, TargetKind, load_inventory
 from collie.remote.launch import Launcher
 from collie.remote.placement import NoStandIn, check_profiles, place, replace
-from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
+from collie.targets.base import EndChurn, FlowResult, HostResult, RunResult, TargetInfo, Unsupported, with_churn
 from collie.targets.session import HostPart, RunPlan
 
 #: Runs in a row a host may fail before it is taken out.
@@ -338,6 +339,7 @@ class RemoteTarget:
         errors: list[str] = []
         truth: list[str] = []
         arrived: dict[int, FlowResult] = {}
+        churn: dict[int, list[EndChurn]] = {}
         for name, part in parts.items():
             roles = set(self._roles()[name])
             flows.update({f.flow: f for f in part.flows if f.client in roles})
@@ -345,12 +347,17 @@ class RemoteTarget:
             hosts.update({h.host: h for h in part.hosts if h.host in roles})
             errors += [e if len(parts) == 1 else f"host {name!r}: {e}" for e in part.errors]
             truth += [t for t in part.truth if t not in truth]
+            for end in part.churn:
+                churn.setdefault(end.flow, []).append(end)
         missing = [i for i in range(len(workload.flows)) if i not in flows]
         if missing:
             raise TargetError(f"no host reported flow {missing[0]} of the workload (its client role "
                               f"{workload.flows[missing[0]].client.host!r}); the agents' parts do not fit")
         for i, got in arrived.items():
             flows[i] = dataclasses.replace(flows[i], bps=got.bps, pps=got.pps, msg_rate=got.msg_rate)
+        for i, ends in churn.items():
+            if i in flows:
+                flows[i] = with_churn(flows[i], ends)
         merged = tuple(flows[i] for i in range(len(workload.flows)))
         if any(h.target.kind is TargetKind.VERBS for h in self.placement.values()):
             hosts = _rates_from_flows(workload, merged, hosts)

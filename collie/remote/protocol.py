@@ -58,7 +58,7 @@ from collie.model.workload import Workload
 from collie.targets.base import RunResult, TargetInfo
 from collie.targets.session import HostPart, RunPlan
 
-PROTOCOL_VERSION: Final = 2
+PROTOCOL_VERSION: Final = 3
 #: The longest line either side accepts (a RunResult of a big workload is well below it).
 MAX_LINE: Final = 16 * 1024 * 1024
 

@@ -2,26 +2,30 @@
 
 The trials frame (:func:`trials_frame`, also the CSV report) has these typed columns, in this order:
 
-==============  ========  ===================================================================================
-column          dtype     meaning
-==============  ========  ===================================================================================
-trial           int64     the trial's number, from 1
-phase           string    calibrate, solo, replay, explore, confirm or minimize
-key             string    the workload's key
-status          string    COMPLETE, PRUNED, FAILED, or RUNNING (the campaign is in it, or stopped in it)
-time            float64   when its last row was written (seconds since the epoch)
-reason          string    why it was pruned or failed (empty otherwise)
-anomalous       boolean   the oracle's verdict (empty: not judged, e.g. calibration or not COMPLETE)
-signature       string    the verdict's signature (empty when clean or not judged)
-score           float64   how far past its threshold the strongest symptom is (empty: not judged)
-throughput      float64   fraction of the calibrated ceiling the lowest receiver got (empty: not judged)
-bps             float64   payload bits/s delivered, all flows (empty: no result)
-pps             float64   data packets/s, all flows (empty: no result)
-msg_rate        float64   messages/s, all flows (empty: no result)
-lat_p99_us      float64   the highest flow's 99th-percentile completion latency (empty: no result)
-duration_s      float64   the measured interval (empty: no result)
-point           string    the search point, as compact JSON with sorted keys (``{}`` for calibration/replay)
-==============  ========  ===================================================================================
+===============  ========  ===================================================================================
+column           dtype     meaning
+===============  ========  ===================================================================================
+trial            int64     the trial's number, from 1
+phase            string    calibrate, solo, replay, explore, confirm or minimize
+key              string    the workload's key
+status           string    COMPLETE, PRUNED, FAILED, or RUNNING (the campaign is in it, or stopped in it)
+time             float64   when its last row was written (seconds since the epoch)
+reason           string    why it was pruned or failed (empty otherwise)
+anomalous        boolean   the oracle's verdict (empty: not judged, e.g. calibration or not COMPLETE)
+signature        string    the verdict's signature (empty when clean or not judged)
+score            float64   how far past its threshold the strongest symptom is (empty: not judged)
+throughput       float64   fraction of the calibrated ceiling the lowest receiver got (empty: not judged)
+bps              float64   payload bits/s delivered, all flows (empty: no result)
+pps              float64   data packets/s, all flows (empty: no result)
+msg_rate         float64   messages/s, all flows (empty: no result)
+lat_p99_us       float64   the highest flow's 99th-percentile completion latency (empty: no result)
+mr_churn_per_s   float64   MRs registered and deregistered per second per side, all flows (empty: no result)
+mr_churn_p99_us  float64   the highest flow's 99th-percentile latency of one churned MR (0: none)
+qp_churn_per_s   float64   QPs created and destroyed per second per side, all flows (empty: no result)
+qp_churn_p99_us  float64   the highest flow's 99th-percentile latency of one churned QP (0: none)
+duration_s       float64   the measured interval (empty: no result)
+point            string    the search point, as compact JSON with sorted keys (``{}`` for calibration/replay)
+===============  ========  ===================================================================================
 
 Invariant: one row per trial, in trial order; every value comes from the journal's row as written.
 """
@@ -42,7 +46,8 @@ TRIAL_COLUMNS: Final = {
     "trial": "int64", "phase": "string", "key": "string", "status": "string", "time": "float64",
     "reason": "string", "anomalous": "boolean", "signature": "string", "score": "float64",
     "throughput": "float64", "bps": "float64", "pps": "float64", "msg_rate": "float64", "lat_p99_us": "float64",
-    "duration_s": "float64", "point": "string", "chain": "Int64",
+    "mr_churn_per_s": "float64", "mr_churn_p99_us": "float64", "qp_churn_per_s": "float64",
+    "qp_churn_p99_us": "float64", "duration_s": "float64", "point": "string", "chain": "Int64",
 }
 #: The anomalies frame's columns and their pandas dtypes.
 ANOMALY_COLUMNS: Final = {
@@ -58,7 +63,8 @@ def trial_row(t: TrialRecord) -> dict[str, Any]:
     row: dict[str, Any] = {
         "trial": t.trial, "phase": str(t.phase), "key": t.key, "status": str(t.state), "time": t.time,
         "reason": t.reason, "anomalous": None, "signature": "", "score": None, "throughput": None,
-        "bps": None, "pps": None, "msg_rate": None, "lat_p99_us": None, "duration_s": None,
+        "bps": None, "pps": None, "msg_rate": None, "lat_p99_us": None, "mr_churn_per_s": None,
+        "mr_churn_p99_us": None, "qp_churn_per_s": None, "qp_churn_p99_us": None, "duration_s": None,
         "point": json.dumps(dict(t.point), sort_keys=True, separators=(",", ":")), "chain": t.chain,
     }
     if v is not None:
@@ -68,6 +74,9 @@ def trial_row(t: TrialRecord) -> dict[str, Any]:
         row.update(bps=sum(f.bps for f in r.flows), pps=sum(f.pps for f in r.flows),
                    msg_rate=sum(f.msg_rate for f in r.flows),
                    lat_p99_us=max((f.lat_p99_us for f in r.flows), default=None), duration_s=r.duration_s)
+        for k in ("mr", "qp"):
+            row[f"{k}_churn_per_s"] = sum(getattr(f, f"{k}_churn_per_s") for f in r.flows)
+            row[f"{k}_churn_p99_us"] = max((getattr(f, f"{k}_churn_p99_us") for f in r.flows), default=0.0)
     return row
 
 

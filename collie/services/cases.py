@@ -231,15 +231,38 @@ def plan_minimize(path: Path, target_spec: TargetSpec | None, space_file: Path |
     """Read and check everything a minimization needs, in the order a user fixes it: the case, the preset, the
     space, the start point, the target.
 
+    The space is ``space_file`` if given, else the one the case's campaign searched (its ``campaign.toml``), else
+    the default space; a :class:`Note` names a space taken from the campaign.
+
     Raises:
-        InputError: a damaged case, preset or space, a recorded point that is not a legal point of the space, or
-            a case folder that records no target and no ``target_spec``.
+        InputError: a damaged case, preset or space, a campaign's space file that cannot be read, a recorded point
+            that is not a legal point of the space, or a case folder that records no target and no ``target_spec``.
     """
     case = load_case(path)
     chosen = load_preset(preset)
-    space = load_space(space_file)
+    space = load_space(space_file) if space_file is not None else _campaign_space(case, listener)
     point = _start_point(case, space)
     return MinimizePlan(_locate(case, target_spec, listener), chosen, space, point)
+
+
+def _campaign_space(case: Case, listener: ServiceListener) -> SearchSpace:
+    """The space the campaign holding ``case`` searched (the default space: not in a campaign, or its campaign
+    searched the default space).
+
+    Raises:
+        InputError: the campaign's space file cannot be read (one sentence naming it and what to do).
+    """
+    config = campaign_config(case)
+    if config is None or not config.space:
+        return load_space(None)
+    try:
+        space = load_space(config.space)
+    except InputError as exc:
+        raise InputError(f"{case.path} was found in the space {config.space} (as its campaign records), which "
+                         f"cannot be read: {exc}; give --space to minimize it in another space") from None
+    listener(Note(f"minimizing {case.path} in the space its campaign searched, {config.space} "
+                  "(give --space for another)"))
+    return space
 
 
 def _start_point(case: Case, space: SearchSpace) -> dict[str, Any]:

@@ -17,8 +17,8 @@ Invariants of a :class:`RunResult`:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Final, Protocol, Self, runtime_checkable
 
@@ -94,7 +94,8 @@ class TargetInfo:
 
 
 #: :class:`FlowResult` fields left out of its JSON form at 0.
-_CHURN_FIELDS: Final = frozenset(("mr_churn_us", "qp_churn_us"))
+_CHURN_FIELDS: Final = frozenset(f"{kind}_churn_{figure}" for kind in ("mr", "qp")
+                                  for figure in ("us", "per_s", "p99_us"))
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,15 @@ class FlowResult:
         lat_p50_us, lat_p99_us, lat_p999_us: completion latency percentiles in µs.
         mr_churn_us: mean latency in µs of one MR the flow's control-path churn registered and deregistered
             (``Flow.mr_churn``), both sides; 0 when it churns no MRs (left out of :meth:`to_dict` then).
+        mr_churn_per_s: MRs registered and deregistered per second per side in the measured interval (what
+            ``Flow.mr_churn`` asked, or less when the device could not keep up), the mean of both sides.
+        mr_churn_p99_us: 99th-percentile latency in µs of one MR cycle, the higher of both sides'.
         qp_churn_us: mean latency in µs of one QP the churn created, brought up (the simulator: to RTS; verbs:
             to INIT) and destroyed (``Flow.qp_churn``); 0 when it churns no QPs (left out of :meth:`to_dict` then).
+        qp_churn_per_s, qp_churn_p99_us: the same of its QPs.
+
+    Invariant: every churn figure is 0 when the flow churns nothing of its kind, and a churn figure of 0 is left
+    out of :meth:`to_dict`, so a result without churn reads and writes as before churn existed.
     """
 
     flow: int
@@ -122,16 +130,70 @@ class FlowResult:
     lat_p99_us: float
     lat_p999_us: float
     mr_churn_us: float = 0.0
+    mr_churn_per_s: float = 0.0
+    mr_churn_p99_us: float = 0.0
     qp_churn_us: float = 0.0
+    qp_churn_per_s: float = 0.0
+    qp_churn_p99_us: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form, every field but a churn latency of 0 (results without churn read as before)."""
+        """Plain JSON-ready form, every field but a churn figure of 0 (results without churn read as before)."""
         return {k: v for k, v in encode_fields(self).items() if v or k not in _CHURN_FIELDS}
 
     @classmethod
     def from_dict(cls, data: Any, reader: Reader) -> FlowResult:
         """Read :meth:`to_dict`'s form, every field checked (raises ``reader``'s error)."""
         return decode(cls, data, reader)
+
+
+@dataclass(frozen=True)
+class ChurnStats:
+    """What one kind of control-path churn (MRs or QPs) did at one end of a flow in the measured interval.
+
+    Attributes:
+        asked: operations per second the flow asked (``Flow.mr_churn`` or ``qp_churn``; 0: none of this kind).
+        ops: operations done.
+        rate: operations done per second of the interval.
+        mean_us, p99_us: mean and 99th-percentile latency of one operation in µs (0 when none was done).
+    """
+
+    asked: int
+    ops: int
+    rate: float
+    mean_us: float
+    p99_us: float
+
+
+@dataclass(frozen=True)
+class EndChurn:
+    """The control-path churn one end (``side``: ``client`` or ``server``) of flow ``flow`` did: its MRs and QPs.
+    A cross-host run reports each end from its own host; :func:`with_churn` makes a flow's figures of them."""
+
+    flow: int
+    side: str
+    mr: ChurnStats
+    qp: ChurnStats
+
+
+def with_churn(result: FlowResult, ends: Sequence[EndChurn]) -> FlowResult:
+    """``result`` with the churn figures of its flow's churning ``ends``, per kind: the achieved rate (the mean of
+    the ends that asked some), the mean latency (the mean of the means of the ends that did some) and the p99
+    latency (the higher of those ends'); ``result`` itself when no end churned."""
+    if not ends:
+        return result
+    mr, qp = _figures([e.mr for e in ends]), _figures([e.qp for e in ends])
+    return replace(result, mr_churn_per_s=mr[0], mr_churn_us=mr[1], mr_churn_p99_us=mr[2],
+                   qp_churn_per_s=qp[0], qp_churn_us=qp[1], qp_churn_p99_us=qp[2])
+
+
+def _figures(ends: list[ChurnStats]) -> tuple[float, float, float]:
+    """One kind's achieved rate, mean and p99 latency over its ends (0 where none asked or did any)."""
+    asked = [s for s in ends if s.asked]
+    done = [s for s in asked if s.ops]
+    rate = sum(s.rate for s in asked) / len(asked) if asked else 0.0
+    if not done:
+        return rate, 0.0, 0.0
+    return rate, sum(s.mean_us for s in done) / len(done), max(s.p99_us for s in done)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from collie.model.workload import Workload
-from collie.targets.base import FlowResult, HostResult
+from collie.targets.base import EndChurn, FlowResult, HostResult
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,9 @@ class HostPart:
         engine_bound: the host's engine, not the NIC, limited its flows.
         truth: simulator ground truth (tests and benchmarks only).
         interval: (start, end) of the measured interval on this host's wall clock (time.time()).
+        churn: the control-path churn of the flow ends on this agent's roles that churned, when ``flows`` does
+            not carry it already (verbs hosts: each end reports its own; the controller makes each flow's churn
+            figures of its ends with :func:`~collie.targets.base.with_churn`).
     """
 
     hosts: tuple[HostResult, ...]
@@ -54,6 +57,7 @@ class HostPart:
     engine_bound: bool = False
     truth: tuple[str, ...] = ()
     interval: tuple[float, float] = (0.0, 0.0)
+    churn: tuple[EndChurn, ...] = ()
 
 
 class HostSession(Protocol):

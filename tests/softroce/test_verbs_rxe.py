@@ -173,10 +173,13 @@ def test_churn_beside_the_data_path_is_measured(device: str, target: Any) -> Non
     assert all(s.verified for s in details.summaries)
     (f,) = r.flows
     print(f"\nchurn: data {f.msg_rate:.0f} msg/s (without churn {plain.msg_rate:.0f}), "
-          f"mr_churn_us {f.mr_churn_us:.0f}, qp_churn_us {f.qp_churn_us:.0f}")
+          f"MR {f.mr_churn_per_s:.0f}/s mean {f.mr_churn_us:.0f} us p99 {f.mr_churn_p99_us:.0f} us, "
+          f"QP {f.qp_churn_per_s:.0f}/s mean {f.qp_churn_us:.0f} us p99 {f.qp_churn_p99_us:.0f} us")
     for c in details.churn:
         print(c.line())
     assert f.mr_churn_us > 0 and f.qp_churn_us > 0 and f.msg_rate > 0
+    assert f.mr_churn_per_s == sum(c.mr.rate for c in details.churn) / 2
+    assert f.qp_churn_p99_us == max(c.qp.p99_us for c in details.churn) >= f.qp_churn_us
     assert [c.side for c in details.churn] == ["client", "server"]
     for c in details.churn:
         assert c.errors == () and c.mr.ops > 0 and c.qp.ops > 0

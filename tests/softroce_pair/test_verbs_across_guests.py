@@ -54,3 +54,16 @@ def test_a_ud_flow_across_the_guests_is_counted_where_it_arrived(remote: Any) ->
     # an emulated guest: 799 messages against 746 packets in one run)
     assert 0 < f.msg_rate * DURATION <= 1.2 * received + 10, (f.msg_rate, received)
     assert f.lat_p50_us > 0  # latencies still come from the client's completions
+
+
+def test_churn_across_the_guests_runs_on_both_hosts(remote: Any) -> None:
+    """Each guest's agent churns the end on its role; the flow's figures are of both ends."""
+    flow = Flow(A, B, sizes=(4096,), mtu=1024, mr_size=65536, mr_churn=100, qp_churn=10)
+    r = remote.run(Workload(flows=(flow,)), DURATION)
+    assert r.errors == (), r.errors
+    (f,) = r.flows
+    print(f"\nchurn across guests: MR {f.mr_churn_per_s:.0f}/s mean {f.mr_churn_us:.0f} us p99 "
+          f"{f.mr_churn_p99_us:.0f} us; QP {f.qp_churn_per_s:.0f}/s mean {f.qp_churn_us:.0f} us p99 "
+          f"{f.qp_churn_p99_us:.0f} us; data {f.msg_rate:.0f} msg/s")
+    assert f.msg_rate > 0 and 0 < f.mr_churn_per_s <= 100 * 1.05 and 0 < f.qp_churn_per_s <= 10 * 1.05
+    assert f.mr_churn_p99_us >= f.mr_churn_us > 0 and f.qp_churn_p99_us >= f.qp_churn_us > 0

@@ -292,6 +292,28 @@ def test_a_mixed_cycle_is_bounded_by_its_read_share() -> None:
     assert o.judge(one_flow_run(mixed, 0.6 * bound), mixed).signature == "low_throughput@receiver"
 
 
+def test_a_read_write_flow_is_judged_on_what_lands_on_each_host_against_its_own_ceiling() -> None:
+    """READ responses land on the client, WRITEs on the server: a flow moving 60 % of a one-way ceiling each way
+    moves 120 % of it in all, and was judged clean against that one ceiling."""
+    mixed = Workload((Flow(A, B, opcodes=("READ", "WRITE"), sizes=(65536,), mtu=4096, qps=8),))
+    each_way = CEIL.payload_bps("oneway", [65536], 4096)
+    o = Oracle(load_catalog("mlx5"), CEIL)
+    slow = o.judge(one_flow_run(mixed, 2 * 0.6 * each_way / (65536 * 8)), mixed)
+    assert slow.signature == "low_throughput@receiver" and {s.host for s in slow.symptoms} == {"a", "b"}
+    for host in ("a", "b"):
+        assert slow.evidence["throughput"][host]["bps"] == pytest.approx(0.6 * each_way)
+        assert slow.evidence["throughput"][host]["fraction"] == pytest.approx(0.6)
+    full = o.judge(one_flow_run(mixed, 2 * 0.95 * each_way / (65536 * 8)), mixed)
+    assert not full.anomalous and full.metrics["throughput"] == pytest.approx(0.95)
+    # one READ per three requests: a third of the bytes lands on the client, whose share is paced by the WRITEs
+    lopsided = Workload((Flow(A, B, opcodes=("READ", "WRITE", "WRITE"), sizes=(65536,), mtu=4096, qps=8),))
+    v = o.judge(one_flow_run(lopsided, 3 * 0.9 * each_way / (2 * 65536 * 8)), lopsided)
+    assert not v.anomalous and v.evidence["throughput"]["b"]["fraction"] == pytest.approx(0.9)
+    into_a = v.evidence["throughput"]["a"]
+    assert into_a["bps"] == pytest.approx(0.45 * each_way) and into_a["fraction"] == pytest.approx(0.9)
+    assert into_a["bound"] == "the other direction of its READ mix, into b"
+
+
 def test_an_atomic_flow_at_the_atomic_ceiling_is_not_low_throughput() -> None:
     fa = Workload((Flow(A, B, opcodes=("ATOMIC_FA",), sizes=(8,), qps=64, mr_size=4096),))
     o = Oracle(load_catalog("mlx5"), WINDOWED)

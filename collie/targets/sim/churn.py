@@ -15,6 +15,10 @@ Per host:
       ``cache.miss_ns`` (translation misses per packet, QP-context misses per message). The data path's own
       misses cost nothing here: those are quirks' business (#7, #8).
 
+What a flow's churn itself measures (:func:`flow_figures`): per side, the share of the asked churn the firmware
+executes, and each operation's latency, fixed costs plus its commands' waits (p99: each wait at its 99th
+percentile).
+
 Invariants: a workload without churn has no :class:`HostChurn` (the model runs as before); everything rises
 monotonically with the churn rates; pure.
 """
@@ -22,9 +26,12 @@ monotonically with the churn rates; pure.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
+from collie.model.flow import Flow
 from collie.model.workload import Workload
 from collie.targets.sim.profile import Profile
 from collie.targets.sim.quirks import soft_fraction
@@ -36,6 +43,8 @@ MR_COMMANDS: Final = 2
 QP_COMMANDS: Final = 5
 #: Pipeline slots per packet below which churn's extra misses are not charged (a rate change under 0.1 %).
 NEGLIGIBLE: Final = 1e-3
+#: The 99th percentile of a command's wait in its M/M/1 queue, in mean waits (an exponential wait: ln 100).
+P99_WAIT: Final = math.log(100)
 #: Above this firmware load the M/M/1 wait stops growing as 1 / (1 - rho) and grows in proportion to rho.
 _KNEE: Final = 0.95
 
@@ -96,19 +105,44 @@ def extra_miss(data: float, churn: float) -> float:
     return soft_fraction(data + churn) - soft_fraction(data) if churn > 0 else 0.0
 
 
-def mr_latency_us(profile: Profile, mr_size: int, churn: HostChurn) -> float:
-    """Mean latency of one churned MR on a host: its registration (``setup_mr_us`` + pinning ``mr_size``
-    bytes at ``setup_pin_gbps``) and its deregistration (one command), each command's wait included."""
+def mr_latency_us(profile: Profile, mr_size: int, wait_us: float) -> float:
+    """Latency of one churned MR on a host whose commands each wait ``wait_us``: its registration
+    (``setup_mr_us`` + pinning ``mr_size`` bytes at ``setup_pin_gbps``) and its deregistration (one command)."""
     m = profile.model
     return (m.setup_mr_us + mr_size * 8 / (m.setup_pin_gbps * 1e3) + m.fw_cmd_us
-            + MR_COMMANDS * churn.wait_us)
+            + MR_COMMANDS * wait_us)
 
 
-def qp_latency_us(profile: Profile, churn: HostChurn) -> float:
-    """Mean latency of one churned QP on a host: created and brought to RTS (``setup_qp_us``), then destroyed
-    (one command), each command's wait included."""
+def qp_latency_us(profile: Profile, wait_us: float) -> float:
+    """Latency of one churned QP on a host whose commands each wait ``wait_us``: created and brought to RTS
+    (``setup_qp_us``), then destroyed (one command)."""
     m = profile.model
-    return m.setup_qp_us + m.fw_cmd_us + QP_COMMANDS * churn.wait_us
+    return m.setup_qp_us + m.fw_cmd_us + QP_COMMANDS * wait_us
+
+
+def flow_figures(profile: Profile, flow: Flow, churn: Mapping[str, HostChurn],
+                 noise: Callable[[], float]) -> dict[str, float]:
+    """The churn figures of ``flow``'s :class:`~collie.targets.base.FlowResult` (its ``*_churn_*`` fields; empty
+    when it churns nothing), from both sides' hosts in ``churn``.
+
+    Per kind it churns: the achieved rate per side (the asked one times the share its host's firmware executes,
+    the mean of both sides), the mean latency (the mean of both sides') and the p99 latency (the higher side's,
+    every command waiting :data:`P99_WAIT` times its mean wait). ``noise()`` is drawn once per kind, MRs first,
+    and scales both latencies.
+    """
+    out: dict[str, float] = {}
+    if not (flow.mr_churn or flow.qp_churn):
+        return out
+    sides = [churn[h] for h in (flow.client.host, flow.server.host)]
+    for kind, rate, latency in (("mr", flow.mr_churn, partial(mr_latency_us, profile, flow.mr_size)),
+                                ("qp", flow.qp_churn, partial(qp_latency_us, profile))):
+        if not rate:
+            continue
+        n = noise()
+        out[f"{kind}_churn_per_s"] = rate * sum(c.done for c in sides) / 2
+        out[f"{kind}_churn_us"] = n * sum(latency(c.wait_us) for c in sides) / 2
+        out[f"{kind}_churn_p99_us"] = n * max(latency(P99_WAIT * c.wait_us) for c in sides)
+    return out
 
 
 def miss_slots(profile: Profile, churn: dict[str, HostChurn], xlate_data: float,

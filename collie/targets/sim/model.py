@@ -46,7 +46,7 @@ from collie.model.features import CACHE_LINE, Features
 from collie.model.flow import ATOMIC_OPCODES, FLOW_DEFAULTS, OMITTED_AT_DEFAULT, RECV_CONSUMING, Flow
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
-from collie.targets.sim.churn import HostChurn, host_churn, miss_slots, mr_latency_us, qp_latency_us, xlate_working_set
+from collie.targets.sim.churn import HostChurn, flow_figures, host_churn, miss_slots, xlate_working_set
 from collie.targets.sim.profile import Profile
 from collie.targets.sim.quirks import Quirk, soft_fraction
 
@@ -527,14 +527,10 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
         p99 = p50 * (1.6 + 40.0 * pz) + wait
         p999 = p50 * (2.5 + 120.0 * pz) + 1.5 * wait
         p50 += 0.5 * wait
-        sides = [churn[h] for h in (f.client.host, f.server.host) if h in churn]
-        mr_us = sum(mr_latency_us(profile, f.mr_size, h) for h in sides) / 2 if f.mr_churn else 0.0
-        qp_us = sum(qp_latency_us(profile, h) for h in sides) / 2 if f.qp_churn else 0.0
         out_flows.append(FlowResult(flow=c.index, client=f.client.host, server=f.server.host,
                                     bps=c.rate * c.msg_bytes * 8, pps=c.rate * c.pkts, msg_rate=c.rate,
                                     lat_p50_us=p50, lat_p99_us=p99, lat_p999_us=p999,
-                                    mr_churn_us=mr_us * (1.0 + 0.02 * tri()) if mr_us else 0.0,
-                                    qp_churn_us=qp_us * (1.0 + 0.02 * tri()) if qp_us else 0.0))
+                                    **flow_figures(profile, f, churn, lambda: 1.0 + 0.02 * tri())))
 
     m = profile.model
     qps_sides = sum(2 * f.qps for f in flows)

@@ -33,6 +33,7 @@ from typing import Any, Final
 
 from collie.model.flow import Flow
 from collie.model.units import format_bytes
+from collie.targets.base import ChurnStats, EndChurn
 from collie.targets.verbs.compat import Pyverbs
 from collie.targets.verbs.measure import MAX_LAT_SAMPLES, percentile
 from collie.targets.verbs.spec import VerbsSpec
@@ -75,27 +76,20 @@ def churn_jobs(flows: Sequence[tuple[int, Flow, bool, bool]], spec: VerbsSpec, w
 
 
 @dataclass(frozen=True)
-class KindStats:
-    """What one kind of churn did in the measured interval: operations, achieved rate per second, and the
-    mean and p99 latency of one operation in µs (0 when none was done)."""
-
-    asked: int
-    ops: int
-    rate: float
-    mean_us: float
-    p99_us: float
-
-
-@dataclass(frozen=True)
 class ChurnReport:
     """A churn worker's report: per kind (``mr``, ``qp``) its stats, and the verbs errors that stopped it."""
 
     flow_index: int
     side: str
     seconds: float
-    mr: KindStats
-    qp: KindStats
+    mr: ChurnStats
+    qp: ChurnStats
     errors: tuple[str, ...] = ()
+
+    @property
+    def end(self) -> EndChurn:
+        """What this end churned, as a run's result carries it."""
+        return EndChurn(self.flow_index, self.side, self.mr, self.qp)
 
     def line(self) -> str:
         """One line for people, e.g. ``flow 0 client churn: mr 1000/s asked, 998/s done, mean 512 µs ...``."""
@@ -128,10 +122,10 @@ class _Kind:
         if len(self.lat) < MAX_LAT_SAMPLES:
             self.lat.append(dt)
 
-    def stats(self, seconds: float) -> KindStats:
+    def stats(self, seconds: float) -> ChurnStats:
         mean = self.total_ns / self.done / 1e3 if self.done else 0.0
         p99 = percentile(sorted(self.lat), 99) / 1e3 if self.lat else 0.0
-        return KindStats(asked=self.rate, ops=self.done, rate=self.done / seconds, mean_us=mean, p99_us=p99)
+        return ChurnStats(asked=self.rate, ops=self.done, rate=self.done / seconds, mean_us=mean, p99_us=p99)
 
 
 class _Device:

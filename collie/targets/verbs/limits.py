@@ -12,7 +12,7 @@ its roles count, and flows with no end there are not checked.
 Control-path churn (``mr_churn``, ``qp_churn``; see ``churn``) counts one second of it per churning end against
 the device as if nothing churned within the second were freed yet (a device may reclaim destroyed objects
 lazily): ``mr_churn`` MRs against ``max_mr`` and their bytes against the pinned-memory budget, ``qp_churn`` QPs
-against ``max_qp``. Churn runs on local runs only: a cross-host host refuses it.
+against ``max_qp``; on a cross-host run each host counts the churning ends on its roles.
 """
 
 from __future__ import annotations
@@ -149,11 +149,6 @@ def _flow_problems(i: int, f: Flow, lim: DeviceLimits, many: bool, roles: tuple[
         elif ep.memory == "remote" and lim.numa_nodes < 2:
             out.append(f"{where}{side}.memory remote needs a second NUMA node; this host has "
                        f"{lim.numa_nodes}")
-    if roles is not None:
-        for name in ("mr_churn", "qp_churn"):
-            if getattr(f, name):
-                out.append(f"{where}{name} {getattr(f, name)}: the verbs target churns on local runs only, not "
-                           "across hosts")
     if f.processes > f.qps:
         out.append(f"{where}processes {f.processes} > qps {f.qps}: every worker process drives at least "
                    "one QP")
@@ -175,13 +170,13 @@ def check_workload(workload: Workload, lim: DeviceLimits, roles: tuple[str, ...]
         out.extend(_flow_problems(i, f, lim, many, roles))
     qps = sum(n * f.qps for _, f, n in here)
     mrs = sum(n * f.mrs for _, f, n in here)
+    churn_qps = sum(n * f.qp_churn for _, f, n in here)
+    churn_mrs = sum(n * f.mr_churn for _, f, n in here)
     if roles is None:
         if qps > lim.max_qp:
             out.append(f"qps {qps // 2} x 2 sides = {qps} > device max_qp {lim.max_qp}")
         if mrs > lim.max_mr:
             out.append(f"mrs {mrs // 2} x 2 sides = {mrs} > device max_mr {lim.max_mr}")
-        churn_qps = sum(2 * f.qp_churn for _, f, _ in here)
-        churn_mrs = sum(2 * f.mr_churn for _, f, _ in here)
         if churn_qps and qps + churn_qps > lim.max_qp:
             out.append(f"qp_churn {churn_qps // 2} x 2 sides beside {qps} QPs = {qps + churn_qps} QPs in a second "
                        f"> device max_qp {lim.max_qp}")
@@ -193,6 +188,12 @@ def check_workload(workload: Workload, lim: DeviceLimits, roles: tuple[str, ...]
             out.append(f"qps of this host's flow ends {qps} > device max_qp {lim.max_qp}")
         if mrs > lim.max_mr:
             out.append(f"mrs of this host's flow ends {mrs} > device max_mr {lim.max_mr}")
+        if churn_qps and qps + churn_qps > lim.max_qp:
+            out.append(f"qp_churn of this host's flow ends {churn_qps} beside {qps} QPs = {qps + churn_qps} QPs in "
+                       f"a second > device max_qp {lim.max_qp}")
+        if churn_mrs and mrs + churn_mrs > lim.max_mr:
+            out.append(f"mr_churn of this host's flow ends {churn_mrs} beside {mrs} MRs = {mrs + churn_mrs} MRs in "
+                       f"a second > device max_mr {lim.max_mr}")
     workers = sum(f.processes for _, f, _ in here)
     if workers > MAX_WORKERS:
         out.append(f"processes {workers} in all > {MAX_WORKERS} worker processes per run")

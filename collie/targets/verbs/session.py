@@ -20,6 +20,8 @@ Steps (the handshake with the worker processes follows them, see ``workers``):
   reads the port's counters (``HostCollector`` of the spec's device and port, ``netdev`` for ``ethtool -S``) at
   the edges of this host's measured interval. Data is verified where it lands (``verify``): pushes at the
   server, READs and atomics (their counters read back over the QP) at the client.
+* control-path churn: every churning flow end on this host gets a churn worker (see ``churn``), started with
+  the data-path workers; ``finish`` reports each end's churn in ``HostPart.churn``, and its errors.
 * ``abort``: end every worker process (SIGTERM: an orderly teardown that frees every verbs object; SIGKILL
   after a grace period), idempotent; the agent calls it on stdin EOF, so a lost controller leaves no traffic.
 
@@ -39,6 +41,7 @@ from collie.collectors.host import HostCollector
 from collie.errors import TargetError
 from collie.targets.base import HostResult, Unsupported
 from collie.targets.session import HostPart, RunPlan
+from collie.targets.verbs.churn import ChurnReport, churn_jobs
 from collie.targets.verbs.compat import Pyverbs, load
 from collie.targets.verbs.device import DeviceFacts, numa_nodes, query
 from collie.targets.verbs.engine import WorkerReport, checks_data
@@ -78,12 +81,14 @@ class SessionDetails:
         summaries: one per flow with an end on this host (client ends' rates; every end's errors and
             verification: ``verified`` is True when this host checked the flow's data and found it intact).
         checked: indices of the flows whose data this host verifies.
-        workers: worker processes of this host.
+        workers: worker processes of this host (data path).
+        churn: the churn workers' reports, one per churning flow end on this host.
     """
 
     summaries: tuple[FlowSummary, ...]
     checked: tuple[int, ...]
     workers: int
+    churn: tuple[ChurnReport, ...] = ()
 
 
 class VerbsSession:
@@ -145,8 +150,10 @@ class VerbsSession:
         timing = Timing(warmup=plan.warmup, duration=plan.duration, linger=LINGER_S if one_sided else 0.0)
         self._jobs = plan_jobs(w, self.spec, timing, self.verify, self.seed * 1_000_003 + plan.run,
                                self._facts.numa_node, numa_nodes(), self.collector, roles=plan.roles)
+        churn = churn_jobs([(i, f, f.client.host in plan.roles, f.server.host in plan.roles)
+                            for i, f in enumerate(w.flows)], self.spec, plan.warmup, plan.duration)
         self._plan = plan
-        self._pool = WorkerPool(self._jobs, pyverbs=self._pv)
+        self._pool = WorkerPool([*self._jobs, *churn], pyverbs=self._pv)
         try:
             self._pool.launch()
             endpoints = [e for per_worker in self._pool.prepared() for e in per_worker]
@@ -186,7 +193,7 @@ class VerbsSession:
         wait = max(0.0, (self._start_ns - time.monotonic_ns()) / 1e9)
         t = self._jobs[0].timing
         try:
-            reports = split(pool.gather(wait + t.warmup + t.duration + t.drain_timeout + FINISH_SLACK_S))[0]
+            reports, churn = split(pool.gather(wait + t.warmup + t.duration + t.drain_timeout + FINISH_SLACK_S))
         except BaseException:
             self.abort()
             raise
@@ -194,7 +201,7 @@ class VerbsSession:
             self._phase = Phase.FINISHED
         else:
             self.abort()
-        return self._part(plan, reports)
+        return self._part(plan, reports, churn)
 
     def abort(self) -> None:
         """Stop every worker process of this session and free everything (idempotent)."""
@@ -210,7 +217,7 @@ class VerbsSession:
                               f"{self._phase.value}")
         return self._pool
 
-    def _part(self, plan: RunPlan, reports: list[WorkerReport]) -> HostPart:
+    def _part(self, plan: RunPlan, reports: list[WorkerReport], churn: list[ChurnReport]) -> HostPart:
         w, roles = plan.workload, plan.roles
         shares = [s for job in self._jobs for s in job.shares]
         here = sorted({s.flow_index for s in shares})
@@ -218,7 +225,7 @@ class VerbsSession:
         sums = summaries(reports, here)
         clients = [s for s in sums if w.flows[s.flow].client.host in roles]
         measured = [s for s in sums if s in clients or w.flows[s.flow].transport == "UD"]  # UD: what arrived
-        errors = run_errors(reports, sums, self.verify, checked)
+        errors = run_errors(reports, sums, self.verify, checked) + [e for c in churn for e in c.errors]
         port = port_counters(reports, self._facts.driver if self._facts else "")
         rates = host_rates(w, measured, roles)
         hosts = tuple(HostResult(host=r, tx_bps=rates[r][0], rx_bps=rates[r][1], tx_pps=rates[r][2],
@@ -226,10 +233,12 @@ class VerbsSession:
                                  unreadable=dict(port.unreadable))
                       for r in roles)
         lo, hi = reports[0].interval_ns if reports else (0, 0)
-        self.last_details = SessionDetails(summaries=sums, checked=tuple(checked), workers=len(reports))
+        self.last_details = SessionDetails(summaries=sums, checked=tuple(checked), workers=len(reports),
+                                           churn=tuple(churn))
         return HostPart(
             hosts=hosts, flows=tuple(flow_result(w.flows[s.flow], s) for s in measured),
             setup_s=self._setup_s,
             errors=tuple(errors), engine_bound=engine_bound(clients),
             interval=(lo / 1e9 + self._wall_minus_mono, hi / 1e9 + self._wall_minus_mono),
+            churn=tuple(c.end for c in churn),
         )

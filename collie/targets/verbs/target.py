@@ -9,21 +9,21 @@ worker processes (worker ``w`` drives its share of every flow with ``processes >
 split evenly), build and connect resources in each worker, start all workers at one instant, warm up, measure
 for ``duration`` seconds, drain, verify data if asked, tear down, and combine the workers' measurements. A flow
 with control-path churn (``mr_churn``, ``qp_churn``) gets a churn worker per end besides (see ``churn``);
-its ``FlowResult.mr_churn_us`` / ``qp_churn_us`` are the mean of both ends' mean latencies, and the achieved
-rates and p99 latencies are in ``last_details.churn``.
+its ``FlowResult`` carries per kind the achieved rate and the mean and p99 latency of one operation, over both
+ends (:func:`~collie.targets.base.with_churn`), and ``last_details.churn`` each end's own.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
 from collie.collectors.host import HostCollector
 from collie.errors import InputError, TargetError
 from collie.model.workload import Workload
-from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo, Unsupported
+from collie.targets.base import HostResult, RunResult, TargetInfo, Unsupported, with_churn
 from collie.targets.verbs.churn import ChurnReport, churn_jobs
 from collie.targets.verbs.compat import Pyverbs, load
 from collie.targets.verbs.counters import port_collector
@@ -91,16 +91,6 @@ class RunDetails:
     worker_setup_s: tuple[float, ...]
     workers: int
     churn: tuple[ChurnReport, ...] = ()
-
-
-def with_churn(result: FlowResult, churn: list[ChurnReport]) -> FlowResult:
-    """``result`` with the churn latencies of its flow: per kind, the mean of its ends' mean latencies (the ends
-    that did some); unchanged without churn."""
-    def mean(kind: str) -> float:
-        means = [getattr(c, kind).mean_us for c in churn if getattr(c, kind).ops]
-        return sum(means) / len(means) if means else 0.0
-
-    return replace(result, mr_churn_us=mean("mr"), qp_churn_us=mean("qp")) if churn else result
 
 
 class VerbsTarget:
@@ -189,7 +179,7 @@ class VerbsTarget:
         errors = run_errors(g.reports, sums, self.verify) + [e for c in g.churn for e in c.errors]
         port = port_counters(g.reports, self.facts.driver)
         rates = host_rates(workload, sums, workload.hosts)
-        flows = tuple(with_churn(flow_result(f, s), [c for c in g.churn if c.flow_index == s.flow])
+        flows = tuple(with_churn(flow_result(f, s), [c.end for c in g.churn if c.flow_index == s.flow])
                       for f, s in zip(workload.flows, sums, strict=True))
         hosts = tuple(HostResult(host=h, tx_bps=rates[h][0], rx_bps=rates[h][1], tx_pps=rates[h][2],
                                  rx_pps=rates[h][3], counters=dict(port.counters), sources=dict(port.sources),

@@ -43,8 +43,8 @@ def test_json_form() -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("", "no counters found"),
     ("hello world\n", "line 1 is not rdma statistic output"),
-    ("link rxe0/1 sent_pkts\n", "odd number of words"),
-    ("link rxe0/1 sent_pkts many\n", "counter 'sent_pkts' has value 'many'"),
+    ("link rxe0/1 sent_pkts\n", "counter 'sent_pkts' has no integer value; expected 'name value' pairs"),
+    ("link rxe0/1 sent_pkts many\n", "counter 'sent_pkts many' has no integer value"),
     ("[1, 2]", "entry 0 is not a port object"),
     ('[{"ifname": "rxe0", "port": 1, "sent_pkts": "x"}]', "counter 'sent_pkts' has value 'x'"),
     ("[{", "not JSON"),

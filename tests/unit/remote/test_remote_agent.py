@@ -130,7 +130,7 @@ def test_serve_answers_each_line_and_stops_at_end_of_input() -> None:
 
 
 def test_serve_stops_after_bye_even_with_more_input() -> None:
-    replies = _serve(encode(hello(), 1), b'{"v":2,"id":2,"type":"bye"}\n', encode(Sample(), 3))
+    replies = _serve(encode(hello(), 1), b'{"v":3,"id":2,"type":"bye"}\n', encode(Sample(), 3))
     assert [r["type"] for r in replies] == ["welcome", "farewell"]
 
 
@@ -195,13 +195,24 @@ class FakeChannel:
         pass
 
 
-def test_an_agent_of_another_protocol_version_is_one_sentence() -> None:
-    channel = FakeChannel(b'{"v": 3, "id": 1, "type": "error", "kind": "version", "message": "I speak 3"}\n')
+#: What an agent of protocol version 2 (collie before churn figures and cross-host churn) answers this hello.
+OLD_AGENTS_ANSWER = (b'{"v":2,"id":1,"type":"error","kind":"version","message":"the controller speaks collie '
+                     b'protocol version 3 and this agent (collie 0.1.0) speaks version 2; run the same collie '
+                     b'version on both sides"}\n')
+
+
+def test_an_old_agents_answer_to_hello_is_one_sentence() -> None:
     with pytest.raises(HostError) as err:
-        AgentClient(host(), channel, 1).hello()
+        AgentClient(host(), FakeChannel(OLD_AGENTS_ANSWER), 1).hello()
     assert err.value.failure is Failure.VERSION
-    assert str(err.value) == (f"host 'h': its agent speaks collie protocol version 3 and this collie ({__version__}) "
-                              f"speaks version 2 (the agent says: I speak 3); install collie {__version__} on the host")
+    assert str(err.value) == (
+        f"host 'h': its agent speaks the older collie protocol version 2 and this collie ({__version__}) speaks "
+        "version 3 (the agent says: the controller speaks collie protocol version 3 and this agent (collie 0.1.0) "
+        f"speaks version 2; run the same collie version on both sides); install collie {__version__} on the host")
+    newer = FakeChannel(b'{"v": 4, "id": 1, "type": "error", "kind": "version", "message": "I speak 4"}\n')
+    with pytest.raises(HostError, match=r"its agent speaks the newer collie protocol version 4 and this collie "
+                                        r"\(.*\) speaks version 3 \(the agent says: I speak 4\); install collie"):
+        AgentClient(host(), newer, 1).hello()
 
 
 def test_wrong_ids_and_wrong_types_break_the_client_for_good() -> None:

@@ -105,9 +105,9 @@ def test_session_messages_round_trip() -> None:
 
 
 @pytest.mark.parametrize(("line", "match"), [
-    (b'{"v": 2, "id": 1, "type": "prepare", "plan": 3}\n', "'prepare' message: plan: expected a table, got 3"),
-    (b'{"v": 2, "id": 1, "type": "start", "at": "now"}\n', "'start' message: at: expected a number, got 'now'"),
-    (b'{"v": 2, "id": 1, "type": "connect", "peers": [1]}\n',
+    (b'{"v": 3, "id": 1, "type": "prepare", "plan": 3}\n', "'prepare' message: plan: expected a table, got 3"),
+    (b'{"v": 3, "id": 1, "type": "start", "at": "now"}\n', "'start' message: at: expected a number, got 'now'"),
+    (b'{"v": 3, "id": 1, "type": "connect", "peers": [1]}\n',
      r"'connect' message: peers\[0\]: expected a table, got 1"),
 ])
 def test_malformed_session_messages_are_protocol_errors(line: bytes, match: str) -> None:

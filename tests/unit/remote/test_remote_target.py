@@ -277,3 +277,25 @@ def test_a_flow_its_servers_host_reports_too_takes_rates_from_there_and_latencie
     (f,) = t._merge(w, 1.0, parts).flows
     assert (f.bps, f.pps, f.msg_rate) == (6e6, 750.0, 750.0)
     assert (f.lat_p50_us, f.lat_p99_us, f.lat_p999_us) == (5.0, 9.0, 12.0)
+
+
+def test_a_flows_churn_is_made_of_both_hosts_reports_of_their_ends(tmp_path: Path) -> None:
+    """Each host churns the ends on its roles and reports them apart; the flow's figures are of both."""
+    from collie.targets.base import ChurnStats, EndChurn, FlowResult, HostResult
+    from collie.targets.session import HostPart
+
+    inv = inventory(tmp_path, [("n0", "verbs:rxe0:1:1", []), ("n1", "verbs:rxe0:1:1", [])])
+    t = RemoteTarget(inv)
+    w = Workload.from_dict({"flows": [{"client": "a", "server": "b", "transport": "RC", "opcode": "WRITE",
+                                       "mr_churn": 100, "qp_churn": 10}]})
+    none = ChurnStats(0, 0, 0.0, 0.0, 0.0)
+    client = EndChurn(0, "client", ChurnStats(100, 98, 98.0, 400.0, 900.0), ChurnStats(10, 10, 10.0, 2000.0, 5000.0))
+    server = EndChurn(0, "server", ChurnStats(100, 90, 90.0, 600.0, 1500.0), none)
+    flow = FlowResult(0, "a", "b", 8e9, 1e6, 1e5, 5.0, 9.0, 12.0)
+    parts = {"n0": HostPart(hosts=(HostResult("a", 0.0, 0.0, 0.0, 0.0),), flows=(flow,), setup_s=0.1,
+                            churn=(client,)),
+             "n1": HostPart(hosts=(HostResult("b", 0.0, 0.0, 0.0, 0.0),), flows=(), setup_s=0.1, churn=(server,))}
+    (f,) = t._merge(w, 1.0, parts).flows
+    assert (f.mr_churn_per_s, f.mr_churn_us, f.mr_churn_p99_us) == (94.0, 500.0, 1500.0)
+    assert (f.qp_churn_per_s, f.qp_churn_us, f.qp_churn_p99_us) == (10.0, 2000.0, 5000.0)
+    assert f.bps == 8e9

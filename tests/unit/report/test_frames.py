@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import pandas as pd
@@ -44,6 +45,18 @@ def test_one_typed_row_per_trial_in_every_state() -> None:
     assert pruned["reason"] == "qps 99999 > max_qp" and pd.isna(pruned["bps"]) and pd.isna(pruned["duration_s"])
 
 
+def test_a_trial_with_churn_shows_the_churn_achieved_and_its_p99() -> None:
+    churned = FlowResult(1, "b", "a", 2e9, 2e5, 2e4, 2.5, 7.5, 9.0, mr_churn_us=50.0, mr_churn_per_s=990.0,
+                         mr_churn_p99_us=80.0)
+    result = dataclasses.replace(RESULT, flows=(RESULT.flows[0], churned))
+    frame = trials_frame([*_records(), TrialRecord(6, Phase.EXPLORE, "k6", {}, TrialState.COMPLETE, 15.0,
+                                                   result=result)])
+    row = frame.iloc[5]
+    assert row["mr_churn_per_s"] == 990.0 and row["mr_churn_p99_us"] == 80.0
+    assert row["qp_churn_per_s"] == row["qp_churn_p99_us"] == 0.0
+    assert frame.iloc[1]["mr_churn_per_s"] == 0.0 and pd.isna(frame.iloc[2]["mr_churn_p99_us"])  # none; no result
+
+
 def test_the_csv_reads_back_equal() -> None:
     frame = trials_frame(_records())
     buf = io.StringIO(frame.to_csv(index=False))
@@ -56,8 +69,6 @@ def test_an_empty_journal_is_an_empty_typed_frame() -> None:
 
 
 def test_a_parallel_campaigns_trials_name_their_chain_and_read_back_equal() -> None:
-    import dataclasses
-
     records = [dataclasses.replace(r, chain=r.trial % 2) for r in _records()]
     frame = trials_frame(records)
     assert frame["chain"].tolist() == [1, 0, 1, 0, 1]

@@ -13,6 +13,7 @@ from collie import calibrate
 from collie.errors import InputError, TargetError, TargetUnavailable
 from collie.events import PhaseStarted, TrialFinished, TrialStarted, Warned
 from collie.experiment import run_and_judge
+from collie.model.space import load_space
 from collie.model.workload import Workload
 from collie.preset import load_preset
 from collie.services import (
@@ -216,6 +217,25 @@ def test_a_case_found_in_the_papers_space_minimizes_in_the_default_space() -> No
     minimized = minimize_case(plan, seed=0, accept_new_host_keys=False, listener=Heard())
     assert "transport == RC" in minimized.result.mfs.describe()
     assert set(minimized.result.point) == set(plan.space.names) and minimized.result.point["qp_churn"] == 0
+
+
+def test_a_case_minimizes_in_the_space_its_campaign_searched_unless_space_is_given(tmp_path: Path) -> None:
+    campaign = tmp_path / "campaign"
+    shutil.copytree(CASES / "v1-campaign", campaign)
+    config = campaign / "campaign.toml"
+    paper = ROOT / "workloads" / "paper.toml"
+    config.write_text(config.read_text().replace('space = ""', f'space = "{paper}"'))
+    case = campaign / "anomalies" / "A003-pause"
+    heard = Heard()
+    assert plan_minimize(case, None, None, "quick", heard).space.names == load_space(paper).names
+    assert [n.text for n in heard.of(Note)] == [f"minimizing {case} in the space its campaign searched, {paper} "
+                                                "(give --space for another)"]
+    default = ROOT / "workloads" / "default.toml"
+    assert plan_minimize(case, None, default, "quick", Heard()).space.names == load_space(None).names
+    config.write_text(config.read_text().replace(str(paper), str(tmp_path / "moved.toml")))
+    with pytest.raises(InputError, match=r"A003-pause was found in the space .*moved.toml \(as its campaign "
+                                         r"records\), which cannot be read: .*; give --space"):
+        plan_minimize(case, None, None, "quick", Heard())
 
 
 def test_a_clean_case_has_nothing_to_minimize() -> None:

@@ -78,6 +78,20 @@ def test_churn_latencies_rise_with_the_rate() -> None:
     assert calm.mr_churn_us == 0.0 and calm.qp_churn_us == 0.0
 
 
+def test_a_flow_reports_the_churn_its_hosts_achieved_and_its_p99() -> None:
+    p = load_profile("cx6-200g")
+    capacity = 1e6 / p.model.fw_cmd_us  # firmware commands per second
+    below, beyond = (int(0.4 * capacity / 2), int(2 * capacity / 2))
+    for rate in (below, beyond):
+        f = _run(one(qps=8, batch=16, mr_churn=rate)).flows[0]
+        done = host_churn(p, one(mr_churn=rate))["a"].done
+        assert f.mr_churn_per_s == pytest.approx(rate * done) and f.mr_churn_p99_us > f.mr_churn_us > 0
+        assert f.qp_churn_per_s == f.qp_churn_p99_us == 0.0
+    assert _run(one(qps=8, batch=16, mr_churn=beyond)).flows[0].mr_churn_per_s == pytest.approx(beyond / 2)
+    q = _run(one(qps=8, batch=16, qp_churn=1000)).flows[0]
+    assert q.qp_churn_per_s == 1000 and q.qp_churn_p99_us > q.qp_churn_us > 0 and q.mr_churn_per_s == 0.0
+
+
 def test_the_firmware_command_path_saturates() -> None:
     p = load_profile("cx6-200g")
     capacity = 1e6 / p.model.fw_cmd_us  # commands per second

@@ -130,8 +130,12 @@ def test_churn_the_device_cannot_hold_is_refused_naming_the_field() -> None:
     # 2 x 2,000 x 1 MiB a second > half of 1 GiB
     (p,) = check_workload(one(mr_churn=2000, mr_size=1 << 20), LIM)
     assert "of MRs and a second of mr_churn > 50% of the host's available memory" in p
-    (p,) = check_workload(one(qp_churn=1), LIM, roles=("a",))
-    assert p == "qp_churn 1: the verbs target churns on local runs only, not across hosts"
+    # one host of a cross-host run: only the churning ends on its roles count
+    assert check_workload(one(qps=100, qp_churn=450), LIM, roles=("a",)) == []
+    (p,) = check_workload(one(qps=100, qp_churn=950), LIM, roles=("b",))
+    assert p == "qp_churn of this host's flow ends 950 beside 100 QPs = 1050 QPs in a second > device max_qp 1000"
+    (p,) = check_workload(one(mr_churn=5000), LIM, roles=("a",))
+    assert p.startswith("mr_churn of this host's flow ends 5000 beside 1 MRs = 5001 MRs in a second > device max_mr")
 
 
 @pytest.fixture
@@ -159,6 +163,9 @@ def test_a_run_with_churn_reports_it_per_flow_and_in_the_details(target: VerbsTa
     for c in details.churn:
         assert c.mr.ops > 0 and c.qp.ops > 0 and 0 < c.mr.rate <= 200 * 1.05 and c.qp.p99_us >= c.qp.mean_us
     assert churned.mr_churn_us == pytest.approx(sum(c.mr.mean_us for c in details.churn) / 2)
+    assert churned.mr_churn_per_s == pytest.approx(sum(c.mr.rate for c in details.churn) / 2)
+    assert churned.qp_churn_p99_us == max(c.qp.p99_us for c in details.churn) >= churned.qp_churn_us
+    assert not any(k.startswith(("mr_churn", "qp_churn")) for k in plain.to_dict())
     assert all(s.verified for s in details.summaries)
 
 

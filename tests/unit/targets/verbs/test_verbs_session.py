@@ -64,6 +64,25 @@ def test_a_session_playing_both_roles_runs_the_workload_locally(session: VerbsSe
     assert multiprocessing.active_children() == []  # finish ended the workers
 
 
+def test_each_end_that_churns_is_reported_apart_for_the_controller_to_merge(session: VerbsSession) -> None:
+    churned = Workload(flows=(Flow(A, B, sizes=(4096,), mr_churn=200, qp_churn=50),))
+    session.prepare(plan(("a", "b"), churned, duration=0.2))
+    session.connect([])
+    session.start(time.time() + 0.05)
+    part = session.finish()
+    assert part.errors == ()
+    assert [(e.flow, e.side) for e in part.churn] == [(0, "client"), (0, "server")]
+    assert all(e.mr.ops > 0 and e.qp.ops > 0 and 0 < e.mr.rate <= 200 * 1.05 for e in part.churn)
+    (flow,) = part.flows
+    assert flow.mr_churn_per_s == 0.0  # the ends' reports, not the flow, carry it: the controller merges them
+    details = session.last_details
+    assert details is not None and [c.end for c in details.churn] == list(part.churn)
+    # one role: a churn worker for the end on it only
+    session.prepare(plan(("b",), churned))
+    assert sorted(p.name for p in multiprocessing.active_children() if "churn" in p.name) == [
+        "collie-verbs-churn-0-server"]
+
+
 def test_one_role_reports_its_endpoints_and_a_missing_peer_is_one_sentence(session: VerbsSession) -> None:
     endpoints = session.prepare(plan(("a",)))
     # a: client of flow 0 (2 QPs in one worker), server of flow 1 (2 QPs over two workers)
