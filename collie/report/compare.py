@@ -134,13 +134,17 @@ def _throughput(old: Report, new: Report) -> pd.DataFrame:
 
     both = medians(old).join(medians(new), how="inner", lsuffix="_old", rsuffix="_new")
     names = {**_calibration_names(), **old.data.corpus_names, **new.data.corpus_names}
-    words = [names.get(str(key)) or point_words(json.loads(point)) or str(key)
-             for key, point in zip(both.index, both["point_old"], strict=True)]
+    words = [names.get(str(key)) or point_words(json.loads(point)) or _PHASE_WORDS.get(phase, str(key))
+             for key, point, phase in zip(both.index, both["point_old"], both["phase_old"], strict=True)]
     out = pd.DataFrame({"key": both.index.astype("string"), "phase": both["phase_old"].astype("string"),
                         "workload": pd.Series(words, index=both.index, dtype="string"),
                         "old_gbps": both["gbps_old"] / 1e9, "new_gbps": both["gbps_new"] / 1e9})
     out["ratio"] = out["new_gbps"] / out["old_gbps"].where(out["old_gbps"] > 0)
     return out.sort_values("ratio", key=lambda s: (s - 1.0).abs(), ascending=False).reset_index(drop=True)
+
+
+#: What a workload of a phase that journals no point is, in words.
+_PHASE_WORDS: Final = {"solo": "a victim alone (its solo baseline)"}
 
 
 def _calibration_names() -> dict[str, str]:
