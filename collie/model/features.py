@@ -14,7 +14,14 @@ Aggregation rules (for workloads of several flows):
     * ``line_tail`` and ``tail_packet`` describe where sizes sit against region boundaries: the smallest
       non-zero ``size mod 64`` (bytes in a message's partial last cache line; 0 when every size is whole lines)
       and the smallest payload of the last packet of a message of several packets (1 for MTU + 1 bytes; 0 when
-      no message spans packets). "size mod 64 in 1..8" is ``line_tail >= 1 and line_tail <= 8``.
+      no message spans packets). "size mod 64 in 1..8" is ``line_tail >= 1 and line_tail <= 8``;
+    * ``recv_gap_ns`` is a paced receiver against its sender: the nanoseconds between two of a flow's requests
+      that its receiver can take at its pace (each QP reposts ``recv_batch`` receives every ``recv_delay_us``;
+      a request that consumes none costs none), ``recv_delay_us x 1000 x share / (qps x recv_batch)`` with
+      ``share`` the receive-consuming part of the opcode pattern, at least 1; the largest over flows, 0 when no
+      flow's receiver is paced. A sender whose requests come closer than that starves the receiver (RNR): one
+      condition ``recv_gap_ns >= G`` is that ratio-shaped region, which conditions on ``qps_total``,
+      ``recv_batch`` and ``recv_delay_us`` apart can only cut into boxes.
 
 :func:`encode` turns features into regression columns, and :func:`point_encoder` makes the encoder a search
 strategy's surrogate is given (the strategies know nothing of workloads; whoever builds them injects it).
@@ -28,6 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from collie.model.flow import RECV_CONSUMING, Flow
 from collie.model.workload import Workload
 
 SMALL_MSG: Final = 1024
@@ -79,6 +87,7 @@ class Features:
     recv_delay_us: int
     mr_churn: int
     qp_churn: int
+    recv_gap_ns: int
 
     def as_dict(self) -> dict[str, int | bool | str]:
         return asdict(self)
@@ -89,6 +98,14 @@ FEATURE_NAMES: Final = tuple(Features.__dataclass_fields__)
 
 def _common(values: list[str]) -> str:
     return values[0] if len(set(values)) == 1 else "MIXED"
+
+
+def _recv_gap_ns(f: Flow) -> int:
+    """``recv_gap_ns`` of one flow (see the module docstring): 0 unless its receiver is paced."""
+    consuming = sum(o in RECV_CONSUMING for o in f.opcodes)
+    if not consuming or f.recv_delay_us <= 0:
+        return 0
+    return max(1, round(f.recv_delay_us * 1000 * consuming / len(f.opcodes) / (f.qps * f.recv_batch)))
 
 
 def features(workload: Workload) -> Features:
@@ -159,6 +176,7 @@ def features(workload: Workload) -> Features:
         recv_delay_us=max(f.recv_delay_us for f in flows),
         mr_churn=max(f.mr_churn for f in flows),
         qp_churn=max(f.qp_churn for f in flows),
+        recv_gap_ns=max(_recv_gap_ns(f) for f in flows),
     )
 
 
