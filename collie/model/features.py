@@ -19,9 +19,9 @@ Aggregation rules (for workloads of several flows):
       that its receiver can take at its pace (each QP reposts ``recv_batch`` receives every ``recv_delay_us``;
       a request that consumes none costs none), ``recv_delay_us x 1000 x share / (qps x recv_batch)`` with
       ``share`` the receive-consuming part of the opcode pattern, at least 1; the largest over flows, 0 when no
-      flow's receiver is paced. A sender whose requests come closer than that starves the receiver (RNR): one
-      condition ``recv_gap_ns >= G`` is that ratio-shaped region, which conditions on ``qps_total``,
-      ``recv_batch`` and ``recv_delay_us`` apart can only cut into boxes.
+      flow's receiver is paced. A sender whose requests come closer than that starves the receiver (RNR): for
+      one sender (its request rate set by sizes, MTU and the NIC), ``recv_gap_ns >= G`` is that ratio-shaped
+      region, which conditions on ``qps_total``, ``recv_batch`` and ``recv_delay_us`` apart cut into boxes.
 
 :func:`encode` turns features into regression columns, and :func:`point_encoder` makes the encoder a search
 strategy's surrogate is given (the strategies know nothing of workloads; whoever builds them injects it).
