@@ -18,14 +18,23 @@ Invariants:
     * a chain's *limit* is where :meth:`Budget.charge` raises :class:`BudgetSpent`: the total from the start of
       each total (:meth:`Budget.extend_to`) and while it finishes edges (:meth:`Budget.open_reserve`), what was
       free when it began recording a find (:meth:`Budget.keep_reserve`); a limit never exceeds the total;
+    * a symptom's *share* is what recording the finds leading with that symptom kind (confirming, minimizing,
+      finishing edges) has spent, over every chain; :meth:`Budget.over_share` says when it passed
+      :data:`SYMPTOM_SHARE` of the total;
     * it is read and changed only by the chain whose turn it is (see :mod:`collie.campaign.turns`), or by the
       one chain of a campaign of one, so it needs no lock.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Final, Protocol
+
+#: The share of the total that recording the finds of one symptom kind may spend with full care: past it, a
+#: symptom that keeps being found (a starved receiver's ratio-shaped region, met again just past each box that
+#: describes it) no longer takes the experiments the search needs for the others.
+SYMPTOM_SHARE: Final = 1 / 3
 
 
 class BudgetSpent(Exception):
@@ -74,6 +83,8 @@ class Budget:
         self.experiments = 0
         #: budgeted trials started and not finished yet, over every chain
         self.in_flight = 0
+        #: experiments spent recording finds, per symptom kind
+        self.shares: Counter[str] = Counter()
         self._reserved: dict[int, list[Reservation]] = {c: [] for c in range(chains)}
         self._limits = dict.fromkeys(range(chains), self.total)
 
@@ -108,6 +119,16 @@ class Budget:
         """A budgeted trial finished; ``counts``: it was not pruned (else it is given back)."""
         self.in_flight -= 1
         self.experiments += counts
+
+    # -- symptoms' shares -------------------------------------------------------------------------------------
+
+    def spend_on(self, symptom: str, experiments: int) -> None:
+        """Recording a find leading with symptom kind ``symptom`` spent ``experiments``."""
+        self.shares[symptom] += experiments
+
+    def over_share(self, symptom: str) -> bool:
+        """Whether recording the finds of ``symptom`` has spent more than :data:`SYMPTOM_SHARE` of the total."""
+        return self.shares[symptom] > SYMPTOM_SHARE * self.total
 
     # -- one chain's reserve and limit -----------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ from collie.events import (
 )
 from collie.mfs import MFS
 from collie.minimize import Minimizer, MinimizeResult, MinimizeSettings, moved_to
-from collie.model.features import features
+from collie.model.features import Features, features
 from collie.model.space import SearchSpace
 from collie.model.workload import Workload
 from collie.oracle import Verdict, leading_symptom
@@ -81,6 +81,11 @@ class _OpenEdges:
     runs: RunLog
     leading: str
     trial: int
+
+    @property
+    def symptom(self) -> str:
+        """The kind of its leading symptom (whose share of the budget finishing its edges spends)."""
+        return self.leading.split("@")[0]
 
 
 class Chain:
@@ -253,12 +258,32 @@ class Chain:
         if known is not None:
             self._hit(known, HitKind.INSIDE, verdict.signature, trial)
             return
-        settings = self.preset.minimize
         anomaly_id = self.registry.next_id(verdict.primary)
-        if settings is None:
+        if self.preset.minimize is None:
             record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False, trial)
             self._save(record, workload, verdict, None, 0, runs=runs)
             return
+        before = self.summary.experiments
+        try:
+            self._minimize_find(point, verdict, probe, found_at, trial, anomaly_id, workload, feats, runs)
+        finally:
+            self.budget.spend_on(verdict.primary, self.summary.experiments - before)
+
+    def _minimize_find(self, point: dict[str, Any], verdict: Verdict,
+                       probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int, trial: int,
+                       anomaly_id: str, workload: Workload, feats: Features, runs: RunLog) -> None:
+        """Confirm, minimize and save a new find as ``anomaly_id`` (see :meth:`_record_find`).
+
+        A find whose symptom kind has spent its share of the budget (:meth:`Budget.over_share`) is minimized
+        without far-side checks: its MFS has the edges met on the way from the find to the simplest values
+        and no bound on the far side of the case (a wider region, which the search then keeps out of), for
+        about half the experiments.
+        """
+        settings = self.preset.minimize
+        assert settings is not None
+        coarse = settings.far_side and self.budget.over_share(verdict.primary)
+        if coarse:
+            settings = dataclasses.replace(settings, far_side=False)
         before = self.summary.experiments
         near = self.registry.near(feats, verdict.signature)
         self.budget.keep_reserve(self.index)
@@ -275,6 +300,9 @@ class Chain:
                 self._widen(near[0], near[1], moved, runs.evidence(moved, verdict.leading), verdict.signature,
                             trial, cost)
                 return
+            if coarse:
+                self._emit(Warned(f"trial {trial}: {verdict.primary} finds have spent their share of the budget; "
+                                  f"{anomaly_id} is minimized without far-side checks"))
             minimizer = Minimizer(self.space, probe, settings, self._explained(verdict, trial, anomaly_id))
             result = minimizer.run(point, verdict, defer=True)
         except BudgetSpent as spent:
@@ -391,6 +419,7 @@ class Chain:
                 return
             finally:
                 self.summary.minimize_experiments += self.summary.experiments - before
+                self.budget.spend_on(edges.symptom, self.summary.experiments - before)
             self._open.pop(0)
             self.budget.release(self.index, edges.minimizer)
             if self.registry.find(record.anomaly_id) is None:  # another chain's find took it in meanwhile

@@ -20,6 +20,13 @@ Aggregation rules (for workloads of several flows):
       flows that are no victim): a condition on them, in a quirk or an MFS, means the same with a victim beside
       them or without (``opcode == READ`` of a READ aggressor beside a SEND victim), and the victim is named by
       ``victim`` alone.
+    * ``recv_gap_ns`` is a paced receiver against its sender: the nanoseconds between two of a flow's requests
+      that its receiver can take at its pace (each QP reposts ``recv_batch`` receives every ``recv_delay_us``;
+      a request that consumes none costs none), ``recv_delay_us x 1000 x share / (qps x recv_batch)`` with
+      ``share`` the receive-consuming part of the opcode pattern, at least 1; the largest over flows, 0 when no
+      flow's receiver is paced. A sender whose requests come closer than that starves the receiver (RNR): for
+      one sender (its request rate set by sizes, MTU and the NIC), ``recv_gap_ns >= G`` is that ratio-shaped
+      region, which conditions on ``qps_total``, ``recv_batch`` and ``recv_delay_us`` apart cut into boxes.
 
 :func:`encode` turns features into regression columns, and :func:`point_encoder` makes the encoder a search
 strategy's surrogate is given (the strategies know nothing of workloads; whoever builds them injects it).
@@ -33,7 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from collie.model.flow import hosts_of
+from collie.model.flow import RECV_CONSUMING, Flow, hosts_of
 from collie.model.workload import Workload
 
 SMALL_MSG: Final = 1024
@@ -86,6 +93,7 @@ class Features:
     mr_churn: int
     qp_churn: int
     victim: str
+    recv_gap_ns: int
 
     def as_dict(self) -> dict[str, int | bool | str]:
         return asdict(self)
@@ -96,6 +104,14 @@ FEATURE_NAMES: Final = tuple(Features.__dataclass_fields__)
 
 def _common(values: list[str]) -> str:
     return values[0] if len(set(values)) == 1 else "MIXED"
+
+
+def _recv_gap_ns(f: Flow) -> int:
+    """``recv_gap_ns`` of one flow (see the module docstring): 0 unless its receiver is paced."""
+    consuming = sum(o in RECV_CONSUMING for o in f.opcodes)
+    if not consuming or f.recv_delay_us <= 0:
+        return 0
+    return max(1, round(f.recv_delay_us * 1000 * consuming / len(f.opcodes) / (f.qps * f.recv_batch)))
 
 
 def features(workload: Workload) -> Features:
@@ -167,6 +183,7 @@ def features(workload: Workload) -> Features:
         mr_churn=max(f.mr_churn for f in flows),
         qp_churn=max(f.qp_churn for f in flows),
         victim="+".join(sorted({f.victim for f in workload.flows if f.victim})) or "none",
+        recv_gap_ns=max(_recv_gap_ns(f) for f in flows),
     )
 
 

@@ -152,13 +152,15 @@ class SearchSpace:
 
         Parameters that cannot apply are clamped instead of rejected, so that one-dimension moves of a
         search never hit a wall: opcodes of the mix that the transport lacks are dropped (a UD flow mixes SENDs
-        only), UD sizes are cut to the MTU, a flow of atomics only carries 8 B in one SGE,
-        inline is 0 without WRITE or SEND, queue depths are at least their post lists, signalling happens at
-        least once per queue, SGEs are at most the smallest message, an MR holds the largest message, and the
-        receive side keeps its defaults unless an opcode consumes receives. The features of the built
-        workload (not the raw point) are what quirks, minimal feature sets and reports speak of. A ``victim``
-        other than ``none`` appends that victim flow, as declared, from the client to the server of the first
-        flow. Only ``pinned_memory`` can still fail (see :meth:`validate`).
+        only), UD sizes are cut to the MTU, a flow of atomics only carries 8 B in one SGE, inline is 0 without
+        WRITE or SEND, a send post list is at most its queue (``batch`` is cut to ``wq_depth``: the send
+        queue's depth is the point's own, so a condition on it is never read as one on the post list), a
+        receive queue is at least its post list, signalling happens at least once per queue, SGEs are at most
+        the smallest message, an MR holds the largest message, and the receive side keeps its defaults unless
+        an opcode consumes receives. The features of the built workload (not the raw point) are what quirks,
+        minimal feature sets and reports speak of. A ``victim`` other than ``none``
+        appends that victim flow, as declared, from the client to the server of the first flow. Only
+        ``pinned_memory`` can still fail (see :meth:`validate`).
         """
         p = self.complete(point)
         transport, opcode = str(p["op"]).split("_", 1)
@@ -170,7 +172,8 @@ class SearchSpace:
         if transport == "UD":
             sizes = tuple(min(s, p["mtu"]) for s in sizes)
         sges = 1 if all(o in ATOMIC_OPCODES for o in opcodes) else max(1, min(p["sges"], min(sizes)))
-        depth = max(p["wq_depth"], p["batch"])
+        depth = p["wq_depth"]
+        batch = min(p["batch"], depth)
         inline = p["inline"] if INLINE_OPCODES.intersection(opcodes) else 0
         mr_size = max(p["mr_size"], max(sizes))
         if RECV_CONSUMING.intersection(opcodes):
@@ -185,7 +188,7 @@ class SearchSpace:
             return Flow(
                 client=Endpoint(client, memory), server=Endpoint(server, memory),
                 transport=transport, opcodes=opcodes, sizes=sizes, qps=p["qps"],
-                batch=p["batch"], sges=sges, sq_depth=depth, rq_depth=rq_depth,
+                batch=batch, sges=sges, sq_depth=depth, rq_depth=rq_depth,
                 mtu=p["mtu"], mrs=p["mrs"], mr_size=mr_size, inline=inline,
                 signal_every=min(p["signal_every"], depth), burst=p["burst"], processes=p["processes"],
                 recv_batch=recv_batch, recv_sges=recv_sges, recv_delay_us=recv_delay,

@@ -92,3 +92,13 @@ def test_an_extended_budget_runs_to_each_total_in_turn() -> None:
 def test_a_budget_needs_a_total() -> None:
     with pytest.raises(ValueError):
         Budget([])
+
+
+def test_a_symptom_is_over_its_share_past_a_third_of_the_total() -> None:
+    budget = Budget([300, 600])
+    budget.spend_on("rnr", 100)
+    assert not budget.over_share("rnr")
+    budget.spend_on("rnr", 1)
+    assert budget.over_share("rnr") and not budget.over_share("pause")
+    budget.extend_to(600)  # a share is of the total the search runs to now
+    assert not budget.over_share("rnr")

@@ -14,6 +14,7 @@ from simhelpers import paper_space
 
 from collie.calibrate import calibration_workloads
 from collie.campaign import AnomalyRecord, Campaign, CampaignSummary
+from collie.campaign import budget as budget_module
 from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, TrialFinished, Warned
 from collie.mfs import MFS, Condition
 from collie.model.features import features
@@ -480,3 +481,45 @@ def test_minimizing_never_moves_a_find_into_a_known_region(tmp_path: Path) -> No
     cases = [a for a in summary.anomalies if a.mfs is not None and "batch" in a.mfs.describe()]
     assert cases and all(not known.holds(features(load_space().build(a.point))) for a in cases)
     assert minimized  # the second anomaly was minimized, not taken for the first
+
+
+TWO_SLOW_PROFILE = SIDE_PROFILE.split("[[quirk]]")[0].replace('"side-findings"', '"two-slow"') + """
+[[quirk]]
+id = "t-read-slow"
+summary = "READ on 100+ QPs crawls"
+cause = "made up"
+when = ["opcode == READ", "qps_total >= 100"]
+symptom = { throughput = 0.3 }
+diagnostics = ["sim_qpc_cache_miss"]
+
+[[quirk]]
+id = "t-write-sge-slow"
+summary = "WRITE with 4+ SGEs on 100+ QPs crawls"
+cause = "made up"
+when = ["opcode == WRITE", "sges >= 4", "qps_total >= 100"]
+symptom = { throughput = 0.3 }
+diagnostics = ["sim_qpc_cache_miss"]
+"""
+
+
+def test_a_symptom_past_its_share_of_the_budget_is_minimized_without_far_sides(tmp_path: Path,
+                                                                                monkeypatch: Any) -> None:
+    # every experiment spent on a symptom's finds counts toward its share; once low throughput has spent more
+    # than its share (none, here), its next find is minimized without far-side checks, and the campaign says so
+    monkeypatch.setattr(budget_module, "SYMPTOM_SHARE", 0.0)
+    simplest = paper_space().simplest()
+    first = [{**simplest, "op": "RC_READ", "qps": 4096}, {**simplest, "op": "RC_WRITE", "sges": 8, "qps": 4096}]
+    events: list[Any] = []
+    _scripted(tmp_path, TWO_SLOW_PROFILE, first, 120, events)
+    found = [e for e in events if isinstance(e, AnomalyFound)]
+    coarse = [e.message for e in events if isinstance(e, Warned) and "without far-side checks" in e.message]
+    assert len(found) >= 2 and found[0].signature.startswith("low_throughput")
+    assert coarse and all(found[0].anomaly_id not in m for m in coarse) and found[1].anomaly_id in coarse[0]
+
+
+def test_finds_spend_their_symptoms_share_of_the_budget(tmp_path: Path) -> None:
+    campaign = _campaign(tmp_path, Wrapped(), budget=250)
+    summary = campaign.run()
+    shares = campaign.budget.shares
+    assert {a.signature.split("@")[0] for a in summary.anomalies} <= set(shares)
+    assert sum(shares.values()) >= summary.minimize_experiments > 0

@@ -71,3 +71,17 @@ def test_the_other_features_describe_the_aggressors_alone() -> None:
     aggressor = features(w.with_flows(w.flows[:1]))
     assert {**features(w).as_dict(), "victim": "none"} == aggressor.as_dict()
     assert features(w).opcode == "WRITE" and features(w).min_msg == 65536
+
+
+def test_recv_gap_is_the_receivers_pace_per_request_of_its_sender() -> None:
+    space = load_space()
+    send = {**space.simplest(), "op": "RC_SEND", "qps": 4, "recv_batch": 2, "recv_delay_us": 100}
+    gap = features(space.build(send)).recv_gap_ns
+    assert gap == 100 * 1000 // (4 * 2)
+    # a ratio: twice the QPs reposting at half the pace is the same receiver against the same sender
+    assert features(space.build({**send, "qps": 8, "recv_delay_us": 200})).recv_gap_ns == gap
+    # a WRITE between two SENDs consumes no receive: the receiver keeps up with twice the requests
+    assert features(space.build({**send, "mix": ["WRITE"]})).recv_gap_ns == gap // 2
+    assert features(space.build({**send, "recv_delay_us": 0})).recv_gap_ns == 0  # not paced
+    assert features(space.build({**send, "op": "RC_WRITE"})).recv_gap_ns == 0  # takes no receives
+    assert features(space.build({**send, "qps": 20000, "recv_batch": 128, "recv_delay_us": 1})).recv_gap_ns == 1

@@ -109,7 +109,7 @@ def test_build_projects_inapplicable_parameters(space) -> None:  # type: ignore[
          "signal_every": 128, "sges": 16, "inline": 64}
     f = space.build(p).flows[0]
     # a SEND consumes receives: the receive queue keeps its own depth (the point's rq_depth)
-    assert f.sizes == (2048, 256) and f.sq_depth == 64 and f.rq_depth == 128 and f.signal_every == 64
+    assert f.sizes == (2048, 256) and (f.batch, f.sq_depth) == (16, 16) and f.rq_depth == 128 and f.signal_every == 16
     assert f.sges == 16 and f.inline == 64 and violations(space.build(p).flows) == []
     read = space.build({**p, "op": "RC_READ", "sizes": [64], "sges": 16, "mr_size": 4096}).flows[0]
     assert read.inline == 0 and read.sges == 16 and read.sizes == (64,)
@@ -383,3 +383,13 @@ def test_bad_victim_tables(tmp_path: Path, body: str, fragment: str) -> None:
     with pytest.raises(InputError) as err:
         load_space(_space_file(tmp_path, body))
     assert fragment in str(err.value)
+
+
+def test_post_list_is_cut_to_the_send_queue(space) -> None:  # type: ignore[no-untyped-def]
+    # only wq_depth drives the send queue's depth: shrinking the post list never shrinks the queue, so a
+    # minimizer cannot read an anomaly of deep queues as one of long post lists
+    p = {**space.simplest(), "op": "UD_SEND", "sizes": [256], "batch": 74, "wq_depth": 16}
+    f = space.build(p).flows[0]
+    assert (f.batch, f.sq_depth) == (16, 16)
+    assert space.build({**p, "batch": 1}).flows[0].sq_depth == space.build({**p, "batch": 128}).flows[0].sq_depth
+    assert space.point_of(space.build(p))["batch"] == 16
