@@ -191,14 +191,26 @@ class Minimizer:
         run without deferral leaves it; a case that moved is confirmed again (``required`` of ``runs``), and if
         it does not hold up the confirmed case of ``result`` stays. A wide condition no longer in ``result.mfs``
         (a campaign widened it to take in a confirmed point beyond it) is left as it is, and so is the case on
-        its dimension. Raises whatever the probe raises (a spent budget): the edges not finished then stay open.
+        its dimension, and the finished edges of the dimensions it would have moved on are put at its values (a
+        narrower region, the one confirmed, so the case still sits at its edges). Raises whatever the probe
+        raises (a spent budget): the edges not finished then stay open.
         """
         conditions, case = self._shrink.finish_edges(list(result.mfs.conditions), dict(result.point))
         point, confirmed = result.point, result.confirmed
-        if case != result.point and self._shrink.confirm(case):
-            point, confirmed = case, True
+        if case != result.point:
+            if self._shrink.confirm(case):
+                point, confirmed = case, True
+            else:
+                conditions = self._edges_at(conditions, result.point, {n for n in case if case[n] != point.get(n)})
         return MinimizeResult(MFS(result.mfs.signature, tuple(conditions)), point, confirmed,
                               self.experiments, self.steps)
+
+    def _edges_at(self, conditions: list[Condition], point: Mapping[str, Any], moved: set[str]
+                  ) -> list[Condition]:
+        """``conditions`` with the edge of every parameter in ``moved`` at its value in ``point``."""
+        at = {f for n in moved if (f := edge_feature(n)) is not None}
+        return [Condition(c.feature, c.op, feature_at(self.space, point, c.feature))
+                if c.feature in at and c.op in (">=", "<=") else c for c in conditions]
 
     def _single(self, d: Dimension, current: dict[str, Any], retry: list[Dimension]) -> list[Condition]:
         """:meth:`_dimension`, with ``d`` put on ``retry`` when its key probe could not run."""
