@@ -37,7 +37,7 @@ from collie.events import (
     counted,
 )
 from collie.mfs import MFS
-from collie.minimize import Minimizer, MinimizeResult, MinimizeSettings, moved_to
+from collie.minimize import Minimizer, MinimizeResult, MinimizeSettings, moved_to, off_edges
 from collie.model.features import Features, features
 from collie.model.space import SearchSpace
 from collie.model.workload import Workload
@@ -479,13 +479,12 @@ class Chain:
                trial: int, cost: int) -> None:
         """Replace known anomaly ``index``'s MFS by ``mfs``, widened to take in the find of ``trial`` just past
         its edges; its case moves to ``moved`` (its old case moved to the find's values, which kept the
-        anomaly, with ``evidence``) when every edge it moved past held the old case (the case stays at its
-        edges), else it stays."""
+        anomaly, with ``evidence``) when the old case would be off the widened edges and ``moved`` sits at them
+        (:func:`~collie.minimize.off_edges`: a case that sat at an edge, or at an edge still open, follows it;
+        one at its simplest value inside an upper edge stays), else it stays."""
         old = self.known[index]
-        assert old.mfs is not None
-        f = features(self.space.build(old.point))
-        at_edges = all(c.value == getattr(f, c.feature) for c in old.mfs.conditions if c not in mfs.conditions)
-        self._replace_mfs(old, mfs, 0, moved if at_edges else None, evidence if at_edges else None)
+        follows = bool(off_edges(self.space, mfs, old.point)) and not off_edges(self.space, mfs, moved)
+        self._replace_mfs(old, mfs, 0, moved if follows else None, evidence if follows else None)
         self._hit(self.registry.get(old.anomaly_id), HitKind.WIDENED, signature, trial, widened=mfs.describe(),
                   cost=cost)
 
