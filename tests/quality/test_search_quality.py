@@ -61,7 +61,9 @@ def _agreement(mfs: MFS, quirk: str, rng: np.random.Generator) -> tuple[float, f
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_campaign_finds_common_anomalies_with_exact_feature_sets(tmp_path: Path, seed: int) -> None:
-    results = _campaign(tmp_path / "c", seed, 400)
+    # 600, the default budget: in the whole space (victims included) READ at MTU 1K is found by 400 experiments in
+    # 2 of seeds 0-3 only, by 600 in each
+    results = _campaign(tmp_path / "c", seed, 600)
     quirks = {q for q, _ in results}
     # the four common anomalies of the AMD-host profile (GPU ACS, incast, cross-socket, READ at MTU 1K)
     assert {"f12-gpu-acs", "f13-loopback-incast", "f11-bi-remote-numa", "f03-read-mtu1k"} <= quirks
