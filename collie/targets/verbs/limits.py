@@ -172,28 +172,18 @@ def check_workload(workload: Workload, lim: DeviceLimits, roles: tuple[str, ...]
     mrs = sum(n * f.mrs for _, f, n in here)
     churn_qps = sum(n * f.qp_churn for _, f, n in here)
     churn_mrs = sum(n * f.mr_churn for _, f, n in here)
-    if roles is None:
-        if qps > lim.max_qp:
-            out.append(f"qps {qps // 2} x 2 sides = {qps} > device max_qp {lim.max_qp}")
-        if mrs > lim.max_mr:
-            out.append(f"mrs {mrs // 2} x 2 sides = {mrs} > device max_mr {lim.max_mr}")
-        if churn_qps and qps + churn_qps > lim.max_qp:
-            out.append(f"qp_churn {churn_qps // 2} x 2 sides beside {qps} QPs = {qps + churn_qps} QPs in a second "
-                       f"> device max_qp {lim.max_qp}")
-        if churn_mrs and mrs + churn_mrs > lim.max_mr:
-            out.append(f"mr_churn {churn_mrs // 2} x 2 sides beside {mrs} MRs = {mrs + churn_mrs} MRs in a second "
-                       f"> device max_mr {lim.max_mr}")
-    else:
-        if qps > lim.max_qp:
-            out.append(f"qps of this host's flow ends {qps} > device max_qp {lim.max_qp}")
-        if mrs > lim.max_mr:
-            out.append(f"mrs of this host's flow ends {mrs} > device max_mr {lim.max_mr}")
-        if churn_qps and qps + churn_qps > lim.max_qp:
-            out.append(f"qp_churn of this host's flow ends {churn_qps} beside {qps} QPs = {qps + churn_qps} QPs in "
-                       f"a second > device max_qp {lim.max_qp}")
-        if churn_mrs and mrs + churn_mrs > lim.max_mr:
-            out.append(f"mr_churn of this host's flow ends {churn_mrs} beside {mrs} MRs = {mrs + churn_mrs} MRs in "
-                       f"a second > device max_mr {lim.max_mr}")
+    sides = roles is None  # a local run: every flow end counted on both sides of this device
+
+    def amount(name: str, n: int) -> str:
+        return f"{name} {n // 2} x 2 sides" if sides else f"{name} of this host's flow ends {n}"
+
+    for name, n, unit, churn, limit, bound in (("qp", qps, "QPs", churn_qps, "max_qp", lim.max_qp),
+                                               ("mr", mrs, "MRs", churn_mrs, "max_mr", lim.max_mr)):
+        if n > bound:
+            out.append(f"{amount(name + 's', n)}{f' = {n}' if sides else ''} > device {limit} {bound}")
+        if churn and n + churn > bound:
+            out.append(f"{amount(name + '_churn', churn)} beside {n} {unit} = {n + churn} {unit} in a second "
+                       f"> device {limit} {bound}")
     workers = sum(f.processes for _, f, _ in here)
     if workers > MAX_WORKERS:
         out.append(f"processes {workers} in all > {MAX_WORKERS} worker processes per run")
