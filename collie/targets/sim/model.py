@@ -154,27 +154,25 @@ class FlowCalc:
         return self.fwd_pkts + self.rev_pkts
 
 
-_FLOW_FIELDS: Final = tuple(Flow.__dataclass_fields__)
+#: Serialises one flow's canonical dict the way ``json.dumps(..., sort_keys=True)`` does, without building an
+#: encoder per call.
+_CANON: Final = json.JSONEncoder(sort_keys=True)
 
 
 def workload_key(workload: Workload) -> str:
-    """``workload.key()`` computed without ``dataclasses.asdict`` (the hot path; a test checks they agree)."""
+    """``workload.key()`` computed from each flow's own ``__dict__`` instead of ``dataclasses.asdict`` (the hot
+    path; a test checks they agree): the same canonical JSON per flow (tuples serialise as lists)."""
     canon = []
     for f in workload.flows:
-        d: dict[str, object] = {}
-        for name in _FLOW_FIELDS:
-            v = getattr(f, name)
-            if name in ("client", "server"):
-                v = {"host": v.host, "memory": v.memory}
-            elif name == "sizes":
-                v = list(v)
-            elif name == "opcodes":
-                d["opcode"] = v[0] if len(v) == 1 else list(v)
-                continue
-            elif name in OMITTED_AT_DEFAULT and v == FLOW_DEFAULTS[name]:
-                continue
-            d[name] = v
-        canon.append(json.dumps(d, sort_keys=True))
+        d = vars(f).copy()
+        d["client"] = vars(f.client)
+        d["server"] = vars(f.server)
+        ops = d.pop("opcodes")
+        d["opcode"] = ops[0] if len(ops) == 1 else ops
+        for name in OMITTED_AT_DEFAULT:
+            if d[name] == FLOW_DEFAULTS[name]:
+                del d[name]
+        canon.append(_CANON.encode(d))
     canon.sort()
     return hashlib.sha256("\n".join(canon).encode()).hexdigest()[:16]
 
