@@ -152,18 +152,24 @@ def counter_function(catalog: Catalog) -> CounterFunction:
         InputError: a ``sim`` field names an unknown quantity, or one that cannot be reported in the counter's
             unit (one sentence naming the catalog file and the counter).
     """
-    plan: list[tuple[str, Callable[[HostAcc, float, float], float], float, Callable[[float], float]]] = []
-    zeros: dict[str, float] = {}  # counters the model never raises: constant, in catalog order
+    # per quantity (in catalog order of first use): its amount and the counters that report it
+    plan: dict[Callable[[HostAcc, float, float], float], list[tuple[str, float, Callable[[float], float]]]] = {}
+    zeros: dict[str, float] = {}  # every counter at 0, in catalog order (the model leaves most of them there)
     for spec in reported(catalog):
         q = _quantity(spec)
         zeros[spec.name] = 0.0
         if q is not QUANTITIES["zero"]:
-            plan.append((spec.name, q.amount, spec.sim_scale * q.units.get(spec.unit, 1.0), q.rounding))
+            plan.setdefault(q.amount, []).append(
+                (spec.name, spec.sim_scale * q.units.get(spec.unit, 1.0), q.rounding))
+    steps = tuple((amount, tuple(outs)) for amount, outs in plan.items())
 
     def counters(acc: HostAcc, d: float, line: float) -> dict[str, float]:
         out = zeros.copy()
-        for name, amount, scale, rounding in plan:
-            out[name] = rounding(amount(acc, d, line) * scale)
+        for amount, outs in steps:
+            a = amount(acc, d, line)
+            if a:  # every rounding keeps 0 at 0
+                for name, scale, rounding in outs:
+                    out[name] = rounding(a * scale)
         return out
 
     return counters
