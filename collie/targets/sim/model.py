@@ -78,7 +78,7 @@ _EXTRA_PER_MSG: Final = {"WRITE": 16, "WRITE_IMM": 20, "READ": 8, "SEND": 0, "SE
                          "ATOMIC_FA": 28, "ATOMIC_CS": 28}
 
 
-@dataclass
+@dataclass(slots=True)
 class HostAcc:
     """Mutable per-host accumulator of one simulated run (per second unless noted)."""
 
@@ -110,7 +110,7 @@ class HostAcc:
     diag_pkt: float = 0.0
 
 
-@dataclass
+@dataclass(slots=True)
 class FlowCalc:
     """One flow's costs per request, averaged over one cycle of its opcode and size patterns.
 
@@ -223,7 +223,8 @@ def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
     per_pkt = PACKET_OVERHEAD + (8 if ud else 0)
     mps = profile.pcie.mps
     partial_cost = profile.pcie.partial_write_bytes
-    msg = fb = rb = fp = rp = fc = rc = fw = rw = frd = fwr = rrd = rwr = part = 0.0
+    # whole bytes and packets per cycle: integer sums, exact in any order (divided by n once, at the end)
+    msg = fb = rb = fp = rp = fc = rc = fw = rw = frd = fwr = rrd = rwr = part = 0
     nw = nr = na = ns = nrecv = 0
     rd_bytes = 0
     for op, size in cycle:
@@ -277,7 +278,8 @@ def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
         eff *= 0.985
     if f.inline and msg / n <= f.inline:
         eff = min(1.0, eff + 0.5 * m.wqe_overhead / f.batch)
-    c = FlowCalc(i, f.client.host, f.server.host, f.payload_sender.host, f.payload_receiver.host, f.loopback,
+    sender, receiver = (f.server, f.client) if f.receiver_is_client else (f.client, f.server)  # Flow.payload_*
+    c = FlowCalc(i, f.client.host, f.server.host, sender.host, receiver.host, f.loopback,
                  f.qps, msg / n, fb / n, rb / n, fp / n, rp / n, fc / n, rc / n, fw / n, rw / n, frd / n,
                  fwr / n, rrd / n, rwr / n, part / n, nw / n, nr / n, na / n, ns / n, nrecv / n, eff)
     nic = profile.nic
