@@ -459,7 +459,7 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
     # the diagnostics count at the rates the flows would get without churn's slowdown
     base_rates = [c.rate * c.unchurned for c in calcs]
 
-    prox = [(q, q.proximity(feats)) for q in profile.active_quirks]
+    prox = list(zip(profile.active_quirks, profile.conditions.proximities(feats), strict=True))
     fired: list[Quirk] = [q for q, p in prox if p == 1.0]
     thr = 1.0
     loss = 0.0
