@@ -56,7 +56,8 @@ class Quantity:
 
 
 def _int(x: float) -> float:
-    return float(int(x + 0.5))
+    """The nearest whole count (halves up) of an amount >= 0: ``float(int(x + 0.5))`` without the int."""
+    return (x + 0.5) // 1.0
 
 
 def _whole(x: float) -> float:

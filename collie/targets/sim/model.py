@@ -560,15 +560,17 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
         p99 = p50 * (1.6 + 40.0 * pz) + wait
         p999 = p50 * (2.5 + 120.0 * pz) + 1.5 * wait
         p50 += 0.5 * wait
-        out_flows.append(FlowResult(flow=c.index, client=f.client.host, server=f.server.host,
+        figures = flow_figures(profile, f, churn, lambda: 1.0 + 0.02 * tri()) if churn else {}
+        out_flows.append(FlowResult(flow=c.index, client=c.client, server=c.server,
                                     bps=c.rate * c.msg_bytes * 8, pps=c.rate * c.pkts, msg_rate=c.rate,
-                                    lat_p50_us=p50, lat_p99_us=p99, lat_p999_us=p999,
-                                    **flow_figures(profile, f, churn, lambda: 1.0 + 0.02 * tri())))
+                                    lat_p50_us=p50, lat_p99_us=p99, lat_p999_us=p999, **figures))
 
     m = profile.model
-    qps_sides = sum(2 * f.qps for f in flows)
-    mrs_sides = sum(2 * f.mrs for f in flows)
-    pinned = sum(2 * f.mrs * f.mr_size for f in flows)
+    qps_sides = mrs_sides = pinned = 0
+    for f in flows:
+        qps_sides += 2 * f.qps
+        mrs_sides += 2 * f.mrs
+        pinned += 2 * f.mrs * f.mr_size
     setup = (m.setup_base_s + qps_sides * m.setup_qp_us * 1e-6 + mrs_sides * m.setup_mr_us * 1e-6
              + pinned * 8 / (m.setup_pin_gbps * 1e9)) * (1.0 + 0.05 * (draw() - 0.5))
     return Outcome(flows=tuple(out_flows), hosts=tuple(out_hosts), setup_s=setup,
@@ -587,8 +589,10 @@ def _shared_waits(calcs: list[FlowCalc], utilisation: list[dict[int, float]], li
         return waits
     for i, (c, used) in enumerate(zip(calcs, utilisation, strict=True)):
         for o, theirs in zip(calcs, utilisation, strict=True):
-            busy = max((u for k, u in theirs.items() if k in used), default=0.0)
-            if o is not c and busy and o.pkts:
+            if o is c or not o.pkts:
+                continue
+            busy = max([used[k] for k in used.keys() & theirs.keys()], default=0.0)
+            if busy:
                 waits[i] += busy * (o.fwd_wire + o.rev_wire) / o.pkts * 8 / line * 1e6
     return waits
 
