@@ -351,16 +351,19 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], profile: Profile, slots: 
                          (b + PPS_TX, c.rev_pkts), (a + PPS_RX, c.rev_pkts),
                          (a + PCIE_RD, c.fwd_rd * 8), (b + PCIE_RD, c.rev_rd * 8))
             wr_use = ((b + PCIE_WR, c.fwd_wr * 8), (a + PCIE_WR, c.rev_wr * 8))
-        # what the flow would get alone on each resource it uses (unused ones dropped)
-        alone = {k: caps[k] / v for k, v in plain_use if v > 0}
+        # the resources it uses, and what the flow would get alone on each
+        u = [(k, v) for k, v in plain_use if v > 0]
+        alone = {k: caps[k] / v for k, v in u}
         plain = min(alone.values(), default=math.inf)
         wr = [(k, v) for k, v in wr_use if v > 0]
         full_wr = math.inf
         for k, v in wr:
             alone[k] = caps[k] / v
             full_wr = min(full_wr, alone[k])
+        u += wr
         atomic = math.inf
         if c.n_atomic > 0:
+            u.append((b + ATOMIC, c.n_atomic))
             atomic = alone[b + ATOMIC] = caps[b + ATOMIC] / c.n_atomic
         # what the flow would get alone without its base-model limits (and partial-line costs)
         if c.partial and wr:
@@ -369,9 +372,6 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], profile: Profile, slots: 
         else:
             plain_wr = full_wr
         c.free = min(plain, plain_wr)
-        u = [*((k, v) for k, v in plain_use if v > 0), *wr]
-        if c.n_atomic > 0:
-            u.append((b + ATOMIC, c.n_atomic))
         churned = math.inf
         plain_alone = min(alone.values())
         if churning:
@@ -392,14 +392,14 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], profile: Profile, slots: 
                 caps.append(cap)
                 u.append((k, 1.0))
                 alone[k] = cap
-        base = {"base:partial_line": full_wr, "base:atomic_rate": atomic, "base:read_window": c.window,
-                "base:rnr": c.refill, "base:churn": churned}
+        base = (("base:partial_line", full_wr), ("base:atomic_rate", atomic), ("base:read_window", c.window),
+                ("base:rnr", c.refill), ("base:churn", churned))
         c.rate = min(alone.values())
         if churned < math.inf:
             c.unchurned = min(plain_alone, c.window, c.refill) / c.rate
         # a limit is labelled when it binds (within 1/_HOLD of the flow's rate alone) well below the ceiling;
         # a starved receiver whatever the shortfall, since its RNR NAKs or drops show in the counters
-        c.labels = tuple(lb for lb, r in base.items()
+        c.labels = tuple(lb for lb, r in base
                          if (r < _HOLD * c.free and r * _HOLD <= c.rate) or (lb == "base:rnr" and r < c.free))
         uses.append(u)
     if len(calcs) < 2:  # nothing to share: a flow alone never over-subscribes what it gets alone
