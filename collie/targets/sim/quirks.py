@@ -199,7 +199,8 @@ class Conditions:
             elif kind == 0:
                 closeness.append(MISS_CLOSENESS)
             else:
-                x = max(float(x), 1.0)
+                x = float(x)
+                x = x if x >= 1.0 else 1.0
                 ratio = x / t if kind == 1 else t / x
                 closeness.append((ratio if ratio < 1.0 else 1.0) ** CLOSENESS_EXP * 0.95)
         out = []
