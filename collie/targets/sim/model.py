@@ -658,6 +658,20 @@ def _qpc_working_sets(profile: Profile, workload: Workload) -> dict[str, float]:
     return qps
 
 
+@dataclass(slots=True)
+class _HostLoad:
+    """One host's inputs to its diagnostic counters, at base-model rates (per second unless noted)."""
+
+    pcie_rd: float = 0.0  # PCIe bytes read (payload, descriptors)
+    pcie_wr: float = 0.0  # PCIe bytes written (payload, completions)
+    qps: float = 0.0  # data-path QPs (both ends of every flow)
+    msgs: float = 0.0  # messages sent plus received
+    pkts: float = 0.0  # data packets sent plus received
+    ws_wqe: float = 0.0  # receive-WQE working set (entries)
+    wqe_msgs: float = 0.0  # messages consuming a receive WQE
+    amp_pcie: float = 1.0  # the largest PCIe amplification of a flow sending or receiving here
+
+
 def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: list[FlowCalc],
                  base_rates: list[float], hosts: dict[str, HostAcc], prox: list[tuple[Quirk, float]],
                  churn: dict[str, HostChurn]) -> None:
@@ -666,33 +680,26 @@ def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: l
     cache = profile.cache
     pcie_cap = profile.pcie.gbps * 1e9 / 8
     pps_cap = profile.nic.msg_rate_mpps * 1e6
-    ws_wqe: dict[str, float] = {}
-    wqe_msgs: dict[str, float] = {}
-    qps: dict[str, float] = {}
-    msgs: dict[str, float] = {}
-    pkts: dict[str, float] = {}
-    pcie_rd: dict[str, float] = {}
-    pcie_wr: dict[str, float] = {}
-    amp_pcie: dict[str, float] = {}
+    loads = {h: _HostLoad() for h in hosts}
     for c, r, f in zip(calcs, base_rates, workload.flows, strict=True):
         desc = (WQE_BYTES + SGE_BYTES * f.sges) / 1.0 + CQE_BYTES / f.signal_every
         cqe = CQE_BYTES / f.signal_every
-        pcie_rd[c.client] = pcie_rd.get(c.client, 0.0) + r * c.fwd_rd
-        pcie_rd[c.server] = pcie_rd.get(c.server, 0.0) + r * c.rev_rd
-        pcie_rd[c.src] += r * desc
-        pcie_wr[c.server] = pcie_wr.get(c.server, 0.0) + r * c.fwd_wr
-        pcie_wr[c.client] = pcie_wr.get(c.client, 0.0) + r * c.rev_wr
-        pcie_wr[c.dst] += r * cqe
-        for h in (f.client.host, f.server.host):
-            qps[h] = qps.get(h, 0.0) + f.qps
-        msgs[c.src] = msgs.get(c.src, 0.0) + r
-        msgs[c.dst] = msgs.get(c.dst, 0.0) + r
-        pkts[c.src] = pkts.get(c.src, 0.0) + r * c.pkts
-        pkts[c.dst] = pkts.get(c.dst, 0.0) + r * c.pkts
+        cl, sv, s, d = loads[c.client], loads[c.server], loads[c.src], loads[c.dst]
+        cl.pcie_rd += r * c.fwd_rd
+        sv.pcie_rd += r * c.rev_rd
+        s.pcie_rd += r * desc
+        sv.pcie_wr += r * c.fwd_wr
+        cl.pcie_wr += r * c.rev_wr
+        d.pcie_wr += r * cqe
+        cl.qps += f.qps
+        sv.qps += f.qps
+        s.msgs += r
+        d.msgs += r
+        s.pkts += r * c.pkts
+        d.pkts += r * c.pkts
         if c.n_recv:
-            ws = f.qps * f.rq_depth * (1.0 + f.batch / 32.0) * f.sges ** 0.5
-            ws_wqe[c.server] = ws_wqe.get(c.server, 0.0) + ws
-            wqe_msgs[c.server] = wqe_msgs.get(c.server, 0.0) + r * c.n_recv
+            sv.ws_wqe += f.qps * f.rq_depth * (1.0 + f.batch / 32.0) * f.sges ** 0.5
+            sv.wqe_msgs += r * c.n_recv
         a = 1.0 + 0.15 * (f.sges - 1)
         for ep in (f.client, f.server):
             if ep.memory == "remote":
@@ -701,8 +708,8 @@ def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: l
                 a *= 6.0 if profile.host.gpu == "acs-misrouted" else 1.5
         if c.loopback:
             a *= 1.3
-        for h in (c.src, c.dst):
-            amp_pcie[h] = max(amp_pcie.get(h, 1.0), a)
+        s.amp_pcie = max(s.amp_pcie, a)
+        d.amp_pcie = max(d.amp_pcie, a)
     bidir = 1.3 if feats.bidirectional else 1.0
     strict_order = 1.0 if profile.pcie.relaxed_ordering else 1.4
     mr_ws = xlate_working_set(profile, feats.mrs_host, feats.mr_footprint)
@@ -712,15 +719,16 @@ def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: l
     boosts = [(boost, q.diagnostics) for q, closeness in prox
               if (boost := q.precursor * closeness * (3.0 if closeness == 1.0 else 1.0)) >= 1e-9]
     for h, acc in hosts.items():
-        m = msgs.get(h, 0.0) * 0.5
-        p = pkts.get(h, 0.0) * 0.5
+        ld = loads[h]
+        m = ld.msgs * 0.5
+        p = ld.pkts * 0.5
         ch = churn.get(h, _IDLE)
-        util = max(pcie_rd.get(h, 0.0), pcie_wr.get(h, 0.0)) / pcie_cap
-        bp = soft_fraction(util * amp_pcie.get(h, 1.0) * bidir * strict_order)
+        util = max(ld.pcie_rd, ld.pcie_wr) / pcie_cap
+        bp = soft_fraction(util * ld.amp_pcie * bidir * strict_order)
         acc.pcie_stall = 20.0 * bp if p > 0 else 0.0
         # in the order of _PRECURSOR: the base model's miss and stall rates, then each quirk's precursor
-        diag = [soft_fraction(ws_wqe.get(h, 0.0) / cache.rx_wqe_entries) * wqe_msgs.get(h, 0.0),
-                soft_fraction(qps.get(h, 0.0) / cache.qpc_entries + ch.qpc) * m,
+        diag = [soft_fraction(ld.ws_wqe / cache.rx_wqe_entries) * ld.wqe_msgs,
+                soft_fraction(ld.qps / cache.qpc_entries + ch.qpc) * m,
                 soft_fraction(mr_ws + ch.xlate) * p,
                 0.2 * bp * p,
                 0.1 * soft_fraction(p * 2 / pps_cap * read_f * bidir * mtu_f) * p]
