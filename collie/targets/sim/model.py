@@ -340,10 +340,12 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], profile: Profile, slots: 
         # is on data. The sending side of the loopback path has its own packet and DMA budget, so a host that
         # sends to itself and to its peer serves both at full rate; receivers share theirs (in-NIC incast
         # shares the receiver's PCIe write direction). Contention beyond that is the business of quirks (#13).
+        plain_use: tuple[tuple[int, float], ...]  # every resource but the PCIe write direction and atomics
+        wr_use: tuple[tuple[int, float], ...]  # the PCIe write direction (where partial-line writes cost)
         if c.loopback:  # both directions on one host
             plain_use = ((a + LOOP, (c.fwd_wire + c.rev_wire) * 8), (a + LOOP_PPS_TX, c.fwd_pkts + c.rev_pkts),
                          (a + PPS_RX, c.fwd_pkts + c.rev_pkts), (a + LOOP_PCIE_RD, c.fwd_rd * 8 + c.rev_rd * 8))
-            wr_use: tuple[tuple[int, float], ...] = ((a + PCIE_WR, c.fwd_wr * 8 + c.rev_wr * 8),)
+            wr_use = ((a + PCIE_WR, c.fwd_wr * 8 + c.rev_wr * 8),)
         else:
             plain_use = ((a + WIRE_TX, c.fwd_wire * 8), (b + WIRE_RX, c.fwd_wire * 8),
                          (b + WIRE_TX, c.rev_wire * 8), (a + WIRE_RX, c.rev_wire * 8),
@@ -734,7 +736,7 @@ def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: l
                 0.1 * soft_fraction(p * 2 / pps_cap * read_f * bidir * mtu_f) * p]
         per = (m, m, p, p, p)
         for boost, diagnostics in boosts:
-            for d in diagnostics:
-                i = _PRECURSOR[d]
+            for name in diagnostics:
+                i = _PRECURSOR[name]
                 diag[i] += boost * per[i]
         acc.diag_rx_wqe, acc.diag_qpc, acc.diag_mtt, acc.diag_pcie, acc.diag_pkt = diag
