@@ -160,20 +160,23 @@ class FlowCalc:
         return self.fwd_pkts + self.rev_pkts
 
 
-#: Serialises one flow's canonical dict the way ``json.dumps(..., sort_keys=True)`` does, without building an
-#: encoder per call.
-_CANON: Final = json.JSONEncoder(sort_keys=True)
+#: A flow's canonical JSON keys in sorted order, each with the attribute it comes from (``opcode`` from
+#: ``opcodes``): a dict built in this order serialises as ``json.dumps(..., sort_keys=True)`` would, unsorted.
+_CANON_KEYS: Final = tuple(sorted(("opcode" if n == "opcodes" else n, n) for n in Flow.__dataclass_fields__))
+_CANON: Final = json.JSONEncoder()
 
 
 def workload_key(workload: Workload) -> str:
     """``workload.key()`` computed from each flow's own ``__dict__`` instead of ``dataclasses.asdict`` (the hot
-    path; a test checks they agree): the same canonical JSON per flow (tuples serialise as lists)."""
+    path; a test checks they agree): the same canonical JSON per flow (tuples serialise as lists, an endpoint's
+    fields are in sorted order)."""
     canon = []
     for f in workload.flows:
-        d = vars(f).copy()
+        values = vars(f)
+        d = {key: values[name] for key, name in _CANON_KEYS}
         d["client"] = vars(f.client)
         d["server"] = vars(f.server)
-        ops = d.pop("opcodes")
+        ops = f.opcodes
         d["opcode"] = ops[0] if len(ops) == 1 else ops
         for name in OMITTED_AT_DEFAULT:
             if d[name] == FLOW_DEFAULTS[name]:
@@ -539,8 +542,7 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
 
     line = profile.nic.line_rate_gbps * 1e9
     out_hosts: list[HostResult] = []
-    for h in workload.hosts:
-        acc = hosts[h]
+    for h, acc in hosts.items():  # the workload's hosts, sorted
         counters = dialect_counters(acc, duration, line)
         cn = 1.0 + noise * (draw() - 0.5)
         for k in ("sim_rx_wqe_cache_miss", "sim_qpc_cache_miss", "sim_mtt_cache_miss",
