@@ -357,10 +357,10 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], profile: Profile, slots: 
                          (a + PCIE_RD, c.fwd_rd * 8), (b + PCIE_RD, c.rev_rd * 8))
             wr_use = ((b + PCIE_WR, c.fwd_wr * 8), (a + PCIE_WR, c.rev_wr * 8))
         # the resources it uses, and what the flow would get alone on each
-        u = [(k, v) for k, v in plain_use if v > 0]
+        u = [kv for kv in plain_use if kv[1] > 0]
         alone = {k: caps[k] / v for k, v in u}
         plain = min(alone.values(), default=math.inf)
-        wr = [(k, v) for k, v in wr_use if v > 0]
+        wr = [kv for kv in wr_use if kv[1] > 0]
         full_wr = math.inf
         for k, v in wr:
             alone[k] = caps[k] / v
@@ -416,10 +416,10 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], profile: Profile, slots: 
         scale = {k: caps[k] / ld for k, ld in enumerate(load) if ld > caps[k] * 1.000001}
         if not scale:
             break
-        for c, u in zip(calcs, uses, strict=True):
-            s = min((scale.get(k, 1.0) for k, _ in u), default=1.0)
-            c.rate *= s
-    load = _loads(calcs, uses, len(caps))  # at the rates the water-filling settled on
+        for c, u in zip(calcs, uses, strict=True):  # each flow by its most over-subscribed resource
+            c.rate *= min([scale[k] for k, _ in u if k in scale], default=1.0)
+    else:
+        load = _loads(calcs, uses, len(caps))  # at the rates the fourth round settled on
     for c in calcs:
         c.rate *= c.eff
     return [{k: min(1.0, load[k] / caps[k]) for k, _ in u if k < n_host} for u in uses]
