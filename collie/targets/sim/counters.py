@@ -48,15 +48,19 @@ class Quantity:
             packets, seconds, ...), before scaling and rounding.
         units: catalog units it can be reported in -> factor from its own unit; empty: any unit.
         rounding: turns the scaled amount into the counter's value.
+        rate: for a per-second rate of the accumulator, its field (``amount`` is then the field x the
+            duration, and a counter function reads every such field at once); ``""`` otherwise.
     """
 
     amount: Callable[[HostAcc, float, float], float]
     units: Mapping[str, float]
     rounding: Callable[[float], float]
+    rate: str = ""
 
 
 def _int(x: float) -> float:
-    return float(int(x + 0.5))
+    """The nearest whole count (halves up) of an amount >= 0: ``float(int(x + 0.5))`` without the int."""
+    return (x + 0.5) // 1.0
 
 
 def _whole(x: float) -> float:
@@ -98,13 +102,13 @@ _SECONDS: Final = {"us": 1e6, "ms": 1e3}
 def _count(field: str, units: Mapping[str, float]) -> Quantity:
     """A per-second rate of the accumulator over the interval, rounded to a whole count."""
     get = attrgetter(field)
-    return Quantity(lambda acc, d, line: float(get(acc)) * d, units, _int)
+    return Quantity(lambda acc, d, line: float(get(acc)) * d, units, _int, field)
 
 
 def _diagnostic(field: str) -> Quantity:
     """A diagnostic rate over the interval, left unrounded: the model applies its noise, then rounds."""
     get = attrgetter(field)
-    return Quantity(lambda acc, d, line: float(get(acc)) * d, _EVENTS, _exact)
+    return Quantity(lambda acc, d, line: float(get(acc)) * d, _EVENTS, _exact, field)
 
 
 #: Every simulated quantity a catalog's ``sim`` field may name.
@@ -152,18 +156,34 @@ def counter_function(catalog: Catalog) -> CounterFunction:
         InputError: a ``sim`` field names an unknown quantity, or one that cannot be reported in the counter's
             unit (one sentence naming the catalog file and the counter).
     """
-    plan: list[tuple[str, Callable[[HostAcc, float, float], float], float, Callable[[float], float]]] = []
-    zeros: dict[str, float] = {}  # counters the model never raises: constant, in catalog order
+    # per quantity (in catalog order of first use): the counters that report it
+    plan: dict[int, tuple[Quantity, list[tuple[str, float, Callable[[float], float]]]]] = {}  # by id
+    zeros: dict[str, float] = {}  # every counter at 0, in catalog order (the model leaves most of them there)
     for spec in reported(catalog):
         q = _quantity(spec)
         zeros[spec.name] = 0.0
         if q is not QUANTITIES["zero"]:
-            plan.append((spec.name, q.amount, spec.sim_scale * q.units.get(spec.unit, 1.0), q.rounding))
+            plan.setdefault(id(q), (q, []))[1].append(
+                (spec.name, spec.sim_scale * q.units.get(spec.unit, 1.0), q.rounding))
+    rates = [(q.rate, tuple(outs)) for q, outs in plan.values() if q.rate]
+    # one attrgetter reads every rate field as a tuple (of two or more; fewer are read one by one below)
+    read_rates = attrgetter(*(field for field, _ in rates)) if len(rates) > 1 else None
+    rate_outs = tuple(outs for _, outs in rates)
+    others = tuple((q.amount, tuple(outs)) for q, outs in plan.values() if not q.rate or read_rates is None)
 
     def counters(acc: HostAcc, d: float, line: float) -> dict[str, float]:
         out = zeros.copy()
-        for name, amount, scale, rounding in plan:
-            out[name] = rounding(amount(acc, d, line) * scale)
+        if read_rates is not None:
+            for v, outs in zip(read_rates(acc), rate_outs, strict=True):
+                if v:  # every rounding keeps 0 at 0
+                    a = v * d
+                    for name, scale, rounding in outs:
+                        out[name] = rounding(a * scale)
+        for amount, outs in others:
+            a = amount(acc, d, line)
+            if a:
+                for name, scale, rounding in outs:
+                    out[name] = rounding(a * scale)
         return out
 
     return counters

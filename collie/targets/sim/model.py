@@ -68,11 +68,17 @@ BASE_PREFIX: Final = "base:"
 #: A base-model limit that holds a flow below this fraction of what it would get without it is labelled in
 #: ``Outcome.fired`` (``base:<limit>``).
 _HOLD: Final = 0.9
+#: Each diagnostic counter's place in :func:`_diagnostics`' list (the order of the ``HostAcc.diag_*`` fields);
+#: a quirk's precursor adds per message to the first two, per packet to the others.
+_PRECURSOR: Final = {"sim_rx_wqe_cache_miss": 0, "sim_qpc_cache_miss": 1, "sim_mtt_cache_miss": 2,
+                     "sim_pcie_backpressure": 3, "sim_pkt_pipeline_stall": 4}
+#: The churn of a host without any.
+_IDLE: Final = HostChurn(0.0, 1.0, 0.0, 0.0, 0.0)
 _EXTRA_PER_MSG: Final = {"WRITE": 16, "WRITE_IMM": 20, "READ": 8, "SEND": 0, "SEND_IMM": 4,
                          "ATOMIC_FA": 28, "ATOMIC_CS": 28}
 
 
-@dataclass
+@dataclass(slots=True)
 class HostAcc:
     """Mutable per-host accumulator of one simulated run (per second unless noted)."""
 
@@ -104,7 +110,7 @@ class HostAcc:
     diag_pkt: float = 0.0
 
 
-@dataclass
+@dataclass(slots=True)
 class FlowCalc:
     """One flow's costs per request, averaged over one cycle of its opcode and size patterns.
 
@@ -154,27 +160,28 @@ class FlowCalc:
         return self.fwd_pkts + self.rev_pkts
 
 
-_FLOW_FIELDS: Final = tuple(Flow.__dataclass_fields__)
+#: A flow's canonical JSON keys in sorted order, each with the attribute it comes from (``opcode`` from
+#: ``opcodes``): a dict built in this order serialises as ``json.dumps(..., sort_keys=True)`` would, unsorted.
+_CANON_KEYS: Final = tuple(sorted(("opcode" if n == "opcodes" else n, n) for n in Flow.__dataclass_fields__))
+_CANON: Final = json.JSONEncoder()
 
 
 def workload_key(workload: Workload) -> str:
-    """``workload.key()`` computed without ``dataclasses.asdict`` (the hot path; a test checks they agree)."""
+    """``workload.key()`` computed from each flow's own ``__dict__`` instead of ``dataclasses.asdict`` (the hot
+    path; a test checks they agree): the same canonical JSON per flow (tuples serialise as lists, an endpoint's
+    fields are in sorted order)."""
     canon = []
     for f in workload.flows:
-        d: dict[str, object] = {}
-        for name in _FLOW_FIELDS:
-            v = getattr(f, name)
-            if name in ("client", "server"):
-                v = {"host": v.host, "memory": v.memory}
-            elif name == "sizes":
-                v = list(v)
-            elif name == "opcodes":
-                d["opcode"] = v[0] if len(v) == 1 else list(v)
-                continue
-            elif name in OMITTED_AT_DEFAULT and v == FLOW_DEFAULTS[name]:
-                continue
-            d[name] = v
-        canon.append(json.dumps(d, sort_keys=True))
+        values = vars(f)
+        d = {key: values[name] for key, name in _CANON_KEYS}
+        d["client"] = vars(f.client)
+        d["server"] = vars(f.server)
+        ops = f.opcodes
+        d["opcode"] = ops[0] if len(ops) == 1 else ops
+        for name in OMITTED_AT_DEFAULT:
+            if d[name] == FLOW_DEFAULTS[name]:
+                del d[name]
+        canon.append(_CANON.encode(d))
     canon.sort()
     return hashlib.sha256("\n".join(canon).encode()).hexdigest()[:16]
 
@@ -219,7 +226,8 @@ def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
     per_pkt = PACKET_OVERHEAD + (8 if ud else 0)
     mps = profile.pcie.mps
     partial_cost = profile.pcie.partial_write_bytes
-    msg = fb = rb = fp = rp = fc = rc = fw = rw = frd = fwr = rrd = rwr = part = 0.0
+    # whole bytes and packets per cycle: integer sums, exact in any order (divided by n once, at the end)
+    msg = fb = rb = fp = rp = fc = rc = fw = rw = frd = fwr = rrd = rwr = part = 0
     nw = nr = na = ns = nrecv = 0
     rd_bytes = 0
     for op, size in cycle:
@@ -273,7 +281,8 @@ def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
         eff *= 0.985
     if f.inline and msg / n <= f.inline:
         eff = min(1.0, eff + 0.5 * m.wqe_overhead / f.batch)
-    c = FlowCalc(i, f.client.host, f.server.host, f.payload_sender.host, f.payload_receiver.host, f.loopback,
+    sender, receiver = (f.server, f.client) if f.receiver_is_client else (f.client, f.server)  # Flow.payload_*
+    c = FlowCalc(i, f.client.host, f.server.host, sender.host, receiver.host, f.loopback,
                  f.qps, msg / n, fb / n, rb / n, fp / n, rp / n, fc / n, rc / n, fw / n, rw / n, frd / n,
                  fwr / n, rrd / n, rwr / n, part / n, nw / n, nr / n, na / n, ns / n, nrecv / n, eff)
     nic = profile.nic
@@ -291,110 +300,139 @@ def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
     return c
 
 
-def _allocate(calcs: list[FlowCalc], profile: Profile, slots: dict[str, tuple[float, float]]
-              ) -> list[dict[tuple[str, str], float]]:
+#: The resources of one host, each an offset in the host's block of :data:`_KINDS` resource ids (host ``i``'s
+#: resource ``k`` is ``i * _KINDS + k``): wire TX and RX, the loopback path, NIC packet rate TX (to the peer, to
+#: itself) and RX, PCIe read (for the peer, for itself) and write, the atomic unit.
+WIRE_TX, WIRE_RX, LOOP, PPS_TX, LOOP_PPS_TX, PPS_RX, PCIE_RD, LOOP_PCIE_RD, PCIE_WR, ATOMIC = range(10)
+_KINDS: Final = 10
+
+
+def _kind_caps(profile: Profile) -> list[float]:
+    """Each host resource's capacity (bits/s, packets/s, atomics/s) by its offset; a loopback path or atomic
+    rate the profile leaves at 0 is bounded by the PCIe bandwidth instead."""
+    nic = profile.nic
+    line = nic.line_rate_gbps * 1e9
+    pps = nic.msg_rate_mpps * 1e6
+    pcie = profile.pcie.gbps * 1e9
+    return [line or pcie, line or pcie, nic.loopback_gbps * 1e9 or pcie, pps, pps, pps, pcie, pcie, pcie,
+            nic.atomic_mops * 1e6 or pcie]
+
+
+def _allocate(calcs: list[FlowCalc], hosts: list[str], profile: Profile, slots: dict[str, tuple[float, float]]
+              ) -> list[dict[int, float]]:
     """Proportional water-filling of request rates over the hosts' resources and each flow's own limits (see
     the module docstring); labels each flow with the base-model limits that hold it well below its ceiling.
 
     Args:
+        hosts: the workload's hosts; host ``i`` owns resource ids ``i * _KINDS`` on (flows' own limits follow).
         slots: per churning host, the packet-pipeline slots churn's extra cache misses add per packet and per
             message (:func:`collie.targets.sim.churn.miss_slots`).
 
     Returns:
-        per flow, the utilisation (load over capacity, at most 1) of each host resource it uses (empty for a flow
-        alone: it shares nothing).
+        per flow, the utilisation (load over capacity, at most 1) of each host resource it uses, by resource id
+        (empty for a flow alone: it shares nothing).
     """
-    nic = profile.nic
-    line = nic.line_rate_gbps * 1e9
-    loop = nic.loopback_gbps * 1e9
-    pps = nic.msg_rate_mpps * 1e6
-    pcie = profile.pcie.gbps * 1e9
-    caps: dict[tuple[str, str], float] = {}
-    kind_cap = {"loop": loop, "wire_tx": line, "wire_rx": line, "atomic": nic.atomic_mops * 1e6}
-    # resource key -> capacity; per flow: list of (resource, usage per request)
-    uses: list[list[tuple[tuple[str, str], float]]] = []
+    first = {h: i * _KINDS for i, h in enumerate(hosts)}
+    n_host = len(hosts) * _KINDS
+    caps = _kind_caps(profile) * len(hosts)  # resource id -> capacity
+    churning = {first[h]: s for h, s in slots.items()}
+    uses: list[list[tuple[int, float]]] = []  # per flow: (resource, usage per request)
     for c in calcs:
-        cl, sv = c.client, c.server
-        u: list[tuple[tuple[str, str], float]] = []
-        if c.loopback:
-            u.append(((cl, "loop"), (c.fwd_wire + c.rev_wire) * 8))
-        else:
-            u += [((cl, "wire_tx"), c.fwd_wire * 8), ((sv, "wire_rx"), c.fwd_wire * 8),
-                  ((sv, "wire_tx"), c.rev_wire * 8), ((cl, "wire_rx"), c.rev_wire * 8)]
+        a, b = first[c.client], first[c.server]
         # Control packets (READ requests, atomic responses) are counted, not charged: the message-rate limit
         # is on data. The sending side of the loopback path has its own packet and DMA budget, so a host that
         # sends to itself and to its peer serves both at full rate; receivers share theirs (in-NIC incast
         # shares the receiver's PCIe write direction). Contention beyond that is the business of quirks (#13).
-        side = "loop_" if c.loopback else ""
-        u += [((cl, side + "pps_tx"), c.fwd_pkts), ((sv, "pps_rx"), c.fwd_pkts),
-              ((sv, side + "pps_tx"), c.rev_pkts), ((cl, "pps_rx"), c.rev_pkts),
-              ((cl, side + "pcie_rd"), c.fwd_rd * 8), ((sv, "pcie_wr"), c.fwd_wr * 8),
-              ((sv, side + "pcie_rd"), c.rev_rd * 8), ((cl, "pcie_wr"), c.rev_wr * 8),
-              ((sv, "atomic"), c.n_atomic)]
-        # merge duplicate keys (loopback: client == server), drop unused ones
-        merged: dict[tuple[str, str], float] = {}
-        for k, v in u:
-            if v > 0:
-                merged[k] = merged.get(k, 0.0) + v
-        for k in merged:
-            kind = k[1]
-            caps[k] = kind_cap.get(kind) or (pps if "pps" in kind else pcie)
-        alone = {k: caps[k] / v for k, v in merged.items()}
+        plain_use: tuple[tuple[int, float], ...]  # every resource but the PCIe write direction and atomics
+        wr_use: tuple[tuple[int, float], ...]  # the PCIe write direction (where partial-line writes cost)
+        if c.loopback:  # both directions on one host
+            plain_use = ((a + LOOP, (c.fwd_wire + c.rev_wire) * 8), (a + LOOP_PPS_TX, c.fwd_pkts + c.rev_pkts),
+                         (a + PPS_RX, c.fwd_pkts + c.rev_pkts), (a + LOOP_PCIE_RD, c.fwd_rd * 8 + c.rev_rd * 8))
+            wr_use = ((a + PCIE_WR, c.fwd_wr * 8 + c.rev_wr * 8),)
+        else:
+            plain_use = ((a + WIRE_TX, c.fwd_wire * 8), (b + WIRE_RX, c.fwd_wire * 8),
+                         (b + WIRE_TX, c.rev_wire * 8), (a + WIRE_RX, c.rev_wire * 8),
+                         (a + PPS_TX, c.fwd_pkts), (b + PPS_RX, c.fwd_pkts),
+                         (b + PPS_TX, c.rev_pkts), (a + PPS_RX, c.rev_pkts),
+                         (a + PCIE_RD, c.fwd_rd * 8), (b + PCIE_RD, c.rev_rd * 8))
+            wr_use = ((b + PCIE_WR, c.fwd_wr * 8), (a + PCIE_WR, c.rev_wr * 8))
+        # the resources it uses, and what the flow would get alone on each
+        u = [kv for kv in plain_use if kv[1] > 0]
+        alone = {k: caps[k] / v for k, v in u}
+        plain = min(alone.values(), default=math.inf)
+        wr = [kv for kv in wr_use if kv[1] > 0]
+        full_wr = math.inf
+        for k, v in wr:
+            alone[k] = caps[k] / v
+            full_wr = min(full_wr, alone[k])
+        u += wr
+        atomic = math.inf
+        if c.n_atomic > 0:
+            u.append((b + ATOMIC, c.n_atomic))
+            atomic = alone[b + ATOMIC] = caps[b + ATOMIC] / c.n_atomic
         # what the flow would get alone without its base-model limits (and partial-line costs)
-        wr = [k for k in merged if k[1] == "pcie_wr"]
-        plain = min((r for k, r in alone.items() if k[1] not in ("atomic", "pcie_wr")), default=math.inf)
-        full_wr = min((alone[k] for k in wr), default=math.inf)
         if c.partial and wr:
             extra = c.partial * 8 / len(wr)
-            plain_wr = min(caps[k] / max(merged[k] - extra, 1e-12) for k in wr)
+            plain_wr = min(caps[k] / max(v - extra, 1e-12) for k, v in wr)
         else:
             plain_wr = full_wr
         c.free = min(plain, plain_wr)
         churned = math.inf
         plain_alone = min(alone.values())
-        for k, v in merged.items():
-            if "pps" in k[1] and k[0] in slots:
-                per_pkt, per_msg = slots[k[0]]
-                merged[k] = v * (1.0 + per_pkt + per_msg / c.pkts)
-                alone[k] = caps[k] / merged[k]
-                churned = min(churned, alone[k])
+        if churning:
+            for j, (k, v) in enumerate(u):
+                kind = k % _KINDS
+                host = k - kind
+                if kind in (PPS_TX, LOOP_PPS_TX, PPS_RX) and host in churning:
+                    per_pkt, per_msg = churning[host]
+                    v = v * (1.0 + per_pkt + per_msg / c.pkts)
+                    u[j] = (k, v)
+                    alone[k] = caps[k] / v
+                    churned = min(churned, alone[k])
         if c.free > c.refill:
             c.refill = min(c.refill, c.starved)
-        for label, cap in (("base:read_window", c.window), ("base:rnr", c.refill)):
-            if cap < math.inf:
-                k = (f"flow{c.index}", label)
-                caps[k] = cap
-                merged[k] = 1.0
+        for cap in (c.window, c.refill):
+            if cap < math.inf:  # a limit of the flow's own: a resource it alone uses, once per request
+                k = len(caps)
+                caps.append(cap)
+                u.append((k, 1.0))
                 alone[k] = cap
-        base = {"base:partial_line": full_wr, "base:atomic_rate": alone.get((sv, "atomic"), math.inf),
-                "base:read_window": c.window, "base:rnr": c.refill, "base:churn": churned}
+        base = (("base:partial_line", full_wr), ("base:atomic_rate", atomic), ("base:read_window", c.window),
+                ("base:rnr", c.refill), ("base:churn", churned))
         c.rate = min(alone.values())
         if churned < math.inf:
             c.unchurned = min(plain_alone, c.window, c.refill) / c.rate
         # a limit is labelled when it binds (within 1/_HOLD of the flow's rate alone) well below the ceiling;
         # a starved receiver whatever the shortfall, since its RNR NAKs or drops show in the counters
-        c.labels = tuple(lb for lb, r in base.items()
+        c.labels = tuple(lb for lb, r in base
                          if (r < _HOLD * c.free and r * _HOLD <= c.rate) or (lb == "base:rnr" and r < c.free))
-        uses.append(list(merged.items()))
+        uses.append(u)
+    if len(calcs) < 2:  # nothing to share: a flow alone never over-subscribes what it gets alone
+        for c in calcs:
+            c.rate *= c.eff
+        return [{}] * len(calcs)
     for _ in range(4):
-        load: dict[tuple[str, str], float] = {}
-        for c, u in zip(calcs, uses, strict=True):
-            for k, v in u:
-                load[k] = load.get(k, 0.0) + v * c.rate
-        scale = {k: caps[k] / ld for k, ld in load.items() if ld > caps[k] * 1.000001}
+        load = _loads(calcs, uses, len(caps))
+        scale = {k: caps[k] / ld for k, ld in enumerate(load) if ld > caps[k] * 1.000001}
         if not scale:
             break
-        for c, u in zip(calcs, uses, strict=True):
-            s = min((scale.get(k, 1.0) for k, _ in u), default=1.0)
-            c.rate *= s
-    load = {}  # at the rates the water-filling settled on
-    for c, u in zip(calcs, uses, strict=True):
-        for k, v in u:
-            load[k] = load.get(k, 0.0) + v * c.rate
+        for c, u in zip(calcs, uses, strict=True):  # each flow by its most over-subscribed resource
+            c.rate *= min([scale[k] for k, _ in u if k in scale], default=1.0)
+    else:
+        load = _loads(calcs, uses, len(caps))  # at the rates the fourth round settled on
+    for c in calcs:
         c.rate *= c.eff
-    if len(calcs) < 2:  # nothing to share
-        return [{}] * len(calcs)
-    return [{k: min(1.0, load[k] / caps[k]) for k, _ in u if not k[0].startswith("flow")} for u in uses]
+    return [{k: min(1.0, load[k] / caps[k]) for k, _ in u if k < n_host} for u in uses]
+
+
+def _loads(calcs: list[FlowCalc], uses: list[list[tuple[int, float]]], n: int) -> list[float]:
+    """Each resource's load at the flows' rates, the flows' shares added in flow order."""
+    load = [0.0] * n
+    for c, u in zip(calcs, uses, strict=True):
+        r = c.rate
+        for k, v in u:
+            load[k] += v * r
+    return load
 
 
 @dataclass(frozen=True)
@@ -421,11 +459,12 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
     churn = host_churn(profile, workload)
     slots = miss_slots(profile, churn, xlate_working_set(profile, feats.mrs_host, feats.mr_footprint),
                        _qpc_working_sets(profile, workload)) if churn else {}
-    utilisation = _allocate(calcs, profile, slots)
+    hosts: dict[str, HostAcc] = {h: HostAcc() for h in workload.hosts}
+    utilisation = _allocate(calcs, list(hosts), profile, slots)
     # the diagnostics count at the rates the flows would get without churn's slowdown
     base_rates = [c.rate * c.unchurned for c in calcs]
 
-    prox = [(q, q.proximity(feats)) for q in profile.active_quirks]
+    prox = list(zip(profile.active_quirks, profile.conditions.proximities(feats), strict=True))
     fired: list[Quirk] = [q for q, p in prox if p == 1.0]
     thr = 1.0
     loss = 0.0
@@ -441,7 +480,6 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
         return (draw() + draw()) * 0.5
 
     global_noise = 1.0 - amp * 0.5 * tri()
-    hosts: dict[str, HostAcc] = {h: HostAcc() for h in workload.hosts}
     for c, f in zip(calcs, flows, strict=True):
         # a paused receiver takes at most (1 - pause) of what it could; the quirk's factor is the other bound
         factor = min(thr, 1.0 - pause_host.get(c.dst, 0.0)) * (1.0 - loss)
@@ -504,8 +542,7 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
 
     line = profile.nic.line_rate_gbps * 1e9
     out_hosts: list[HostResult] = []
-    for h in workload.hosts:
-        acc = hosts[h]
+    for h, acc in hosts.items():  # the workload's hosts, sorted
         counters = dialect_counters(acc, duration, line)
         cn = 1.0 + noise * (draw() - 0.5)
         for k in ("sim_rx_wqe_cache_miss", "sim_qpc_cache_miss", "sim_mtt_cache_miss",
@@ -527,22 +564,24 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
         p99 = p50 * (1.6 + 40.0 * pz) + wait
         p999 = p50 * (2.5 + 120.0 * pz) + 1.5 * wait
         p50 += 0.5 * wait
-        out_flows.append(FlowResult(flow=c.index, client=f.client.host, server=f.server.host,
+        figures = flow_figures(profile, f, churn, lambda: 1.0 + 0.02 * tri()) if churn else {}
+        out_flows.append(FlowResult(flow=c.index, client=c.client, server=c.server,
                                     bps=c.rate * c.msg_bytes * 8, pps=c.rate * c.pkts, msg_rate=c.rate,
-                                    lat_p50_us=p50, lat_p99_us=p99, lat_p999_us=p999,
-                                    **flow_figures(profile, f, churn, lambda: 1.0 + 0.02 * tri())))
+                                    lat_p50_us=p50, lat_p99_us=p99, lat_p999_us=p999, **figures))
 
     m = profile.model
-    qps_sides = sum(2 * f.qps for f in flows)
-    mrs_sides = sum(2 * f.mrs for f in flows)
-    pinned = sum(2 * f.mrs * f.mr_size for f in flows)
+    qps_sides = mrs_sides = pinned = 0
+    for f in flows:
+        qps_sides += 2 * f.qps
+        mrs_sides += 2 * f.mrs
+        pinned += 2 * f.mrs * f.mr_size
     setup = (m.setup_base_s + qps_sides * m.setup_qp_us * 1e-6 + mrs_sides * m.setup_mr_us * 1e-6
              + pinned * 8 / (m.setup_pin_gbps * 1e9)) * (1.0 + 0.05 * (draw() - 0.5))
     return Outcome(flows=tuple(out_flows), hosts=tuple(out_hosts), setup_s=setup,
                    fired=tuple(q.id for q in fired) + tuple(dict.fromkeys(lb for c in calcs for lb in c.labels)))
 
 
-def _shared_waits(calcs: list[FlowCalc], utilisation: list[dict[tuple[str, str], float]], line: float
+def _shared_waits(calcs: list[FlowCalc], utilisation: list[dict[int, float]], line: float
                   ) -> list[float]:
     """Per flow, the microseconds its requests wait behind the other flows at the resources they share (one
     flow's waits are 0): a shared resource serves the flows round-robin, a packet each, as :func:`_allocate`
@@ -554,8 +593,10 @@ def _shared_waits(calcs: list[FlowCalc], utilisation: list[dict[tuple[str, str],
         return waits
     for i, (c, used) in enumerate(zip(calcs, utilisation, strict=True)):
         for o, theirs in zip(calcs, utilisation, strict=True):
-            busy = max((u for k, u in theirs.items() if k in used), default=0.0)
-            if o is not c and busy and o.pkts:
+            if o is c or not o.pkts:
+                continue
+            busy = max([used[k] for k in used.keys() & theirs.keys()], default=0.0)
+            if busy:
                 waits[i] += busy * (o.fwd_wire + o.rev_wire) / o.pkts * 8 / line * 1e6
     return waits
 
@@ -621,6 +662,20 @@ def _qpc_working_sets(profile: Profile, workload: Workload) -> dict[str, float]:
     return qps
 
 
+@dataclass(slots=True)
+class _HostLoad:
+    """One host's inputs to its diagnostic counters, at base-model rates (per second unless noted)."""
+
+    pcie_rd: float = 0.0  # PCIe bytes read (payload, descriptors)
+    pcie_wr: float = 0.0  # PCIe bytes written (payload, completions)
+    qps: float = 0.0  # data-path QPs (both ends of every flow)
+    msgs: float = 0.0  # messages sent plus received
+    pkts: float = 0.0  # data packets sent plus received
+    ws_wqe: float = 0.0  # receive-WQE working set (entries)
+    wqe_msgs: float = 0.0  # messages consuming a receive WQE
+    amp_pcie: float = 1.0  # the largest PCIe amplification of a flow sending or receiving here
+
+
 def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: list[FlowCalc],
                  base_rates: list[float], hosts: dict[str, HostAcc], prox: list[tuple[Quirk, float]],
                  churn: dict[str, HostChurn]) -> None:
@@ -629,33 +684,26 @@ def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: l
     cache = profile.cache
     pcie_cap = profile.pcie.gbps * 1e9 / 8
     pps_cap = profile.nic.msg_rate_mpps * 1e6
-    ws_wqe: dict[str, float] = {}
-    wqe_msgs: dict[str, float] = {}
-    qps: dict[str, float] = {}
-    msgs: dict[str, float] = {}
-    pkts: dict[str, float] = {}
-    pcie_rd: dict[str, float] = {}
-    pcie_wr: dict[str, float] = {}
-    amp_pcie: dict[str, float] = {}
+    loads = {h: _HostLoad() for h in hosts}
     for c, r, f in zip(calcs, base_rates, workload.flows, strict=True):
         desc = (WQE_BYTES + SGE_BYTES * f.sges) / 1.0 + CQE_BYTES / f.signal_every
         cqe = CQE_BYTES / f.signal_every
-        pcie_rd[c.client] = pcie_rd.get(c.client, 0.0) + r * c.fwd_rd
-        pcie_rd[c.server] = pcie_rd.get(c.server, 0.0) + r * c.rev_rd
-        pcie_rd[c.src] += r * desc
-        pcie_wr[c.server] = pcie_wr.get(c.server, 0.0) + r * c.fwd_wr
-        pcie_wr[c.client] = pcie_wr.get(c.client, 0.0) + r * c.rev_wr
-        pcie_wr[c.dst] += r * cqe
-        for h in (f.client.host, f.server.host):
-            qps[h] = qps.get(h, 0.0) + f.qps
-        msgs[c.src] = msgs.get(c.src, 0.0) + r
-        msgs[c.dst] = msgs.get(c.dst, 0.0) + r
-        pkts[c.src] = pkts.get(c.src, 0.0) + r * c.pkts
-        pkts[c.dst] = pkts.get(c.dst, 0.0) + r * c.pkts
+        cl, sv, s, d = loads[c.client], loads[c.server], loads[c.src], loads[c.dst]
+        cl.pcie_rd += r * c.fwd_rd
+        sv.pcie_rd += r * c.rev_rd
+        s.pcie_rd += r * desc
+        sv.pcie_wr += r * c.fwd_wr
+        cl.pcie_wr += r * c.rev_wr
+        d.pcie_wr += r * cqe
+        cl.qps += f.qps
+        sv.qps += f.qps
+        s.msgs += r
+        d.msgs += r
+        s.pkts += r * c.pkts
+        d.pkts += r * c.pkts
         if c.n_recv:
-            ws = f.qps * f.rq_depth * (1.0 + f.batch / 32.0) * f.sges ** 0.5
-            ws_wqe[c.server] = ws_wqe.get(c.server, 0.0) + ws
-            wqe_msgs[c.server] = wqe_msgs.get(c.server, 0.0) + r * c.n_recv
+            sv.ws_wqe += f.qps * f.rq_depth * (1.0 + f.batch / 32.0) * f.sges ** 0.5
+            sv.wqe_msgs += r * c.n_recv
         a = 1.0 + 0.15 * (f.sges - 1)
         for ep in (f.client, f.server):
             if ep.memory == "remote":
@@ -664,41 +712,33 @@ def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: l
                 a *= 6.0 if profile.host.gpu == "acs-misrouted" else 1.5
         if c.loopback:
             a *= 1.3
-        for h in (c.src, c.dst):
-            amp_pcie[h] = max(amp_pcie.get(h, 1.0), a)
+        s.amp_pcie = max(s.amp_pcie, a)
+        d.amp_pcie = max(d.amp_pcie, a)
     bidir = 1.3 if feats.bidirectional else 1.0
     strict_order = 1.0 if profile.pcie.relaxed_ordering else 1.4
     mr_ws = xlate_working_set(profile, feats.mrs_host, feats.mr_footprint)
-    idle = HostChurn(0.0, 1.0, 0.0, 0.0, 0.0)
     read_f = 1.3 if feats.opcode == "READ" else 1.0
     mtu_f = (4096.0 / feats.mtu) ** 0.25
+    # every active quirk adds its precursor, per message or per packet, to its diagnostic counters
+    boosts = [(boost, q.diagnostics) for q, closeness in prox
+              if (boost := q.precursor * closeness * (3.0 if closeness == 1.0 else 1.0)) >= 1e-9]
     for h, acc in hosts.items():
-        m = msgs.get(h, 0.0) * 0.5
-        p = pkts.get(h, 0.0) * 0.5
-        acc.diag_rx_wqe = soft_fraction(ws_wqe.get(h, 0.0) / cache.rx_wqe_entries) * wqe_msgs.get(h, 0.0)
-        ch = churn.get(h, idle)
-        acc.diag_qpc = soft_fraction(qps.get(h, 0.0) / cache.qpc_entries + ch.qpc) * m
-        acc.diag_mtt = soft_fraction(mr_ws + ch.xlate) * p
-        util = max(pcie_rd.get(h, 0.0), pcie_wr.get(h, 0.0)) / pcie_cap
-        bp = soft_fraction(util * amp_pcie.get(h, 1.0) * bidir * strict_order)
-        acc.diag_pcie = 0.2 * bp * p
+        ld = loads[h]
+        m = ld.msgs * 0.5
+        p = ld.pkts * 0.5
+        ch = churn.get(h, _IDLE)
+        util = max(ld.pcie_rd, ld.pcie_wr) / pcie_cap
+        bp = soft_fraction(util * ld.amp_pcie * bidir * strict_order)
         acc.pcie_stall = 20.0 * bp if p > 0 else 0.0
-        acc.diag_pkt = 0.1 * soft_fraction(p * 2 / pps_cap * read_f * bidir * mtu_f) * p
-    for q, closeness in prox:
-        boost = q.precursor * closeness * (3.0 if closeness == 1.0 else 1.0)
-        if boost < 1e-9:
-            continue
-        for h, acc in hosts.items():
-            m = msgs.get(h, 0.0) * 0.5
-            p = pkts.get(h, 0.0) * 0.5
-            for d in q.diagnostics:
-                if d == "sim_rx_wqe_cache_miss":
-                    acc.diag_rx_wqe += boost * m
-                elif d == "sim_qpc_cache_miss":
-                    acc.diag_qpc += boost * m
-                elif d == "sim_mtt_cache_miss":
-                    acc.diag_mtt += boost * p
-                elif d == "sim_pcie_backpressure":
-                    acc.diag_pcie += boost * p
-                else:
-                    acc.diag_pkt += boost * p
+        # in the order of _PRECURSOR: the base model's miss and stall rates, then each quirk's precursor
+        diag = [soft_fraction(ld.ws_wqe / cache.rx_wqe_entries) * ld.wqe_msgs,
+                soft_fraction(ld.qps / cache.qpc_entries + ch.qpc) * m,
+                soft_fraction(mr_ws + ch.xlate) * p,
+                0.2 * bp * p,
+                0.1 * soft_fraction(p * 2 / pps_cap * read_f * bidir * mtu_f) * p]
+        per = (m, m, p, p, p)
+        for boost, diagnostics in boosts:
+            for name in diagnostics:
+                i = _PRECURSOR[name]
+                diag[i] += boost * per[i]
+        acc.diag_rx_wqe, acc.diag_qpc, acc.diag_mtt, acc.diag_pcie, acc.diag_pkt = diag

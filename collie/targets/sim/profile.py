@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from collie.codec import check_fields, expect_type
 from collie.errors import InputError
-from collie.targets.sim.quirks import GPU_PLACEMENTS, Quirk, parse_quirks
+from collie.targets.sim.quirks import GPU_PLACEMENTS, Conditions, Quirk, parse_quirks
 from collie.tomlio import parse_toml
 
 PROFILE_DIR: Final = Path(__file__).resolve().parent / "profiles"
@@ -120,6 +120,11 @@ class Profile:
     model: ModelParams
     active_quirks: tuple[Quirk, ...]
     inactive_quirks: tuple[tuple[Quirk, str], ...] = ()
+
+    @functools.cached_property
+    def conditions(self) -> Conditions:
+        """The active quirks' conditions, compiled once (see :class:`~collie.targets.sim.quirks.Conditions`)."""
+        return Conditions(self.active_quirks)
 
     def without_quirks(self) -> Profile:
         """The same subsystem with every quirk removed (the base model alone)."""

@@ -153,40 +153,63 @@ class Quirk:
     requires: Mapping[str, Any] = field(default_factory=dict)
     precursor: float = 0.5
 
-    def __post_init__(self) -> None:
-        # precompiled (feature, kind, value) triples for the hot path: kind 0 = categorical/in,
-        # 1 = numeric lower bound (>=, >), 2 = numeric upper bound (<=, <)
-        fast = []
-        for c in self.when:
-            test = c.test  # type: ignore[attr-defined]
-            if c.op in (">=", ">"):
-                fast.append((c.feature, 1, test, max(float(c.value), 1.0)))
-            elif c.op in ("<=", "<"):
-                fast.append((c.feature, 2, test, max(float(c.value), 1.0)))
-            else:
-                fast.append((c.feature, 0, test, 0.0))
-        object.__setattr__(self, "_fast", tuple(fast))
-
     def fires(self, feats: Features) -> bool:
         return all(c.holds(feats) for c in self.when)
 
     def proximity(self, feats: Features) -> float:
         """Product of the clauses' closeness: exactly 1 inside the condition, < 1 outside."""
-        p = 1.0
-        for name, kind, test, t in self._fast:  # type: ignore[attr-defined]
-            x = getattr(feats, name)
-            if test(x):
-                continue
-            if kind == 0:
-                p *= MISS_CLOSENESS
-            else:
-                x = max(float(x), 1.0)
-                ratio = x / t if kind == 1 else t / x
-                p *= (ratio if ratio < 1.0 else 1.0) ** CLOSENESS_EXP * 0.95
-        return p
+        return Conditions((self,)).proximities(feats)[0]
 
     def condition_text(self) -> str:
         return " and ".join(c.text for c in self.when)
+
+
+class Conditions:
+    """The conditions of several quirks compiled together for the hot path: every distinct clause is tested once
+    per feature vector, then each quirk's proximity is the product of its clauses' closeness in clause order
+    (a clause that holds counts 1.0), exactly :meth:`Clause.closeness` multiplied out."""
+
+    def __init__(self, quirks: Sequence[Quirk]) -> None:
+        index: dict[tuple[str, str, Any], int] = {}
+        # per distinct clause: (feature, kind, test, threshold); kind 0 = categorical/in,
+        # 1 = numeric lower bound (>=, >), 2 = numeric upper bound (<=, <)
+        clauses: list[tuple[str, int, Callable[[Any], bool], float]] = []
+        plans = []
+        for q in quirks:
+            plan = []
+            for c in q.when:
+                key = (c.feature, c.op, c.value)
+                if key not in index:
+                    index[key] = len(clauses)
+                    kind = 1 if c.op in (">=", ">") else 2 if c.op in ("<=", "<") else 0
+                    clauses.append((c.feature, kind, c.test, max(float(c.value), 1.0) if kind else 0.0))  # type: ignore[attr-defined]
+                plan.append(index[key])
+            plans.append(tuple(plan))
+        self._clauses = tuple(clauses)
+        self._plans = tuple(plans)
+
+    def proximities(self, feats: Features) -> list[float]:
+        """Each quirk's :meth:`Quirk.proximity`, in the quirks' order."""
+        values = vars(feats)
+        closeness = []
+        for name, kind, test, t in self._clauses:
+            x = values[name]
+            if test(x):
+                closeness.append(1.0)
+            elif kind == 0:
+                closeness.append(MISS_CLOSENESS)
+            else:
+                x = float(x)
+                x = x if x >= 1.0 else 1.0
+                ratio = x / t if kind == 1 else t / x
+                closeness.append((ratio if ratio < 1.0 else 1.0) ** CLOSENESS_EXP * 0.95)
+        out = []
+        for plan in self._plans:
+            p = 1.0
+            for i in plan:
+                p *= closeness[i]
+            out.append(p)
+        return out
 
 
 def line_of(text: str | None, needle: str) -> int | None:

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import math
+import random
+
 import pytest
 from simhelpers import one
 
@@ -70,6 +73,32 @@ def test_the_conversions() -> None:
     assert bnxt["pfc_pri3_tx_transitions"] == 1.0  # paused at all: at least one transition
     assert bnxt["pfc_pri3_rx_transitions"] == 0.0 and bnxt["rx_pfc_ena_frames_pri3"] == 0.0
 
+
+
+@pytest.mark.parametrize("dialect", ["mlx5", "bnxt_re", "rxe", "sim"])
+def test_each_counter_is_its_quantity_rounded_whatever_is_zero(dialect: str) -> None:
+    """The counter function (rates read at once, zero amounts left at 0) against each spec computed alone."""
+    rng = random.Random(dialect)
+    fields = list(HostAcc.__dataclass_fields__)
+    catalog = sim_counters.dialect_catalog(dialect)
+    fn = counter_function(catalog)
+    for _ in range(200):
+        acc = HostAcc(**{f: rng.choice([0.0, rng.uniform(0, 1), 10 ** rng.uniform(-3, 12)]) for f in fields})
+        got = fn(acc, D, LINE)
+        want = {}
+        for spec in reported(catalog):
+            q = QUANTITIES[spec.sim]
+            want[spec.name] = q.rounding(q.amount(acc, D, LINE) * spec.sim_scale * q.units.get(spec.unit, 1.0))
+        assert list(got) == list(want) and got == want
+
+
+def test_a_whole_count_rounds_halves_up_as_int_did() -> None:
+    rng = random.Random(3)
+    xs = [0.0, 0.49999999999999994, 0.5, 1.5, 2.5, 2.0 ** 52 + 0.5, 2.0 ** 53, 1e300]
+    xs += [10 ** rng.uniform(-6, 18) for _ in range(20000)]
+    xs += [math.floor(x) + 0.5 for x in xs[:5000]]
+    for x in xs:
+        assert sim_counters._int(x) == float(int(x + 0.5)), x
 
 TOY = '''
 driver = "toy"
