@@ -163,7 +163,8 @@ class Minimizer:
         for d in after:
             conditions += self._single(d, current, retry)
         for d in retry:
-            conditions += self._dimension(d, current) or []
+            # the last try: a probe that still cannot run reads as a loss (unknown is not irrelevant)
+            conditions += self._dimension(d, current, final=True) or []
         conditions += self._shrink.check_far(current)
         confirmed = self._shrink.confirm(current)
         if not confirmed:
@@ -207,10 +208,12 @@ class Minimizer:
 
     def _edges_at(self, conditions: list[Condition], point: Mapping[str, Any], moved: set[str]
                   ) -> list[Condition]:
-        """``conditions`` with the edge of every parameter in ``moved`` at its value in ``point``."""
-        at = {f for n in moved if (f := edge_feature(n)) is not None}
+        """``conditions`` with the edge of every parameter in ``moved`` at its value in ``point``: the edge on
+        the side of its simplest value (the far bound of a range stays)."""
+        at = {f: ">=" if point[n] > d.simplest() else "<=" for n in moved
+              if (f := edge_feature(n)) is not None and isinstance(d := self.space.dimension(n), IntRange | Choice)}
         return [Condition(c.feature, c.op, feature_at(self.space, point, c.feature))
-                if c.feature in at and c.op in (">=", "<=") else c for c in conditions]
+                if at.get(c.feature) == c.op else c for c in conditions]
 
     def _single(self, d: Dimension, current: dict[str, Any], retry: list[Dimension]) -> list[Condition]:
         """:meth:`_dimension`, with ``d`` put on ``retry`` when its key probe could not run."""
@@ -219,50 +222,58 @@ class Minimizer:
             retry.append(d)
         return found or []
 
-    def _dimension(self, d: Dimension, current: dict[str, Any]) -> list[Condition] | None:
-        """Conditions dimension ``d`` contributes (None: its key probe could not run)."""
+    def _dimension(self, d: Dimension, current: dict[str, Any], final: bool = False) -> list[Condition] | None:
+        """Conditions dimension ``d`` contributes (None: its key probe could not run). ``final``: the last try,
+        where a key probe that cannot run (an illegal point, one the target cannot run, one a known anomaly
+        explains) reads as a loss: a dimension that cannot be shown irrelevant keeps the case's value."""
         if isinstance(d, SizeVector):
             return self._sizes.shrink(d, current)
         if isinstance(d, OpcodePattern):
-            return self._verbs.mix(d, current)
+            return self._verbs.mix(d, current, final)
         if isinstance(d, Choice) and not d.ordered and not isinstance(d.values[0], int):
-            return self._verbs.categorical(d, current)
+            return self._verbs.categorical(d, current, final)
         if isinstance(d, Flag):
-            return self._flag(d, current)
-        return self._numeric(d, current)
+            return self._flag(d, current, final)
+        return self._numeric(d, current, final)
 
-    def _flag(self, d: Flag, current: dict[str, Any]) -> list[Condition] | None:
+    def _flag(self, d: Flag, current: dict[str, Any], final: bool) -> list[Condition] | None:
         kept = self._shrink.simplified(d, current)
-        if kept is None:
+        if kept is None and not final:
             return None
         return [] if kept else [Condition(d.name, "==", current[d.name])]
 
-    def _numeric(self, d: IntRange | Choice, current: dict[str, Any]) -> list[Condition] | None:
+    def _numeric(self, d: IntRange | Choice, current: dict[str, Any], final: bool) -> list[Condition] | None:
+        """Conditions of a numeric or ordered dimension (None: the probe of its simplest value could not run,
+        unless ``final``): none if its simplest value keeps the anomaly (``current`` moves there), else the edge
+        bisected from it (``current`` moves to the edge). Every side of the case not probed on the way becomes a
+        check of the simplified case (both sides of a case at its simplest value, the side away from it of a
+        case at an edge), so a one-sided condition only ever leaves free a side that was probed."""
         value, simplest = current[d.name], d.simplest()
         # the current value is on the ladder, so bisection only ever adopts values it has seen anomalous
         values = sorted(set(ladder(d)) | {value})
-        feature = edge_feature(d.name)
-        out: list[Condition] = []
+        found: list[Condition] = []
         if value != simplest:
             kept = self._shrink.test({**current, d.name: simplest}, f"{d.name} -> {simplest}")
-            if kept is None:
+            if kept is None and not final:
                 return None
             if kept:
                 current[d.name] = simplest
             else:
                 op = ">=" if nearest_index(values, value) > nearest_index(values, simplest) else "<="
                 current[d.name], found = self._shrink.bisect(
-                    d.name, values, simplest, value, current, partial(self._edge_condition, d.name, feature, op),
-                    places_case=True)
-                return out + found
+                    d.name, values, simplest, value, current,
+                    partial(self._edge_condition, d.name, edge_feature(d.name), op), places_case=True)
         if not self.settings.far_side:
-            return out
-        here = current[d.name]
-        far = values[-1] if nearest_index(values, here) <= len(values) // 2 else values[0]
-        if far != here:
-            self._shrink.far.append(retreating(d.name, from_to(values, far, here),
+            return found
+        here = nearest_index(values, current[d.name])
+        # the farther end first: a layer of grouped checks holds one per dimension
+        ends = sorted({0, len(values) - 1} - {here}, key=lambda i: -abs(i - here))
+        if current[d.name] != simplest:
+            ends = [len(values) - 1 if here > nearest_index(values, simplest) else 0]
+        for end in (e for e in ends if e != here):
+            self._shrink.far.append(retreating(d.name, from_to(values, values[end], values[here]),
                                                lambda v: partial(self._far_edge, d, v)))
-        return out
+        return found
 
     def _far_edge(self, d: IntRange | Choice, far: Any, current: dict[str, Any]) -> list[Condition]:
         """The edge between the current value of ``d`` (anomalous) and ``far`` (not), as a condition."""
@@ -283,14 +294,18 @@ def off_edges(space: SearchSpace, mfs: MFS, point: Mapping[str, Any]) -> list[Co
 
     A minimized case sits at each edge of its MFS, the simplest value that keeps the condition: the feature
     equals the condition's value, unless the dimension driving it holds its simplest value inside the region
-    (an upper edge found from the simplest value). Message sizes are not held to it: a size edge is found by a
-    far-side check of the case's one size, which stays as found (moving it down to a lower edge changed what
-    the other dimensions were checked against, and the campaigns found fewer planted anomalies).
+    (an upper edge found from the simplest value) or the case sits at the other edge of a range (the far bound
+    of a dimension bisected away from its simplest value). Message sizes are not held to it: a size edge is
+    found by a far-side check of the case's one size, which stays as found (moving it down to a lower edge
+    changed what the other dimensions were checked against, and the campaigns found fewer planted anomalies).
     """
     f = features(space.build(point))
     off: list[Condition] = []
     for c in mfs.conditions:
-        if c.op not in (">=", "<=") or getattr(f, c.feature) == c.value:
+        value = getattr(f, c.feature)
+        if c.op not in (">=", "<=") or value == c.value or any(
+                d.feature == c.feature and d.op in (">=", "<=") and d.op != c.op and d.value == value
+                for d in mfs.conditions):
             continue
         if c.feature in DRIVES["sizes"]:
             continue
