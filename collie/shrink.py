@@ -18,7 +18,9 @@ composes:
   its bracket until :meth:`Shrinker.finish_edges`; :meth:`Shrinker.open_cost` bounds what finishing costs.
 * :attr:`Shrinker.far`: *checks* of the simplified case (:class:`Check`), probed in groups by
   :meth:`Shrinker.check_far` once every dimension is simplified: one check per dimension in a group, a check
-  ``alone`` in its own, one that moves to a settled point yields its conditions without a probe.
+  ``alone`` in its own, one that moves to a settled point yields its conditions without a probe. A single check
+  that cannot be tested falls back to the next of its values that can; one that ``explained`` holds, or whose
+  values none can be tested, yields its conditions: a side not probed is not left free.
 * :meth:`Shrinker.confirm`: ``required`` of ``runs`` runs of the final case keep the property.
 
 The shrinker is generic in the conditions (``C``) a policy makes of what it finds; it compares them, nothing more.
@@ -268,7 +270,8 @@ class Shrinker(Generic[C]):
 
         If the property survives, none of the moves loses it (one experiment instead of one per move); if it
         vanishes or the grouped point is illegal, the group is split in halves. A single move that loses the
-        property (with a recheck) yields its conditions: the edge between here and there, bisected.
+        property (with a recheck) yields its conditions: the edge between here and there, bisected; so does one
+        that ``explained`` holds, or one none of whose values (it and its fallbacks) can be tested.
         """
         if not group:
             return []

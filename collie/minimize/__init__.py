@@ -38,13 +38,19 @@ Order and grouping:
       the anomaly, else its tail is the condition: ``line_tail`` (bytes past the last whole cache line) or
       ``tail_packet`` (the last packet's payload), each edge bisected on the offset from the boundary, the case
       moved to the lower edge beside a power of two (see :mod:`collie.minimize.sizes`);
-    * a dimension whose probe could not run is tried once more, when the others are simpler;
-    * last, *checks* of the simplified case, grouped the same way: every numeric dimension's far bound, both
-      ends of a single size, and (on their own, since a verb change grouped with others can slip onto another
-      anomaly of the same symptom) the halves of an adopted simplest verb. A check that loses the anomaly
-      yields its edge (bisected) or its verb condition; a far bound that cannot run (more memory pinned than
-      a host allows) falls back to the farthest value on its ladder that can; a size edge found from a case
-      of one size is told apart as ``max_msg`` or ``min_msg`` by one probe with a message beyond it added.
+    * a dimension whose probe could not run is tried once more, when the others are simpler; if it still
+      cannot, that reads as a loss: the dimension keeps the case's value (its verb halves, its flag, its
+      edge bisected from the simplest value), since one that cannot be shown irrelevant is not irrelevant;
+      a verb half none of whose alternatives can run is necessary the same way;
+    * last, *checks* of the simplified case, grouped the same way: each side of a numeric dimension that was
+      not probed on the way (both ends of its ladder when it is at its simplest value, the end beyond its
+      edge when it was bisected), both ends of a single size, and (on their own, since a verb change grouped
+      with others can slip onto another anomaly of the same symptom) the halves of an adopted simplest verb:
+      a one-sided condition leaves free only a side that was probed. A check that loses the anomaly yields
+      its edge (bisected) or its verb condition; a far bound that cannot run (more memory pinned than a host
+      allows, more SGEs than the device takes) falls back to the farthest value on its ladder that can; one in
+      a known anomaly's region, or a side where nothing can run, reads as a loss; a size edge found from a
+      case of one size is told apart as ``max_msg`` or ``min_msg`` by one probe with a message beyond it added.
 A probe of one dimension that loses the anomaly is rechecked (a second run) unless its reading of the anomaly's
 symptom missed the threshold by more than ``recheck_margin`` (a clear loss); a grouped probe is not rechecked
 (it only decides a split), but a single probe of the very point it saw counts it as its first run. A point that
@@ -55,10 +61,11 @@ that already kept that exact case counts as one).
 
 The case sits at its edges: a dimension bisected from its simplest value ends at the edge (the simplest value that
 keeps the condition; :func:`off_edges` names a condition a case does not sit at). A size edge is a far-side check
-of the case's one size, which stays as found. A point that ``explained`` (a campaign's hook: the
+of the case's one size, which stays as found; so does the far bound of a range (a dimension bisected away from
+its simplest value and then bounded beyond the case). A point that ``explained`` (a campaign's hook: the
 region of another known anomaly of the same symptom) holds is never run and cannot be tested, like a point that
 cannot run (a verb half reads it as masked: the next alternative decides), so the case never moves into a known
-region and no edge is drawn at one.
+region, and an edge stops beside one rather than claiming it.
 
 Deferred edges (``run(..., defer=True)``, what a campaign does): an edge gets only ``search_bisect_steps``
 bisection steps while the search waits. An edge still open then stands in the MFS at the near end of its
