@@ -33,9 +33,9 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
       slowdown is the worse of ``fair / bps`` and ``p99 / solo p99``, where the fair share is
       ``min(solo bps, bits/s ceiling / tenants, solo bits per packet x packets/s ceiling / tenants)`` and the
       tenants are the flows whose payload enters the victim's receiving host (a flow mixing READ with other
-      opcodes enters both its hosts: READ responses the client's, the rest the server's): a bandwidth victim beside a
-      bandwidth aggressor that gets half the link got its fair share (Husky's definition, Kong et al., NSDI
-      2023). It is a symptom when ``fair / bps`` passes ``isolation_slowdown`` or ``p99 / solo p99`` passes
+      opcodes enters both its hosts: READ responses the client's, the rest the server's): a bandwidth victim
+      beside a bandwidth aggressor that gets half the link got its fair share (Husky's definition, Kong et al.,
+      NSDI 2023). It is a symptom when ``fair / bps`` passes ``isolation_slowdown`` or ``p99 / solo p99`` passes
       ``isolation_latency``; it names the victim's receiving host, end ``victim``, and its value is the factor
       that passed its threshold by more. Without a solo baseline no isolation is judged. The victim's traffic
       stays in its receiver's low-throughput judgement: the ceiling bounds what all the flows into a host get

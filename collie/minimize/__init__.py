@@ -272,11 +272,11 @@ class Minimizer:
                     partial(self._edge_condition, d.name, edge_feature(d.name), op), places_case=True)
         if not self.settings.far_side:
             return found
-        here = nearest_index(values, current[d.name])
-        # the farther end first: a layer of grouped checks holds one per dimension
-        ends = sorted({0, len(values) - 1} - {here}, key=lambda i: -abs(i - here))
-        if current[d.name] != simplest:
-            ends = [len(values) - 1 if here > nearest_index(values, simplest) else 0]
+        here, low = nearest_index(values, current[d.name]), nearest_index(values, simplest)
+        # at the simplest value both ends, the farther first (a layer of grouped checks holds one per dimension);
+        # at an edge bisected from it, the end beyond the case
+        ends = sorted((0, len(values) - 1), key=lambda i: -abs(i - here)) if here == low else \
+            [len(values) - 1 if here > low else 0]
         for end in (e for e in ends if e != here):
             self._shrink.far.append(retreating(d.name, from_to(values, values[end], values[here]),
                                                lambda v: partial(self._far_edge, d, v)))
