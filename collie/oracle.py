@@ -32,9 +32,10 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
       (its *solo* baseline: ``Workload.solo``, measured once per distinct victim; :attr:`Oracle.solos`). Its
       slowdown is the worse of ``fair / bps`` and ``p99 / solo p99``, where the fair share is
       ``min(solo bps, bits/s ceiling / tenants, solo bits per packet x packets/s ceiling / tenants)`` and the
-      tenants are the flows whose payload enters the victim's receiving host: a bandwidth victim beside a
-      bandwidth aggressor that gets half the link got its fair share (Husky's definition, Kong et al., NSDI
-      2023). It is a symptom when ``fair / bps`` passes ``isolation_slowdown`` or ``p99 / solo p99`` passes
+      tenants are the flows whose payload enters the victim's receiving host (a flow mixing READ with other
+      opcodes enters both its hosts: READ responses the client's, the rest the server's): a bandwidth victim
+      beside a bandwidth aggressor that gets half the link got its fair share (Husky's definition, Kong et al.,
+      NSDI 2023). It is a symptom when ``fair / bps`` passes ``isolation_slowdown`` or ``p99 / solo p99`` passes
       ``isolation_latency``; it names the victim's receiving host, end ``victim``, and its value is the factor
       that passed its threshold by more. Without a solo baseline no isolation is judged. The victim's traffic
       stays in its receiver's low-throughput judgement: the ceiling bounds what all the flows into a host get
@@ -464,7 +465,8 @@ class Oracle:
                 continue
             host = f.payload_receiver.host
             kind = direction_kind(workload, host)
-            tenants = sum(g.payload_receiver.host == host for g in workload.flows)
+            # a flow mixing READ with other opcodes lands payload on both its hosts: a tenant of each
+            tenants = sum(any(part.host == host for part in _payload_into(g)) for g in workload.flows)
             was, now = alone[j], got[i]
             shares = [was.bps, self.ceilings.payload_bps(kind, list(f.sizes), f.mtu) / tenants]
             if was.pps > 0:

@@ -18,7 +18,9 @@ composes:
   its bracket until :meth:`Shrinker.finish_edges`; :meth:`Shrinker.open_cost` bounds what finishing costs.
 * :attr:`Shrinker.far`: *checks* of the simplified case (:class:`Check`), probed in groups by
   :meth:`Shrinker.check_far` once every dimension is simplified: one check per dimension in a group, a check
-  ``alone`` in its own, one that moves to a settled point yields its conditions without a probe.
+  ``alone`` in its own, one that moves to a settled point yields its conditions without a probe. A single check
+  that cannot be tested falls back to the next of its values that can; one that ``explained`` holds, or whose
+  values none can be tested, yields its conditions: a side not probed is not left free.
 * :meth:`Shrinker.confirm`: ``required`` of ``runs`` runs of the final case keep the property.
 
 The shrinker is generic in the conditions (``C``) a policy makes of what it finds; it compares them, nothing more.
@@ -197,6 +199,10 @@ class Shrinker(Generic[C]):
         """Whether ``point`` lost the property for good (twice, or once clearly): it is never run again."""
         return point_key(point) in self._lost
 
+    def vanished(self, point: Mapping[str, Any]) -> bool:
+        """Whether a run of ``point`` was seen without the property (once is enough: a loss not yet rechecked)."""
+        return point_key(point) in self._vanished
+
     def masked(self, point: Mapping[str, Any]) -> bool:
         """Whether the last run of ``point`` showed the symptom behind another (or something known explains it)."""
         return point_key(point) in self._masked
@@ -264,17 +270,22 @@ class Shrinker(Generic[C]):
 
         If the property survives, none of the moves loses it (one experiment instead of one per move); if it
         vanishes or the grouped point is illegal, the group is split in halves. A single move that loses the
-        property (with a recheck) yields its conditions: the edge between here and there, bisected.
+        property (with a recheck) yields its conditions: the edge between here and there, bisected; so does one
+        that ``explained`` holds, or one none of whose values (it and its fallbacks) can be tested.
         """
         if not group:
             return []
         if len(group) == 1:
-            # the farthest legal value of a single move (a message larger than its MR cannot run at all)
-            check = next((c for c in (group[0], *group[0].fallbacks)
-                          if self.space.is_valid({**current, c.name: c.value})), group[0])
-            trial = {**current, check.name: check.value}
-            why = f"{check.name} -> {check.value} (far side)"
-            return check.lost(current) if self.gone(trial, why) else []
+            # the farthest value of a single move that can run decides (a message larger than its MR cannot run
+            # at all, a device takes no more SGEs than its own maximum); one that a known anomaly explains reads
+            # as a loss, and so does a side where nothing can run: a side not probed is not left free
+            check = group[0]
+            for check in (group[0], *group[0].fallbacks):
+                trial = {**current, check.name: check.value}
+                kept = self.test(trial, f"{check.name} -> {check.value} (far side)")
+                if kept is not None or self.masked(trial):
+                    break
+            return [] if kept else check.lost(current)
         trial = {**current, **{c.name: c.value for c in group}}
         why = ", ".join(f"{c.name} -> {c.value}" for c in group) + " (far side)"
         if self.test(trial, why, recheck=False):

@@ -76,8 +76,8 @@ def replay(case: Path, target_spec: TargetSpec | None, runs: int, duration: floa
 @case_argument
 @case_target_option
 @click.option("--space", "space_file", type=click.Path(path_type=Path), default=None,
-              help="Search space the case is a point of (default: the one its campaign searched, else the whole "
-                   "space, workloads/default.toml).")
+              help="Search space the case is a point of (default: the one its folder records, else the one its "
+                   "campaign searched, else the whole space, workloads/default.toml).")
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Preset for thresholds and runs.")
 @click.option("--out", "out_dir", callback=output_path, default=None,
               help="Save the result as a case folder here, new or empty (case.toml, mfs.json, evidence.json), e.g. "

@@ -38,13 +38,19 @@ Order and grouping:
       the anomaly, else its tail is the condition: ``line_tail`` (bytes past the last whole cache line) or
       ``tail_packet`` (the last packet's payload), each edge bisected on the offset from the boundary, the case
       moved to the lower edge beside a power of two (see :mod:`collie.minimize.sizes`);
-    * a dimension whose probe could not run is tried once more, when the others are simpler;
-    * last, *checks* of the simplified case, grouped the same way: every numeric dimension's far bound, both
-      ends of a single size, and (on their own, since a verb change grouped with others can slip onto another
-      anomaly of the same symptom) the halves of an adopted simplest verb. A check that loses the anomaly
-      yields its edge (bisected) or its verb condition; a far bound that cannot run (more memory pinned than
-      a host allows) falls back to the farthest value on its ladder that can; a size edge found from a case
-      of one size is told apart as ``max_msg`` or ``min_msg`` by one probe with a message beyond it added.
+    * a dimension whose probe could not run is tried once more, when the others are simpler; if it still
+      cannot, that reads as a loss: the dimension keeps the case's value (its verb halves, its flag, its
+      edge bisected from the simplest value), since one that cannot be shown irrelevant is not irrelevant;
+      a verb half none of whose alternatives can run is necessary the same way;
+    * last, *checks* of the simplified case, grouped the same way: each side of a numeric dimension that was
+      not probed on the way (both ends of its ladder when it is at its simplest value, the end beyond its
+      edge when it was bisected), both ends of a single size, and (on their own, since a verb change grouped
+      with others can slip onto another anomaly of the same symptom) the halves of an adopted simplest verb:
+      a one-sided condition leaves free only a side that was probed. A check that loses the anomaly yields
+      its edge (bisected) or its verb condition; a far bound that cannot run (more memory pinned than a host
+      allows, more SGEs than the device takes) falls back to the farthest value on its ladder that can; one in
+      a known anomaly's region, or a side where nothing can run, reads as a loss; a size edge found from a
+      case of one size is told apart as ``max_msg`` or ``min_msg`` by one probe with a message beyond it added.
 A probe of one dimension that loses the anomaly is rechecked (a second run) unless its reading of the anomaly's
 symptom missed the threshold by more than ``recheck_margin`` (a clear loss); a grouped probe is not rechecked
 (it only decides a split), but a single probe of the very point it saw counts it as its first run. A point that
@@ -55,10 +61,11 @@ that already kept that exact case counts as one).
 
 The case sits at its edges: a dimension bisected from its simplest value ends at the edge (the simplest value that
 keeps the condition; :func:`off_edges` names a condition a case does not sit at). A size edge is a far-side check
-of the case's one size, which stays as found. A point that ``explained`` (a campaign's hook: the
+of the case's one size, which stays as found; so does the far bound of a range (a dimension bisected away from
+its simplest value and then bounded beyond the case). A point that ``explained`` (a campaign's hook: the
 region of another known anomaly of the same symptom) holds is never run and cannot be tested, like a point that
 cannot run (a verb half reads it as masked: the next alternative decides), so the case never moves into a known
-region and no edge is drawn at one.
+region, and an edge stops beside one rather than claiming it.
 
 Deferred edges (``run(..., defer=True)``, what a campaign does): an edge gets only ``search_bisect_steps``
 bisection steps while the search waits. An edge still open then stands in the MFS at the near end of its
@@ -163,7 +170,8 @@ class Minimizer:
         for d in after:
             conditions += self._single(d, current, retry)
         for d in retry:
-            conditions += self._dimension(d, current) or []
+            # the last try: a probe that still cannot run reads as a loss (unknown is not irrelevant)
+            conditions += self._dimension(d, current, final=True) or []
         conditions += self._shrink.check_far(current)
         confirmed = self._shrink.confirm(current)
         if not confirmed:
@@ -207,10 +215,12 @@ class Minimizer:
 
     def _edges_at(self, conditions: list[Condition], point: Mapping[str, Any], moved: set[str]
                   ) -> list[Condition]:
-        """``conditions`` with the edge of every parameter in ``moved`` at its value in ``point``."""
-        at = {f for n in moved if (f := edge_feature(n)) is not None}
+        """``conditions`` with the edge of every parameter in ``moved`` at its value in ``point``: the edge on
+        the side of its simplest value (the far bound of a range stays)."""
+        at = {f: ">=" if point[n] > d.simplest() else "<=" for n in moved
+              if (f := edge_feature(n)) is not None and isinstance(d := self.space.dimension(n), IntRange | Choice)}
         return [Condition(c.feature, c.op, feature_at(self.space, point, c.feature))
-                if c.feature in at and c.op in (">=", "<=") else c for c in conditions]
+                if at.get(c.feature) == c.op else c for c in conditions]
 
     def _single(self, d: Dimension, current: dict[str, Any], retry: list[Dimension]) -> list[Condition]:
         """:meth:`_dimension`, with ``d`` put on ``retry`` when its key probe could not run."""
@@ -219,50 +229,58 @@ class Minimizer:
             retry.append(d)
         return found or []
 
-    def _dimension(self, d: Dimension, current: dict[str, Any]) -> list[Condition] | None:
-        """Conditions dimension ``d`` contributes (None: its key probe could not run)."""
+    def _dimension(self, d: Dimension, current: dict[str, Any], final: bool = False) -> list[Condition] | None:
+        """Conditions dimension ``d`` contributes (None: its key probe could not run). ``final``: the last try,
+        where a key probe that cannot run (an illegal point, one the target cannot run, one a known anomaly
+        explains) reads as a loss: a dimension that cannot be shown irrelevant keeps the case's value."""
         if isinstance(d, SizeVector):
             return self._sizes.shrink(d, current)
         if isinstance(d, OpcodePattern):
-            return self._verbs.mix(d, current)
+            return self._verbs.mix(d, current, final)
         if isinstance(d, Choice) and not d.ordered and not isinstance(d.values[0], int):
-            return self._verbs.categorical(d, current)
+            return self._verbs.categorical(d, current, final)
         if isinstance(d, Flag):
-            return self._flag(d, current)
-        return self._numeric(d, current)
+            return self._flag(d, current, final)
+        return self._numeric(d, current, final)
 
-    def _flag(self, d: Flag, current: dict[str, Any]) -> list[Condition] | None:
+    def _flag(self, d: Flag, current: dict[str, Any], final: bool) -> list[Condition] | None:
         kept = self._shrink.simplified(d, current)
-        if kept is None:
+        if kept is None and not final:
             return None
         return [] if kept else [Condition(d.name, "==", current[d.name])]
 
-    def _numeric(self, d: IntRange | Choice, current: dict[str, Any]) -> list[Condition] | None:
+    def _numeric(self, d: IntRange | Choice, current: dict[str, Any], final: bool) -> list[Condition] | None:
+        """Conditions of a numeric or ordered dimension (None: the probe of its simplest value could not run,
+        unless ``final``): none if its simplest value keeps the anomaly (``current`` moves there), else the edge
+        bisected from it (``current`` moves to the edge). Every side of the case not probed on the way becomes a
+        check of the simplified case (both sides of a case at its simplest value, the side away from it of a
+        case at an edge), so a one-sided condition only ever leaves free a side that was probed."""
         value, simplest = current[d.name], d.simplest()
         # the current value is on the ladder, so bisection only ever adopts values it has seen anomalous
         values = sorted(set(ladder(d)) | {value})
-        feature = edge_feature(d.name)
-        out: list[Condition] = []
+        found: list[Condition] = []
         if value != simplest:
             kept = self._shrink.test({**current, d.name: simplest}, f"{d.name} -> {simplest}")
-            if kept is None:
+            if kept is None and not final:
                 return None
             if kept:
                 current[d.name] = simplest
             else:
                 op = ">=" if nearest_index(values, value) > nearest_index(values, simplest) else "<="
                 current[d.name], found = self._shrink.bisect(
-                    d.name, values, simplest, value, current, partial(self._edge_condition, d.name, feature, op),
-                    places_case=True)
-                return out + found
+                    d.name, values, simplest, value, current,
+                    partial(self._edge_condition, d.name, edge_feature(d.name), op), places_case=True)
         if not self.settings.far_side:
-            return out
-        here = current[d.name]
-        far = values[-1] if nearest_index(values, here) <= len(values) // 2 else values[0]
-        if far != here:
-            self._shrink.far.append(retreating(d.name, from_to(values, far, here),
+            return found
+        here, low = nearest_index(values, current[d.name]), nearest_index(values, simplest)
+        # at the simplest value both ends, the farther first (a layer of grouped checks holds one per dimension);
+        # at an edge bisected from it, the end beyond the case
+        ends = sorted((0, len(values) - 1), key=lambda i: -abs(i - here)) if here == low else \
+            [len(values) - 1 if here > low else 0]
+        for end in (e for e in ends if e != here):
+            self._shrink.far.append(retreating(d.name, from_to(values, values[end], values[here]),
                                                lambda v: partial(self._far_edge, d, v)))
-        return out
+        return found
 
     def _far_edge(self, d: IntRange | Choice, far: Any, current: dict[str, Any]) -> list[Condition]:
         """The edge between the current value of ``d`` (anomalous) and ``far`` (not), as a condition."""
@@ -283,14 +301,18 @@ def off_edges(space: SearchSpace, mfs: MFS, point: Mapping[str, Any]) -> list[Co
 
     A minimized case sits at each edge of its MFS, the simplest value that keeps the condition: the feature
     equals the condition's value, unless the dimension driving it holds its simplest value inside the region
-    (an upper edge found from the simplest value). Message sizes are not held to it: a size edge is found by a
-    far-side check of the case's one size, which stays as found (moving it down to a lower edge changed what
-    the other dimensions were checked against, and the campaigns found fewer planted anomalies).
+    (an upper edge found from the simplest value) or the case sits at the other edge of a range (the far bound
+    of a dimension bisected away from its simplest value). Message sizes are not held to it: a size edge is
+    found by a far-side check of the case's one size, which stays as found (moving it down to a lower edge
+    changed what the other dimensions were checked against, and the campaigns found fewer planted anomalies).
     """
     f = features(space.build(point))
     off: list[Condition] = []
     for c in mfs.conditions:
-        if c.op not in (">=", "<=") or getattr(f, c.feature) == c.value:
+        value = getattr(f, c.feature)
+        if c.op not in (">=", "<=") or value == c.value or any(
+                d.feature == c.feature and d.op in (">=", "<=") and d.op != c.op and d.value == value
+                for d in mfs.conditions):
             continue
         if c.feature in DRIVES["sizes"]:
             continue

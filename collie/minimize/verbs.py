@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import Any, Final
+from typing import Any
 
 from collie.mfs import Condition
 from collie.minimize.policy import VERB_PARTS, categorical_conditions, feature_at
@@ -20,9 +20,6 @@ from collie.model.dimensions import Choice, OpcodePattern
 from collie.model.flow import ATOMIC_OPCODES, MIXED
 from collie.model.space import SearchSpace
 from collie.shrink import Check, Shrinker
-
-#: What :meth:`Verbs._half_kept` returns when an alternative verb could not run.
-_UNTESTABLE: Final = object()
 
 
 class Verbs:
@@ -32,9 +29,10 @@ class Verbs:
         self.space = space
         self._shrink = shrink
 
-    def categorical(self, d: Choice, current: dict[str, Any]) -> list[Condition] | None:
-        """Conditions of an unordered choice (None: its probe could not run): none if its simplest value keeps
-        the anomaly (``current`` moves there), else its value's, the verb's by halves."""
+    def categorical(self, d: Choice, current: dict[str, Any], final: bool = False) -> list[Condition] | None:
+        """Conditions of an unordered choice (None: its probe could not run, unless ``final``, where that reads
+        as a loss): none if its simplest value keeps the anomaly (``current`` moves there), else its value's,
+        the verb's by halves."""
         value = current[d.name]
         simplest = d.simplest()
         if value != simplest:
@@ -42,7 +40,7 @@ class Verbs:
             kept = self._shrink.test(trial, f"{d.name} -> {simplest}")
             if kept is None and d.name == "op" and self._shrink.masked(trial):
                 return self._verb(d, current)  # a known anomaly's region: the verb's halves decide
-            if kept is None:
+            if kept is None and not final:
                 return None
             if not kept:
                 return self._verb(d, current) if d.name == "op" else \
@@ -70,7 +68,7 @@ class Verbs:
             kept = self._half_kept(d.name, others, current)
             if kept is None:
                 necessary.append(condition)
-            elif kept is not _UNTESTABLE:
+            else:
                 # alternatives that disagree (the simplest verb RC WRITE lost an RC READ anomaly, RC SEND kept
                 # it): the half is not free, whatever the check below says; it excludes the values that lost
                 # (the alternatives probed up to the one that kept: the others were not tested)
@@ -102,19 +100,19 @@ class Verbs:
 
     def _half_kept(self, name: str, values: list[Any], current: dict[str, Any]) -> Any:
         """The first of ``values`` that keeps the anomaly when ``name`` moves to it, None if the verb half is
-        necessary, :data:`_UNTESTABLE` if an alternative could not run.
+        necessary.
 
         The half is necessary if the first alternative whose run decides loses the anomaly. A run that shows the
         anomaly's symptom behind a stronger one of another anomaly (RC SEND adding a receive-queue pause to a
         low-throughput anomaly that any RC verb shows) is *masked*: it decides nothing, and the next
-        alternative is probed. If every alternative is masked, the half is necessary."""
+        alternative is probed; so is an alternative that cannot be tested (illegal, one the target cannot run,
+        a known anomaly's region). If no alternative decides, the half is necessary: one that cannot be shown
+        free is not free."""
         for v in values:
             point = {**current, name: v}
             kept = self._shrink.test(point, f"{name} -> {v}")
-            if kept is None and self._shrink.masked(point):
-                continue  # a known anomaly's region: the next alternative decides
             if kept is None:
-                return _UNTESTABLE
+                continue  # the next alternative decides
             if kept:
                 return v
             if not self._shrink.masked(point):
@@ -123,18 +121,21 @@ class Verbs:
 
     def _masked_then(self, name: str, first: Any, rest: list[Any], conditions: list[Condition],
                      current: dict[str, Any]) -> list[Condition]:
-        """The lost callback of a verb check (its first alternative ``first`` lost the anomaly): ``conditions``,
-        unless that run was masked and one of the other alternatives ``rest`` keeps the anomaly."""
-        masked = self._shrink.masked({**current, name: first})
-        return list(conditions) if not masked or self._half_kept(name, rest, current) is None else []
+        """The lost callback of a verb check (its first alternative ``first`` did not keep the anomaly):
+        ``conditions``, unless that run decided nothing (masked, or ``first`` could not be tested) and one of
+        the other alternatives ``rest`` keeps the anomaly."""
+        point = {**current, name: first}
+        decided = self._shrink.vanished(point) and not self._shrink.masked(point)
+        return list(conditions) if decided or self._half_kept(name, rest, current) is None else []
 
-    def mix(self, d: OpcodePattern, current: dict[str, Any]) -> list[Condition] | None:
+    def mix(self, d: OpcodePattern, current: dict[str, Any], final: bool = False) -> list[Condition] | None:
         """The opcodes cycled with the verb's: none if the anomaly keeps without them; else only READ with WRITE
         (``read_write_mix == True``) or only the atomics (``atomics == True``) when the mix has them and that
-        keeps it; else the mix as found (``opcode == MIXED``)."""
+        keeps it; else the mix as found (``opcode == MIXED``). None when the probe without them could not run,
+        unless ``final`` (read as a loss)."""
         value = list(current[d.name])
         kept = self._shrink.simplified(d, current)
-        if kept is None:
+        if kept is None and not final:
             return None
         if kept:
             return []

@@ -218,12 +218,14 @@ class MinimizePlan:
         preset: thresholds, minimization settings and the duration of each experiment.
         space: the search space the case is a point of.
         point: where minimizing starts (the original find's point if the case records one, else its own).
+        space_file: the file ``space`` was read from (absolute; ``""``: the default space).
     """
 
     located: LocatedCase
     preset: Preset
     space: SearchSpace
     point: dict[str, Any]
+    space_file: str = ""
 
 
 def plan_minimize(path: Path, target_spec: TargetSpec | None, space_file: Path | None, preset: str,
@@ -231,38 +233,43 @@ def plan_minimize(path: Path, target_spec: TargetSpec | None, space_file: Path |
     """Read and check everything a minimization needs, in the order a user fixes it: the case, the preset, the
     space, the start point, the target.
 
-    The space is ``space_file`` if given, else the one the case's campaign searched (its ``campaign.toml``), else
-    the default space; a :class:`Note` names a space taken from the campaign.
+    The space is ``space_file`` if given, else the one the case folder records (``collie minimize --out``), else
+    the one the case's campaign searched (its ``campaign.toml``), else the default space; a :class:`Note` names a
+    recorded space.
 
     Raises:
-        InputError: a damaged case, preset or space, a campaign's space file that cannot be read, a recorded point
+        InputError: a damaged case, preset or space, a recorded space file that cannot be read, a recorded point
             that is not a legal point of the space, or a case folder that records no target and no ``target_spec``.
     """
     case = load_case(path)
     chosen = load_preset(preset)
-    space = load_space(space_file) if space_file is not None else _campaign_space(case, listener)
+    if space_file is not None:
+        space, file = load_space(space_file), str(space_file.resolve())
+    else:
+        space, file = _recorded_space(case, listener)
     point = _start_point(case, space)
-    return MinimizePlan(_locate(case, target_spec, listener), chosen, space, point)
+    return MinimizePlan(_locate(case, target_spec, listener), chosen, space, point, file)
 
 
-def _campaign_space(case: Case, listener: ServiceListener) -> SearchSpace:
-    """The space the campaign holding ``case`` searched (the default space: not in a campaign, or its campaign
-    searched the default space).
+def _recorded_space(case: Case, listener: ServiceListener) -> tuple[SearchSpace, str]:
+    """The space ``case``'s folder records, else the one the campaign holding it searched, else the default
+    space; and its file (``""``: the default space).
 
     Raises:
-        InputError: the campaign's space file cannot be read (one sentence naming it and what to do).
+        InputError: the recorded space file cannot be read (one sentence naming it and what to do).
     """
     config = campaign_config(case)
-    if config is None or not config.space:
-        return load_space(None)
+    file, whose, did = (case.record.space, "its case folder", "records") if case.record.space else \
+        (config.space if config is not None else "", "its campaign", "searched")
+    if not file:
+        return load_space(None), ""
     try:
-        space = load_space(config.space)
+        space = load_space(file)
     except InputError as exc:
-        raise InputError(f"{case.path} was found in the space {config.space} (as its campaign records), which "
-                         f"cannot be read: {exc}; give --space to minimize it in another space") from None
-    listener(Note(f"minimizing {case.path} in the space its campaign searched, {config.space} "
-                  "(give --space for another)"))
-    return space
+        raise InputError(f"{case.path} was found in the space {file} (as {whose} records), which cannot be read: "
+                         f"{exc}; give --space to minimize it in another space") from None
+    listener(Note(f"minimizing {case.path} in the space {whose} {did}, {file} (give --space for another)"))
+    return space, file
 
 
 def _start_point(case: Case, space: SearchSpace) -> dict[str, Any]:
@@ -360,7 +367,7 @@ def save_minimized(minimized: Minimized, out_dir: Path) -> None:
         anomaly_id=out_dir.name, signature=verdict.signature, confirmed=result.confirmed, workload=named,
         mfs=result.mfs, target=TargetRecord(plan.located.spec, minimized.info), evidence=minimized.evidence,
         original=OriginalFind(dict(plan.point), verdict), minimize_experiments=result.experiments,
-        minimize_steps=len(result.steps), minimized_from=str(plan.located.case.path))
+        minimize_steps=len(result.steps), minimized_from=str(plan.located.case.path), space=plan.space_file)
     try:
         write_case_folder(out_dir, record)
     except OSError as exc:

@@ -15,7 +15,8 @@ A case folder holds::
     target                 {spec, fingerprint}: where the case was found (absent: unknown)
     case                   {point, signature, verdict, runs}: case.toml's *own* runs (absent: unknown)
     original               {point, found_at, verdict}: the original find, as it was found
-    minimize_experiments, minimize_steps, minimized_from (``collie minimize --out`` only)
+    minimize_experiments, minimize_steps, minimized_from, space (``collie minimize --out`` only; ``space``
+                           absent: the default space, or a campaign's case, whose ``campaign.toml`` says)
     hits                   [{trial, kind, signature, experiments}]: later finds the anomaly explained (absent:
                            none)
 
@@ -63,7 +64,7 @@ FINGERPRINT_FIELDS: Final = (("nic_model", "NIC"), ("firmware", "firmware"), ("d
 
 #: ``evidence.json``'s fields (format 2 on; format 1, without ``format``, had :data:`_LEGACY_FIELDS`).
 _FIELDS: Final = ("format", "anomaly_id", "signature", "confirmed", "target", "case", "original",
-                  "minimize_experiments", "minimize_steps", "minimized_from", "hits")
+                  "minimize_experiments", "minimize_steps", "minimized_from", "space", "hits")
 _LEGACY_FIELDS: Final = ("anomaly_id", "signature", "confirmed", "found_at_experiment", "minimize_experiments",
                          "minimize_steps", "point", "original_point", "verdict", "minimized_from")
 
@@ -264,6 +265,8 @@ class CaseRecord:
         original: the original find (None: unknown).
         minimize_experiments, minimize_steps: what confirming and minimizing cost.
         minimized_from: the case ``collie minimize --out`` started from (``""`` for a campaign's case).
+        space: the space file (absolute) ``collie minimize --out`` walked, which the points are points of
+            (``""``: the default space, or a campaign's case, whose ``campaign.toml`` records its space).
         hits: the campaign's later finds this anomaly explained, in order.
         format: the ``evidence.json`` format it was read from (0: the folder has none; written: always
             :data:`FORMAT`).
@@ -280,6 +283,7 @@ class CaseRecord:
     minimize_experiments: int = 0
     minimize_steps: int = 0
     minimized_from: str = ""
+    space: str = ""
     hits: tuple[Hit, ...] = ()
     format: int = FORMAT
 
@@ -297,6 +301,8 @@ class CaseRecord:
         d["minimize_steps"] = self.minimize_steps
         if self.minimized_from:
             d["minimized_from"] = self.minimized_from
+        if self.space:
+            d["space"] = self.space
         if self.hits:
             d["hits"] = [h.to_dict() for h in self.hits]
         return d
@@ -325,7 +331,7 @@ class CaseRecord:
             original=OriginalFind.from_dict(d.data["original"], d.at("original")) if "original" in d else None,
             minimize_experiments=d.integer("minimize_experiments", what="a whole number >= 0", minimum=0),
             minimize_steps=d.integer("minimize_steps", what="a whole number >= 0", minimum=0),
-            minimized_from=d.text("minimized_from", ""),
+            minimized_from=d.text("minimized_from", ""), space=d.text("space", ""),
             hits=tuple(Hit.from_dict(h, d.at("hits").at(i)) for i, h in enumerate(d.items("hits", default=[]))),
             format=version)
 

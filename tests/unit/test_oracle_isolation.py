@@ -71,3 +71,16 @@ def test_flows_of_different_sizes_share_the_receivers_ceiling_in_proportion() ->
     v = o.judge(result(w, (57e9, 0.9e6, 90.0), (17.5e9, 34e6, 6.0)), w)
     assert "low_throughput@receiver" not in v.signature.split("+")
     assert 0.95 < v.evidence["throughput"]["b"]["fraction"] < 1.05
+
+
+def test_a_flow_mixing_read_with_writes_is_a_tenant_of_both_hosts_its_payload_enters() -> None:
+    """Aggressors a -> b and b -> a each mixing READ with WRITE: the first's WRITEs and the second's READ responses
+    both land on b, where the victim's payload lands too, so the victim's fair share there is a third."""
+    mixed = Flow(Endpoint("a"), Endpoint("b"), opcodes=("READ", "WRITE"), sizes=(65536,), qps=8)
+    back = Flow(Endpoint("b"), Endpoint("a"), opcodes=("READ", "WRITE"), sizes=(65536,), qps=8)
+    w = Workload((mixed, back, BANDWIDTH))
+    o = oracle(w.solo(), (96e9, 1.5e6, 100.0))
+    verdict = o.judge(result(w, (64e9, 1e6, 200.0), (64e9, 1e6, 200.0), (31e9, 0.47e6, 300.0)), w)
+    readings = verdict.evidence["isolation"]["bandwidth"]
+    assert readings["tenants"] == 3 and readings["slowdown_bps"] < 1.1
+    assert "isolation" not in verdict.signature

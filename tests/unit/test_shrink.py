@@ -152,6 +152,24 @@ def test_far_checks_are_grouped_and_a_lost_one_yields_its_conditions() -> None:
     assert any("," in step["why"] for step in s.steps)  # one grouped probe first
 
 
+def test_a_far_check_that_cannot_run_falls_back_and_one_that_decides_nothing_is_not_left_free() -> None:
+    from collie.shrink import retreating
+
+    def judge(point: Mapping[str, Any]) -> Seen | None:  # the target runs no more than 256 of c
+        return None if point["c"] > 256 else Seen(point["c"] <= 64)
+
+    def lost(v: int) -> Callable[[dict[str, Any]], list[str]]:
+        return lambda current: [f"c edge from {v}"]
+
+    s = shrinker(judge)
+    s.far.append(retreating("c", [1024, 512, 256, 128], lost))
+    assert s.check_far({n: 1 for n in "abcdefgh"}) == ["c edge from 256"]  # 1024 and 512 cannot run: 256 decides
+    known = shrinker(lambda point: Seen(True), explained=lambda point: point["d"] >= 512)
+    known.far.append(retreating("d", [1024, 512, 256], lambda v: lambda current: [f"d edge from {v}"]))
+    # a known anomaly explains 1024: that side decides nothing, so it is not claimed
+    assert known.check_far({n: 1 for n in "abcdefgh"}) == ["d edge from 1024"]
+
+
 def test_confirmation_counts_a_probe_that_already_kept_the_case() -> None:
     runs: list[Mapping[str, Any]] = []
 

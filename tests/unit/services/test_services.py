@@ -3,6 +3,7 @@ minimized on the target it was found on, a campaign planned, opened and resumed.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -236,6 +237,25 @@ def test_a_case_minimizes_in_the_space_its_campaign_searched_unless_space_is_giv
     with pytest.raises(InputError, match=r"A003-pause was found in the space .*moved.toml \(as its campaign "
                                          r"records\), which cannot be read: .*; give --space"):
         plan_minimize(case, None, None, "quick", Heard())
+
+
+def test_a_case_saved_by_minimize_out_records_its_space_and_minimizes_in_it_again(tmp_path: Path) -> None:
+    paper = ROOT / "workloads" / "paper.toml"
+    plan = plan_minimize(EXAMPLES / "ud-send-batch64.toml", None, paper, "quick", Heard())
+    assert plan.space_file == str(paper.resolve())
+    out = tmp_path / "ud-batch"
+    save_minimized(minimize_case(plan, seed=0, accept_new_host_keys=False, listener=Heard()), out)
+    assert load_case(out).record.space == str(paper.resolve())
+    heard = Heard()
+    again = plan_minimize(out, None, None, "quick", heard)
+    assert again.space.names == load_space(paper).names and again.space_file == str(paper.resolve())
+    assert [n.text for n in heard.of(Note)] == [f"minimizing {out} in the space its case folder records, "
+                                                f"{paper.resolve()} (give --space for another)"]
+    # a case minimized in the default space records none, and minimizes in the default space again
+    plan = plan_minimize(EXAMPLES / "ud-send-batch64.toml", None, None, "quick", Heard())
+    save_minimized(minimize_case(plan, seed=0, accept_new_host_keys=False, listener=Heard()), tmp_path / "d")
+    assert load_case(tmp_path / "d").record.space == "" and "space" not in \
+        json.loads((tmp_path / "d" / "evidence.json").read_text())
 
 
 def test_a_clean_case_has_nothing_to_minimize() -> None:

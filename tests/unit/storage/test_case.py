@@ -55,6 +55,16 @@ def test_a_folder_of_the_previous_release_reads_with_the_target_and_own_runs_unk
     assert record.original.point["op"] == "UC_WRITE" and record.mfs is not None
 
 
+def test_the_space_a_minimized_case_walked_is_written_and_read_back_and_absent_reads_as_unrecorded(
+        tmp_path: Path) -> None:
+    record = read_case_folder(FIXTURES / "v2-A003-pause")
+    assert record.space == ""  # a folder written before cases recorded their space
+    paper = str(ROOT / "workloads" / "paper.toml")
+    folder = write_case_folder(tmp_path / "A003-pause", dataclasses.replace(record, space=paper))
+    assert json.loads((folder / "evidence.json").read_text())["space"] == paper
+    assert read_case_folder(folder).space == paper
+
+
 def test_a_folder_with_only_a_case_toml_reads(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "v2-A003-pause" / "case.toml", tmp_path / "case.toml")
     record = read_case_folder(tmp_path)
