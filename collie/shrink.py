@@ -118,6 +118,10 @@ class Check(Generic[C]):
     alone: bool = False
     #: the same move to values nearer the case, the first legal one probed alone when ``value`` is illegal
     fallbacks: tuple[Check[C], ...] = ()
+    #: probed after the other checks, alone, and when it keeps the property at the case again at each point a
+    #: grouped check kept it at (a corner of its region): a keep that held only at the case may have come from
+    #: something else met there (another region around the case)
+    corners: bool = False
 
 
 class Shrinker(Generic[C]):
@@ -252,20 +256,39 @@ class Shrinker(Generic[C]):
         ``alone`` a layer of its own; a check that moves to a settled point yields its conditions unprobed."""
         conditions: list[C] = []
         layers: list[list[Check[C]]] = []
+        last: list[Check[C]] = []
         for check in self.far:
             if self.settled({**current, check.name: check.value}):
                 conditions += check.lost(current)  # known to lose the property: no group would keep it
+                continue
+            if check.corners:
+                last.append(check)
                 continue
             layer = None if check.alone else next(
                 (g for g in layers if not g[0].alone and all(c.name != check.name for c in g)), None)
             if layer is None:
                 layers.append(layer := [])
             layer.append(check)
+        corners: list[dict[str, Any]] = []
         for layer in layers:
-            conditions += self._far_sides(layer, current)
+            conditions += self._far_sides(layer, current, corners)
+        for check in last:
+            conditions += self._cornered(check, current, corners)
         return conditions
 
-    def _far_sides(self, group: list[Check[C]], current: dict[str, Any]) -> list[C]:
+    def _cornered(self, check: Check[C], current: dict[str, Any], corners: list[dict[str, Any]]) -> list[C]:
+        """A ``corners`` check (its fallbacks unused): probed at ``current``, then, while it keeps the property,
+        at each of ``corners`` (points grouped checks kept it at); the conditions of the first point where it
+        does not (one that cannot be tested decides nothing at a corner, and reads as a loss at the case)."""
+        for point in (current, *corners):
+            kept = self.test({**point, check.name: check.value},
+                             f"{check.name} -> {check.value} (far side{'' if point is current else ', at a corner'})")
+            if kept is False or (kept is None and point is current):
+                return check.lost(point)
+        return []
+
+    def _far_sides(self, group: list[Check[C]], current: dict[str, Any], corners: list[dict[str, Any]]
+                   ) -> list[C]:
         """Checks of the simplified case, grouped: one probe applies every move of ``group`` at once.
 
         If the property survives, none of the moves loses it (one experiment instead of one per move); if it
@@ -289,9 +312,10 @@ class Shrinker(Generic[C]):
         trial = {**current, **{c.name: c.value for c in group}}
         why = ", ".join(f"{c.name} -> {c.value}" for c in group) + " (far side)"
         if self.test(trial, why, recheck=False):
+            corners.append(trial)
             return []
         mid = len(group) // 2
-        return self._far_sides(group[:mid], current) + self._far_sides(group[mid:], current)
+        return self._far_sides(group[:mid], current, corners) + self._far_sides(group[mid:], current, corners)
 
     def confirm(self, point: Mapping[str, Any]) -> bool:
         """``required`` of ``runs`` runs of ``point`` keep the property; a probe that already kept it counts as
