@@ -20,7 +20,8 @@ composes:
   :meth:`Shrinker.check_far` once every dimension is simplified: one check per dimension in a group, a check
   ``alone`` in its own, one that moves to a settled point yields its conditions without a probe. A single check
   that cannot be tested falls back to the next of its values that can; one that ``explained`` holds, or whose
-  values none can be tested, yields its conditions: a side not probed is not left free.
+  values none can be tested, yields its conditions: a side not probed is not left free. A ``corners`` check
+  comes last, and one that keeps at the case is probed again at each point a grouped check kept (a corner).
 * :meth:`Shrinker.confirm`: ``required`` of ``runs`` runs of the final case keep the property.
 
 The shrinker is generic in the conditions (``C``) a policy makes of what it finds; it compares them, nothing more.
