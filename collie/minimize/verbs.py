@@ -5,8 +5,9 @@ opcodes on the same transport test the opcode, the same opcode on the other tran
 necessary if its first alternative whose run decides loses the anomaly; a run where another anomaly's stronger
 symptom masks this one decides nothing. A half whose alternative kept the anomaly is checked again on the
 simplified case (a check probed alone), where a slip onto another anomaly is less likely. A simplest verb that
-lost while each half moved alone kept leaves the verb as found (no one half's condition excludes it). The opcode
-mix goes none, then only READ with WRITE, then only the atomics, else as found.
+lost while each half moved alone kept is excluded by the parts that kept of one half (``opcode in {SEND,
+SEND_IMM}``), else by the verb as found. The opcode mix goes none, then only READ with WRITE, then only the
+atomics, else as found.
 """
 
 from __future__ import annotations
@@ -63,18 +64,21 @@ class Verbs:
         Probing the halves apart keeps a verb change from slipping onto a different anomaly of the same symptom
         and reading as "the verb does not matter". When the simplest verb ``lost`` the anomaly (its run
         decided) and the halves' conditions would still take it in (it differs from the case in both halves,
-        and each half's alternative kept), the verb is pinned as found: the MFS never covers a verb that was
-        probed and lost.
+        and each half's alternative kept), one half's parts that kept (the case's and its alternative's) are the
+        condition if they leave it out, else the verb as found: the MFS never covers a verb that was probed and
+        lost.
         """
         value = current[d.name]
         necessary: list[Condition] = []
         checks: list[Check[Condition]] = []
+        keeping: list[Condition] = []  # each half that kept: its value's part or its keeping alternative's
         halves = _verb_halves(d, value)
         for others, condition in halves:
             kept = self._half_kept(d.name, others, current)
             if kept is None:
                 necessary.append(condition)
                 continue
+            keeping.append(_half_allowed(condition, value, [kept]))
             # alternatives that disagree (the simplest verb RC WRITE lost an RC READ anomaly, RC SEND kept
             # it): the half is not free, whatever the check below says; it excludes the values that lost
             # (the alternatives probed up to the one that kept: the others were not tested)
@@ -90,9 +94,13 @@ class Verbs:
             checks.append(Check(d.name, kept, then, alone=True, corners=True))
         simplest = d.simplest()
         if lost and all(c.holds({c.feature: _half_value(c, simplest)}) for c in necessary):
-            # each half moved alone kept the anomaly, both moved (the simplest verb) lost it: no condition on
-            # one half excludes that loss without leaving out the other half's keep; the verb as found does
-            return self._verb_conditions(d, [c for _, c in halves], current)
+            # each half moved alone kept the anomaly, both moved (the simplest verb) lost it: a half whose parts
+            # that kept leave out the simplest verb's says so (UD SEND and UD SEND_IMM kept, RC WRITE lost:
+            # opcode in {SEND, SEND_IMM}); if neither does, the verb as found
+            excluding = [c for c in keeping if not c.holds({c.feature: _half_value(c, simplest)})][:1]
+            if not excluding:
+                return self._verb_conditions(d, [c for _, c in halves], current)
+            necessary = [c for c in necessary if c.feature != excluding[0].feature] + excluding
         self._shrink.far.extend(checks)
         return self._verb_conditions(d, necessary, current)
 

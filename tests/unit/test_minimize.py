@@ -548,6 +548,20 @@ def test_a_mix_that_is_neither_stays_as_found_and_the_verb_leaves_the_opcode_to_
     assert result.point["mix"] == [] and "opcode == SEND" in result.mfs.describe()
 
 
+def any_send(point: Any) -> Verdict:
+    """Receiver not ready on 8+ QPs with any SEND verb (the shape of the base model's RNR)."""
+    f = features(SPACE.build(point))
+    return Verdict(True, (), 2.0, "rnr@receiver") if f.opcode in ("SEND", "SEND_IMM") and f.qps_total >= 8 \
+        else CLEAN
+
+
+def test_a_simplest_verb_that_lost_while_each_half_alone_kept_is_left_out_by_the_opcodes_that_kept() -> None:
+    # UD SEND: RC WRITE loses, RC SEND and UD SEND_IMM keep; the opcodes that kept leave WRITE out
+    start = {**SPACE.simplest(), "op": "UD_SEND", "qps": 16}
+    result = Minimizer(SPACE, any_send, MinimizeSettings()).run(start, Verdict(True, (), 2.0, "rnr@receiver"))
+    assert [str(c) for c in result.mfs.conditions] == ["opcode in {SEND, SEND_IMM}", "qps_total >= 8"]
+
+
 def any_write(point: Any) -> Verdict:
     """Low throughput on 8+ QPs whenever WRITE is among the opcodes, as the verb's or in the mix (the shape of
     an MR-churn anomaly whose find cycles WRITE beside an RC READ verb)."""
