@@ -20,8 +20,7 @@ composes:
   :meth:`Shrinker.check_far` once every dimension is simplified: one check per dimension in a group, a check
   ``alone`` in its own, one that moves to a settled point yields its conditions without a probe. A single check
   that cannot be tested falls back to the next of its values that can; one that ``explained`` holds, or whose
-  values none can be tested, yields its conditions: a side not probed is not left free. A ``corners`` check
-  comes last, and one that keeps at the case is probed again at each point a grouped check kept (a corner).
+  values none can be tested, yields its conditions: a side not probed is not left free.
 * :meth:`Shrinker.confirm`: ``required`` of ``runs`` runs of the final case keep the property.
 
 The shrinker is generic in the conditions (``C``) a policy makes of what it finds; it compares them, nothing more.
@@ -119,10 +118,6 @@ class Check(Generic[C]):
     alone: bool = False
     #: the same move to values nearer the case, the first legal one probed alone when ``value`` is illegal
     fallbacks: tuple[Check[C], ...] = ()
-    #: probed after the other checks, alone, and when it keeps the property at the case again at each point a
-    #: grouped check kept it at (a corner of its region): a keep that held only at the case may have come from
-    #: something else met there (another region around the case)
-    corners: bool = False
 
 
 class Shrinker(Generic[C]):
@@ -257,39 +252,20 @@ class Shrinker(Generic[C]):
         ``alone`` a layer of its own; a check that moves to a settled point yields its conditions unprobed."""
         conditions: list[C] = []
         layers: list[list[Check[C]]] = []
-        last: list[Check[C]] = []
         for check in self.far:
             if self.settled({**current, check.name: check.value}):
                 conditions += check.lost(current)  # known to lose the property: no group would keep it
-                continue
-            if check.corners:
-                last.append(check)
                 continue
             layer = None if check.alone else next(
                 (g for g in layers if not g[0].alone and all(c.name != check.name for c in g)), None)
             if layer is None:
                 layers.append(layer := [])
             layer.append(check)
-        corners: list[dict[str, Any]] = []
         for layer in layers:
-            conditions += self._far_sides(layer, current, corners)
-        for check in last:
-            conditions += self._cornered(check, current, corners)
+            conditions += self._far_sides(layer, current)
         return conditions
 
-    def _cornered(self, check: Check[C], current: dict[str, Any], corners: list[dict[str, Any]]) -> list[C]:
-        """A ``corners`` check (its fallbacks unused): probed at ``current``, then, while it keeps the property,
-        at each of ``corners`` (points grouped checks kept it at); the conditions of the first point where it
-        does not (one that cannot be tested decides nothing at a corner, and reads as a loss at the case)."""
-        for point in (current, *corners):
-            kept = self.test({**point, check.name: check.value},
-                             f"{check.name} -> {check.value} (far side{'' if point is current else ', at a corner'})")
-            if kept is False or (kept is None and point is current):
-                return check.lost(point)
-        return []
-
-    def _far_sides(self, group: list[Check[C]], current: dict[str, Any], corners: list[dict[str, Any]]
-                   ) -> list[C]:
+    def _far_sides(self, group: list[Check[C]], current: dict[str, Any]) -> list[C]:
         """Checks of the simplified case, grouped: one probe applies every move of ``group`` at once.
 
         If the property survives, none of the moves loses it (one experiment instead of one per move); if it
@@ -313,10 +289,9 @@ class Shrinker(Generic[C]):
         trial = {**current, **{c.name: c.value for c in group}}
         why = ", ".join(f"{c.name} -> {c.value}" for c in group) + " (far side)"
         if self.test(trial, why, recheck=False):
-            corners.append(trial)
             return []
         mid = len(group) // 2
-        return self._far_sides(group[:mid], current, corners) + self._far_sides(group[mid:], current, corners)
+        return self._far_sides(group[:mid], current) + self._far_sides(group[mid:], current)
 
     def confirm(self, point: Mapping[str, Any]) -> bool:
         """``required`` of ``runs`` runs of ``point`` keep the property; a probe that already kept it counts as

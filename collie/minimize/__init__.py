@@ -53,9 +53,6 @@ Order and grouping:
       allows, more SGEs than the device takes) falls back to the farthest value on its ladder that can; one in
       a known anomaly's region, or a side where nothing can run, reads as a loss; a size edge found from a
       case of one size is told apart as ``max_msg`` or ``min_msg`` by one probe with a message beyond it added.
-      A verb half's alternative that kept beside a necessary verb is checked last, at the case and then at
-      each point where a grouped check kept the case (a corner of its region): a keep that holds only at the
-      case may come from another anomaly's region around it.
 A probe of one dimension that loses the anomaly is rechecked (a second run) unless its reading of the anomaly's
 symptom missed the threshold by more than ``recheck_margin`` (a clear loss); a grouped probe is not rechecked
 (it only decides a split), but a single probe of the very point it saw counts it as its first run. A point that

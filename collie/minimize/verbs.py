@@ -91,7 +91,7 @@ class Verbs:
             # simplified case, with the far sides
             rest = [v for v in others if v != kept]
             then = partial(self._masked_then, d.name, kept, rest, self._verb_conditions(d, [condition], current))
-            checks.append(Check(d.name, kept, then, alone=True, corners=True))
+            checks.append(Check(d.name, kept, then, alone=True))
         simplest = d.simplest()
         if lost and all(c.holds({c.feature: _half_value(c, simplest)}) for c in necessary):
             # each half moved alone kept the anomaly, both moved (the simplest verb) lost it: a half whose parts

@@ -285,25 +285,6 @@ def test_verb_alternatives_that_disagree_keep_the_opcode_half(sges: int, opcode:
     assert (conds["opcode"].op, conds["opcode"].value) == opcode
 
 
-def read_or_deep_send(point: Any) -> Verdict:
-    """Pause for RC READ on 64+ QPs, and for RC SEND on 64+ QPs with queues of 128+ (another anomaly whose region
-    holds the case at ``wq_depth`` 128, its simplest value: the shape of p2100g-100g's #16 beside its #17)."""
-    f = features(SPACE.build(point))
-    read = f.transport == "RC" and f.opcode == "READ" and f.qps_total >= 64
-    send = f.transport == "RC" and f.opcode == "SEND" and f.qps_total >= 64 and f.wq_depth >= 128
-    return PAUSE if read or send else CLEAN
-
-
-def test_a_verb_alternative_that_keeps_only_at_the_case_is_probed_at_its_region_corners() -> None:
-    # RC SEND keeps the pause at the simplified case (wq_depth 128, inside the other region) but not at the far
-    # corner with one-deep queues, where RC READ kept it: the opcode is READ
-    start = {**SPACE.simplest(), "op": "RC_READ", "qps": 100}
-    result = Minimizer(SPACE, read_or_deep_send, MinimizeSettings()).run(start, PAUSE)
-    assert [str(c) for c in result.mfs.conditions] == ["qps_total >= 64", "opcode == READ"]
-    cornered = [s for s in result.steps if s["why"].endswith("at a corner)")]
-    assert cornered[-1]["kept"] is False and cornered[-1]["point"]["wq_depth"] < 128
-
-
 def but_rc_write(point: Any) -> Verdict:
     """Low throughput on 8+ QPs with every verb but RC WRITE (the simplest verb)."""
     return LOW if point["op"] != "RC_WRITE" and features(SPACE.build(point)).qps_total >= 8 else CLEAN
