@@ -22,7 +22,9 @@ Order and grouping:
       and opcode are tested apart (the other opcodes on the same transport, the same opcode on the other
       transports; a half is necessary if its first alternative whose run decides loses the anomaly, a run
       where another anomaly's stronger symptom masks this one deciding nothing; a half whose alternative kept
-      the anomaly is checked again on the simplified case, where a slip onto another anomaly is less likely);
+      the anomaly is checked again on the simplified case, where a slip onto another anomaly is less likely;
+      when the simplest verb lost and no half's condition excludes it, each half moved alone having kept the
+      anomaly, the verb stays as found: the MFS never covers a verb that was probed and lost);
     * the dimensions the order does not name (``"*"``) by adaptive group testing: one probe sets all of them to
       their simplest values; if the anomaly survives they are all adopted, else the group is split in halves,
       down to single dimensions (most anomalies need few dimensions, so this costs far fewer probes than one
@@ -65,7 +67,9 @@ of the case's one size, which stays as found; so does the far bound of a range (
 its simplest value and then bounded beyond the case). A point that ``explained`` (a campaign's hook: the
 region of another known anomaly of the same symptom) holds is never run and cannot be tested, like a point that
 cannot run (a verb half reads it as masked: the next alternative decides), so the case never moves into a known
-region, and an edge stops beside one rather than claiming it.
+region, and an edge stops beside one rather than claiming it. The MFS holds for its own case: a condition that
+a later move keeping the anomaly broke (the mix narrowed to WRITE beside an RC READ verb, ``read_write_mix``,
+then the verb moved to RC WRITE) was shown unnecessary, and is dropped.
 
 Deferred edges (``run(..., defer=True)``, what a campaign does): an edge gets only ``search_bisect_steps``
 bisection steps while the search waits. An edge still open then stands in the MFS at the near end of its
@@ -177,8 +181,8 @@ class Minimizer:
         if not confirmed:
             # the simplified case does not hold up: keep the original (confirmed) point as the case
             current = dict(point)
-        return MinimizeResult(MFS(verdict.signature, tuple(superseded(conditions))), current, confirmed,
-                              self.experiments, self.steps)
+        return MinimizeResult(MFS(verdict.signature, tuple(self._held(superseded(conditions), current))), current,
+                              confirmed, self.experiments, self.steps)
 
     @property
     def open_edges(self) -> int:
@@ -212,6 +216,13 @@ class Minimizer:
                 conditions = self._edges_at(conditions, result.point, {n for n in case if case[n] != point.get(n)})
         return MinimizeResult(MFS(result.mfs.signature, tuple(conditions)), point, confirmed,
                               self.experiments, self.steps)
+
+    def _held(self, conditions: list[Condition], case: Mapping[str, Any]) -> list[Condition]:
+        """``conditions`` without those the case breaks: a later move that kept the anomaly showed them
+        unnecessary (the mix narrowed to WRITE beside an RC READ verb, ``read_write_mix``, then the verb moved
+        to RC WRITE). The invariant: an MFS always holds for its own case."""
+        f = features(self.space.build(case))
+        return [c for c in conditions if c.holds(f)]
 
     def _edges_at(self, conditions: list[Condition], point: Mapping[str, Any], moved: set[str]
                   ) -> list[Condition]:

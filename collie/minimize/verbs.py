@@ -4,8 +4,10 @@ A necessary verb has its transport and opcode tested apart (:data:`~collie.minim
 opcodes on the same transport test the opcode, the same opcode on the other transports the transport. A half is
 necessary if its first alternative whose run decides loses the anomaly; a run where another anomaly's stronger
 symptom masks this one decides nothing. A half whose alternative kept the anomaly is checked again on the
-simplified case (a check probed alone), where a slip onto another anomaly is less likely. The opcode mix goes
-none, then only READ with WRITE, then only the atomics, else as found.
+simplified case (a check probed alone), where a slip onto another anomaly is less likely. A simplest verb that
+lost while each half moved alone kept is excluded by the parts that kept of one half (``opcode in {SEND,
+SEND_IMM}``), else by the verb as found. The opcode mix goes none, then only READ with WRITE, then only the
+atomics, else as found.
 """
 
 from __future__ import annotations
@@ -39,11 +41,11 @@ class Verbs:
             trial = {**current, d.name: simplest}
             kept = self._shrink.test(trial, f"{d.name} -> {simplest}")
             if kept is None and d.name == "op" and self._shrink.masked(trial):
-                return self._verb(d, current)  # a known anomaly's region: the verb's halves decide
+                return self._verb(d, current, lost=False)  # a known anomaly's region: the verb's halves decide
             if kept is None and not final:
                 return None
             if not kept:
-                return self._verb(d, current) if d.name == "op" else \
+                return self._verb(d, current, lost=True) if d.name == "op" else \
                     categorical_conditions(self.space, d.name, value)
             current[d.name] = simplest
         if d.name == "op":
@@ -54,34 +56,52 @@ class Verbs:
                 self._shrink.far.append(Check(d.name, others[0], lost, alone=True))
         return []
 
-    def _verb(self, d: Choice, current: dict[str, Any]) -> list[Condition]:
+    def _verb(self, d: Choice, current: dict[str, Any], lost: bool) -> list[Condition]:
         """Whether the transport, the opcode or both of the current verb are necessary.
 
         The opcode is tested by the other verbs of the same transport and the transport by the same opcode on
         the other transports (when the space has them), each up to the first alternative whose run decides.
         Probing the halves apart keeps a verb change from slipping onto a different anomaly of the same symptom
-        and reading as "the verb does not matter".
+        and reading as "the verb does not matter". When the simplest verb ``lost`` the anomaly (its run
+        decided) and the halves' conditions would still take it in (it differs from the case in both halves,
+        and each half's alternative kept), one half's parts that kept (the case's and its alternative's) are the
+        condition if they leave it out, else the verb as found: the MFS never covers a verb that was probed and
+        lost.
         """
         value = current[d.name]
-        necessary = []
-        for others, condition in _verb_halves(d, value):
+        necessary: list[Condition] = []
+        checks: list[Check[Condition]] = []
+        keeping: list[Condition] = []  # each half that kept: its value's part or its keeping alternative's
+        halves = _verb_halves(d, value)
+        for others, condition in halves:
             kept = self._half_kept(d.name, others, current)
             if kept is None:
                 necessary.append(condition)
-            else:
-                # alternatives that disagree (the simplest verb RC WRITE lost an RC READ anomaly, RC SEND kept
-                # it): the half is not free, whatever the check below says; it excludes the values that lost
-                # (the alternatives probed up to the one that kept: the others were not tested)
-                probed = others[:others.index(kept) + 1]
-                losing = [v for v in others if self._shrink.settled({**current, d.name: v})]
-                if losing:
-                    necessary.append(_half_allowed(condition, value, [v for v in probed if v not in losing]))
-                # a keep this far from the simplest case may have slipped onto another anomaly of the same
-                # symptom (a UD SEND case moved to RC SEND meeting an RC SEND anomaly): checked again on the
-                # simplified case, with the far sides
-                rest = [v for v in others if v != kept]
-                lost = partial(self._masked_then, d.name, kept, rest, self._verb_conditions(d, [condition], current))
-                self._shrink.far.append(Check(d.name, kept, lost, alone=True))
+                continue
+            keeping.append(_half_allowed(condition, value, [kept]))
+            # alternatives that disagree (the simplest verb RC WRITE lost an RC READ anomaly, RC SEND kept
+            # it): the half is not free, whatever the check below says; it excludes the values that lost
+            # (the alternatives probed up to the one that kept: the others were not tested)
+            probed = others[:others.index(kept) + 1]
+            losing = [v for v in others if self._shrink.settled({**current, d.name: v})]
+            if losing:
+                necessary.append(_half_allowed(condition, value, [v for v in probed if v not in losing]))
+            # a keep this far from the simplest case may have slipped onto another anomaly of the same
+            # symptom (a UD SEND case moved to RC SEND meeting an RC SEND anomaly): checked again on the
+            # simplified case, with the far sides
+            rest = [v for v in others if v != kept]
+            then = partial(self._masked_then, d.name, kept, rest, self._verb_conditions(d, [condition], current))
+            checks.append(Check(d.name, kept, then, alone=True))
+        simplest = d.simplest()
+        if lost and all(c.holds({c.feature: _half_value(c, simplest)}) for c in necessary):
+            # each half moved alone kept the anomaly, both moved (the simplest verb) lost it: a half whose parts
+            # that kept leave out the simplest verb's says so (UD SEND and UD SEND_IMM kept, RC WRITE lost:
+            # opcode in {SEND, SEND_IMM}); if neither does, the verb as found
+            excluding = [c for c in keeping if not c.holds({c.feature: _half_value(c, simplest)})][:1]
+            if not excluding:
+                return self._verb_conditions(d, [c for _, c in halves], current)
+            necessary = [c for c in necessary if c.feature != excluding[0].feature] + excluding
+        self._shrink.far.extend(checks)
         return self._verb_conditions(d, necessary, current)
 
     def _verb_conditions(self, d: Choice, necessary: list[Condition], current: Mapping[str, Any]

@@ -285,6 +285,21 @@ def test_verb_alternatives_that_disagree_keep_the_opcode_half(sges: int, opcode:
     assert (conds["opcode"].op, conds["opcode"].value) == opcode
 
 
+def but_rc_write(point: Any) -> Verdict:
+    """Low throughput on 8+ QPs with every verb but RC WRITE (the simplest verb)."""
+    return LOW if point["op"] != "RC_WRITE" and features(SPACE.build(point)).qps_total >= 8 else CLEAN
+
+
+def test_a_simplest_verb_that_lost_while_each_half_alone_kept_pins_the_verb_as_found() -> None:
+    # UC SEND: RC WRITE loses, RC SEND (the transport moved) and UC WRITE (the opcode moved) keep; no one half
+    # excludes RC WRITE without leaving out the other's keep, so the verb stays as found
+    start = {**SPACE.simplest(), "op": "UC_SEND", "qps": 16}
+    result = Minimizer(SPACE, but_rc_write, MinimizeSettings()).run(start, LOW)
+    assert [str(c) for c in result.mfs.conditions] == ["transport == UC", "opcode == SEND", "qps_total >= 8"]
+    assert not result.mfs.holds(features(SPACE.build({**result.point, "op": "RC_WRITE"})))
+    assert result.point["op"] == "UC_SEND" and result.confirmed
+
+
 def _counted(probe: Any) -> tuple[Any, list[int]]:
     calls = [0]
 
@@ -512,6 +527,40 @@ def test_a_mix_that_is_neither_stays_as_found_and_the_verb_leaves_the_opcode_to_
     result = Minimizer(SPACE, planted, MinimizeSettings()).run(
         {**SPACE.simplest(), "op": "UD_SEND", "batch": 64, "wq_depth": 256, "mix": ["SEND_IMM"]}, PAUSE)
     assert result.point["mix"] == [] and "opcode == SEND" in result.mfs.describe()
+
+
+def any_send(point: Any) -> Verdict:
+    """Receiver not ready on 8+ QPs with any SEND verb (the shape of the base model's RNR)."""
+    f = features(SPACE.build(point))
+    return Verdict(True, (), 2.0, "rnr@receiver") if f.opcode in ("SEND", "SEND_IMM") and f.qps_total >= 8 \
+        else CLEAN
+
+
+def test_a_simplest_verb_that_lost_while_each_half_alone_kept_is_left_out_by_the_opcodes_that_kept() -> None:
+    # UD SEND: RC WRITE loses, RC SEND and UD SEND_IMM keep; the opcodes that kept leave WRITE out
+    start = {**SPACE.simplest(), "op": "UD_SEND", "qps": 16}
+    result = Minimizer(SPACE, any_send, MinimizeSettings()).run(start, Verdict(True, (), 2.0, "rnr@receiver"))
+    assert [str(c) for c in result.mfs.conditions] == ["opcode in {SEND, SEND_IMM}", "qps_total >= 8"]
+
+
+def any_write(point: Any) -> Verdict:
+    """Low throughput on 8+ QPs whenever WRITE is among the opcodes, as the verb's or in the mix (the shape of
+    an MR-churn anomaly whose find cycles WRITE beside an RC READ verb)."""
+    opcodes = [point["op"].split("_", 1)[1], *point["mix"]]
+    return LOW if "WRITE" in opcodes and features(SPACE.build(point)).qps_total >= 8 else CLEAN
+
+
+def test_a_condition_a_later_kept_move_broke_is_dropped_and_the_mfs_holds_for_its_case() -> None:
+    # the mix narrows to WRITE beside RC READ (read_write_mix), then the verb moves to RC WRITE and keeps the
+    # anomaly: the case has no READ with WRITE any more, so that condition was not necessary
+    start = {**SPACE.simplest(), "op": "RC_READ", "mix": ["WRITE_IMM", "WRITE"], "qps": 16}
+    m = Minimizer(SPACE, any_write, MinimizeSettings())
+    result = m.run(start, LOW, defer=True)
+    assert result.point["op"] == "RC_WRITE" and result.point["mix"] == ["WRITE"]
+    assert "read_write_mix" not in result.mfs.describe() and result.mfs.matches(SPACE.build(result.point))
+    finished = m.finish(result)
+    assert [str(c) for c in finished.mfs.conditions] == ["qps_total >= 8"]
+    assert finished.mfs.matches(SPACE.build(finished.point))
 
 
 def test_an_ordered_choice_of_the_receive_side_gets_its_edge() -> None:

@@ -447,14 +447,16 @@ def test_a_find_left_unminimized_has_no_mfs_file(tmp_path: Path) -> None:
 
 def test_a_known_anomaly_inside_a_later_finds_region_joins_it_as_a_further_hit(tmp_path: Path) -> None:
     # the first find (an incast of 54 QPs a side: 108 in all) cannot lose the incast without falling under the
-    # 100-QP edge, so its MFS needs incast; the second (one way, 181 QPs) shows that any READ on enough QPs
-    # crawls: a region around the first one's. One anomaly: the first joins the second as a further hit
+    # 100-QP edge, so its MFS needs the incast's loopback flow (READ payloads go to both hosts: no incast into
+    # one NIC, so no `incast == True`, which its own case breaks); the second (one way, 181 QPs) shows that any
+    # READ on enough QPs crawls: a region around the first one's. One anomaly: the first joins the second as a
+    # further hit
     read = {**paper_space().simplest(), "op": "RC_READ"}
     events: list[Any] = []
     summary = _scripted(tmp_path, EDGE_PROFILE, [{**read, "qps": 54, "direction": "incast"}, {**read, "qps": 181}],
                         80, events)
     found = [e for e in events if isinstance(e, AnomalyFound)]
-    assert "incast == True" in found[0].mfs and "incast" not in found[1].mfs
+    assert "loopback == True" in found[0].mfs and "loopback" not in found[1].mfs
     joined = [e for e in events if isinstance(e, KnownAnomaly) and e.joined]
     assert [(e.joined, e.anomaly_id, e.kind) for e in joined] == [(found[0].anomaly_id, found[1].anomaly_id,
                                                                     HitKind.NESTED)]
