@@ -123,8 +123,13 @@ def _recv_gap_ns(f: Flow) -> int:
 
 
 def features(workload: Workload) -> Features:
-    """Compute the features of ``workload`` (pure, cheap: called on every simulated experiment), in one pass
-    over the flows."""
+    """The features of ``workload``, computed once per instance (:meth:`Workload.derived`)."""
+    return workload.derived(_features)
+
+
+def _features(workload: Workload) -> Features:
+    """Compute the features of ``workload`` (pure: called for every simulated experiment), in one pass over
+    the flows."""
     flows = tuple(f for f in workload.flows if not f.victim) or workload.flows  # all victims: illegal, described
     per_flow = [_maxima_of(f) for f in flows]
     maxima = dict(zip(_MAXIMA_NAMES, per_flow[0] if len(per_flow) == 1 else map(max, *per_flow), strict=True))

@@ -6,7 +6,8 @@ its legal values are in :mod:`collie.model.flow`).
 Invariants:
     * every record is a frozen dataclass; workloads are hashable and compare by value;
     * :meth:`Workload.key` depends only on the flows (not their order, name or description), so two files that
-      describe the same experiment deduplicate; it is computed once per instance (the flows are frozen);
+      describe the same experiment deduplicate; it is computed once per instance (the flows are frozen), and so
+      is anything derived from the flows through :meth:`Workload.derived`;
     * ``Workload.from_toml(w.to_toml()) == w`` and likewise for JSON (lossless round trip).
 
 The file format is documented in ``docs/workloads.md``.
@@ -16,11 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import tomli_w
 
@@ -29,6 +30,8 @@ from collie.errors import InputError
 from collie.model.constraints import validate_flows
 from collie.model.flow import FLOW_DEFAULTS, OMITTED_AT_DEFAULT, Flow, flow_from_dict, flow_to_dict, hosts_of
 from collie.tomlio import parse_toml, read_text, read_toml
+
+_T = TypeVar("_T")
 
 #: A flow's canonical JSON keys in sorted order, each with the attribute it comes from (``opcode`` from
 #: ``opcodes``): a dict built in this order serialises as ``json.dumps(..., sort_keys=True)`` would, unsorted.
@@ -84,6 +87,19 @@ class Workload:
     @cached_property
     def _key(self) -> str:
         return hashlib.sha256("\n".join(sorted(map(_canonical, self.flows))).encode()).hexdigest()[:16]
+
+    def derived(self, compute: Callable[[Workload], _T]) -> _T:
+        """``compute(self)``, computed once per instance: ``compute`` must be a pure function of the flows (its
+        result immutable), such as :func:`collie.model.features.features` (the simulator, the oracle and the
+        campaign all ask for the features of the workload they hold)."""
+        memo = self._derived
+        if compute not in memo:
+            memo[compute] = compute(self)
+        return memo[compute]  # type: ignore[no-any-return]
+
+    @cached_property
+    def _derived(self) -> dict[Callable[[Workload], Any], Any]:
+        return {}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON/TOML-ready form (the file format)."""

@@ -112,3 +112,9 @@ def test_edge_workloads_have_the_reference_features() -> None:
         Workload((Flow(a, b, opcodes=("READ",)), Flow(b, a, opcodes=("READ",)), Flow(a, a, victim="v"))),
     ):
         _same(w)
+
+
+def test_a_workloads_features_are_computed_once() -> None:
+    w = Workload((Flow(Endpoint("a"), Endpoint("b")),))
+    assert features(w) is features(w)
+    assert features(w.with_flows((Flow(Endpoint("a"), Endpoint("b"), qps=2),))).qps_total == 2
