@@ -8,6 +8,8 @@ Calibration follows ANOMALIES.md: large WRITEs for bits/s, many small WRITEs for
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import math
 import random
 import re
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from collie.mfs import MFS
-from collie.model.flow import Endpoint, Flow
+from collie.model.flow import Endpoint, Flow, flow_to_dict
 from collie.model.space import SearchSpace, load_space
 from collie.model.workload import Workload
 from collie.oracle import Oracle, Thresholds, Verdict
@@ -27,6 +29,12 @@ from collie.targets.sim import SimTarget
 from collie.targets.sim.model import BASE_PREFIX
 
 DURATION = 10.0
+
+
+def reference_key(w: Workload) -> str:
+    """:meth:`Workload.key` as documented: the SHA-256 of the flows' sorted canonical JSON forms."""
+    canon = sorted(json.dumps(flow_to_dict(f), sort_keys=True) for f in w.flows)
+    return hashlib.sha256("\n".join(canon).encode()).hexdigest()[:16]
 ROOT = Path(__file__).resolve().parents[1]
 #: The 18 published anomalies as case folders (what ``collie campaign --corpus`` reads).
 CORPUS = ROOT / "workloads" / "corpus"

@@ -35,12 +35,12 @@ strategy's surrogate is given (the strategies know nothing of workloads; whoever
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from operator import attrgetter
 from typing import Any, Final
 
-from collie.model.flow import RECV_CONSUMING, Flow, hosts_of
+from collie.model.flow import ATOMIC_OPCODES, MIXED, RECV_CONSUMING, Flow
 from collie.model.workload import Workload
 
 SMALL_MSG: Final = 1024
@@ -102,88 +102,115 @@ class Features:
 FEATURE_NAMES: Final = tuple(Features.__dataclass_fields__)
 
 
-def _common(values: list[str]) -> str:
-    return values[0] if len(set(values)) == 1 else "MIXED"
+#: Features that are the largest value of one flow field over the flows (feature name, flow field).
+_MAXIMA: Final = (("qps_flow", "qps"), ("batch", "batch"), ("sges", "sges"), ("wq_depth", "sq_depth"),
+                  ("rq_depth", "rq_depth"), ("mr_size", "mr_size"), ("processes", "processes"),
+                  ("inline", "inline"), ("signal_every", "signal_every"), ("recv_batch", "recv_batch"),
+                  ("recv_sges", "recv_sges"), ("recv_delay_us", "recv_delay_us"), ("mr_churn", "mr_churn"),
+                  ("qp_churn", "qp_churn"))
+_MAXIMA_NAMES: Final = tuple(name for name, _ in _MAXIMA)
+_maxima_of: Final = attrgetter(*(field for _, field in _MAXIMA))
 
 
 def _recv_gap_ns(f: Flow) -> int:
     """``recv_gap_ns`` of one flow (see the module docstring): 0 unless its receiver is paced."""
+    if f.recv_delay_us <= 0:
+        return 0
     consuming = sum(o in RECV_CONSUMING for o in f.opcodes)
-    if not consuming or f.recv_delay_us <= 0:
+    if not consuming:
         return 0
     return max(1, round(f.recv_delay_us * 1000 * consuming / len(f.opcodes) / (f.qps * f.recv_batch)))
 
 
 def features(workload: Workload) -> Features:
-    """Compute the features of ``workload`` (pure, cheap: called on every simulated experiment)."""
+    """The features of ``workload``, computed once per instance (:meth:`Workload.derived`)."""
+    return workload.derived(_features)
+
+
+def _features(workload: Workload) -> Features:
+    """Compute the features of ``workload`` (pure: called for every simulated experiment), in one pass over
+    the flows."""
     flows = tuple(f for f in workload.flows if not f.victim) or workload.flows  # all victims: illegal, described
-    qps_host: dict[str, int] = defaultdict(int)
-    mrs_host: dict[str, int] = defaultdict(int)
-    bytes_host: dict[str, int] = defaultdict(int)
+    per_flow = [_maxima_of(f) for f in flows]
+    maxima = dict(zip(_MAXIMA_NAMES, per_flow[0] if len(per_flow) == 1 else map(max, *per_flow), strict=True))
+    qps_host: dict[str, int] = {}
+    mrs_host: dict[str, int] = {}
+    bytes_host: dict[str, int] = {}
     remote_pairs: set[tuple[str, str]] = set()
     loop_rx: set[str] = set()
     remote_rx: set[str] = set()
+    transports: set[str] = set()
+    opcodes: set[str] = set()
+    memories: set[str] = set()
     all_sizes: list[int] = []
+    tails: list[int] = []
+    qps_total = sge_bytes = sizes = recv_gap_ns = 0
+    mtu = flows[0].mtu
+    burst = read_write_mix = atomics = False
     for f in flows:
+        client, server = f.client.host, f.server.host
         # both ends count on their host, so a loopback flow's host holds 2 x qps QPs and 2 x mrs MRs
-        qps_host[f.client.host] += f.qps
-        qps_host[f.server.host] += f.qps
-        mrs_host[f.client.host] += f.mrs
-        mrs_host[f.server.host] += f.mrs
-        bytes_host[f.client.host] += f.mrs * f.mr_size
-        bytes_host[f.server.host] += f.mrs * f.mr_size
-        all_sizes.extend(f.sizes)
-        receiver = f.payload_receiver.host
-        if f.loopback:
+        footprint = f.mrs * f.mr_size
+        for host in (client, server):
+            qps_host[host] = qps_host.get(host, 0) + f.qps
+            mrs_host[host] = mrs_host.get(host, 0) + f.mrs
+            bytes_host[host] = bytes_host.get(host, 0) + footprint
+        memories.add(f.client.memory)
+        memories.add(f.server.memory)
+        ops = f.opcodes
+        opcode = ops[0] if ops.count(ops[0]) == len(ops) else MIXED  # Flow.opcode
+        receiver = client if opcode == "READ" else server  # Flow.payload_receiver
+        if client == server:
             loop_rx.add(receiver)
         else:
-            remote_pairs.add((f.client.host, f.server.host))
+            remote_pairs.add((client, server))
             remote_rx.add(receiver)
+        transports.add(f.transport)
+        opcodes.add(opcode)
+        qps_total += f.qps
+        if f.mtu < mtu:
+            mtu = f.mtu
+        sizes = max(sizes, len(f.sizes))
+        recv_gap_ns = max(recv_gap_ns, _recv_gap_ns(f))
+        burst = burst or f.burst
+        read_write_mix = read_write_mix or ("READ" in ops and not _WRITES.isdisjoint(ops))
+        atomics = atomics or not ATOMIC_OPCODES.isdisjoint(ops)  # Flow.atomic
+        flow_max = max(f.sizes)
+        sge_bytes = max(sge_bytes, -(-flow_max // f.sges))
+        all_sizes.extend(f.sizes)
+        if f.transport != "UD" and flow_max > f.mtu:
+            tails.extend(s - (s - 1) // f.mtu * f.mtu for s in f.sizes if s > f.mtu)
     max_msg = max(all_sizes)
     min_msg = min(all_sizes)
     line_tails = [s % CACHE_LINE for s in all_sizes if s % CACHE_LINE]
-    tails = [s - (s - 1) // f.mtu * f.mtu for f in flows if f.transport != "UD" for s in f.sizes if s > f.mtu]
     return Features(
-        transport=_common([f.transport for f in flows]),
-        opcode=_common([f.opcode for f in flows]),
+        transport=transports.pop() if len(transports) == 1 else MIXED,
+        opcode=opcodes.pop() if len(opcodes) == 1 else MIXED,
         flows=len(flows),
-        hosts=len(hosts_of(flows)),
-        qps_total=sum(f.qps for f in flows),
-        qps_flow=max(f.qps for f in flows),
+        hosts=len(qps_host),
+        qps_total=qps_total,
         qps_host=max(qps_host.values()),
-        batch=max(f.batch for f in flows),
-        sges=max(f.sges for f in flows),
-        sge_bytes=max(-(-f.max_size // f.sges) for f in flows),
-        wq_depth=max(f.sq_depth for f in flows),
-        rq_depth=max(f.rq_depth for f in flows),
-        mtu=min(f.mtu for f in flows),
+        sge_bytes=sge_bytes,
+        mtu=mtu,
         max_msg=max_msg,
         min_msg=min_msg,
-        sizes=max(len(f.sizes) for f in flows),
+        sizes=sizes,
         size_mix=min_msg <= SMALL_MSG and max_msg >= LARGE_MSG,
         bidirectional=any((b, a) in remote_pairs for a, b in remote_pairs),
         loopback=bool(loop_rx),
         incast=bool(loop_rx & remote_rx),
-        remote_numa=any(e.memory == "remote" for f in flows for e in (f.client, f.server)),
-        gpu=any(e.memory == "gpu" for f in flows for e in (f.client, f.server)),
+        remote_numa="remote" in memories,
+        gpu="gpu" in memories,
         mrs_host=max(mrs_host.values()),
-        mr_size=max(f.mr_size for f in flows),
         mr_footprint=max(bytes_host.values()),
-        processes=max(f.processes for f in flows),
-        inline=max(f.inline for f in flows),
-        signal_every=max(f.signal_every for f in flows),
-        burst=any(f.burst for f in flows),
-        read_write_mix=any("READ" in f.opcodes and _WRITES.intersection(f.opcodes) for f in flows),
-        atomics=any(f.atomic for f in flows),
+        burst=burst,
+        read_write_mix=read_write_mix,
+        atomics=atomics,
         line_tail=min(line_tails, default=0),
         tail_packet=min(tails, default=0),
-        recv_batch=max(f.recv_batch for f in flows),
-        recv_sges=max(f.recv_sges for f in flows),
-        recv_delay_us=max(f.recv_delay_us for f in flows),
-        mr_churn=max(f.mr_churn for f in flows),
-        qp_churn=max(f.qp_churn for f in flows),
         victim="+".join(sorted({f.victim for f in workload.flows if f.victim})) or "none",
-        recv_gap_ns=max(_recv_gap_ns(f) for f in flows),
+        recv_gap_ns=recv_gap_ns,
+        **maxima,
     )
 
 

@@ -6,7 +6,8 @@ its legal values are in :mod:`collie.model.flow`).
 Invariants:
     * every record is a frozen dataclass; workloads are hashable and compare by value;
     * :meth:`Workload.key` depends only on the flows (not their order, name or description), so two files that
-      describe the same experiment deduplicate;
+      describe the same experiment deduplicate; it is computed once per instance (the flows are frozen), and so
+      is anything derived from the flows through :meth:`Workload.derived`;
     * ``Workload.from_toml(w.to_toml()) == w`` and likewise for JSON (lossless round trip).
 
 The file format is documented in ``docs/workloads.md``.
@@ -16,18 +17,41 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, TypeVar
 
 import tomli_w
 
 from collie.codec import check_fields, expect_type
 from collie.errors import InputError
 from collie.model.constraints import validate_flows
-from collie.model.flow import Flow, flow_from_dict, flow_to_dict, hosts_of
+from collie.model.flow import FLOW_DEFAULTS, OMITTED_AT_DEFAULT, Flow, flow_from_dict, flow_to_dict, hosts_of
 from collie.tomlio import parse_toml, read_text, read_toml
+
+_T = TypeVar("_T")
+
+#: A flow's canonical JSON keys in sorted order, each with the attribute it comes from (``opcode`` from
+#: ``opcodes``): a dict built in this order serialises as ``json.dumps(..., sort_keys=True)`` would, unsorted.
+_CANON_KEYS: Final = tuple(sorted(("opcode" if n == "opcodes" else n, n) for n in Flow.__dataclass_fields__))
+_CANON: Final = json.JSONEncoder()
+
+
+def _canonical(f: Flow) -> str:
+    """``json.dumps(flow_to_dict(f), sort_keys=True)``, built from the flow's own ``__dict__`` (no
+    ``dataclasses.asdict``): tuples serialise as lists, an endpoint's fields are in sorted order."""
+    values = vars(f)
+    d = {key: values[name] for key, name in _CANON_KEYS}
+    d["client"] = vars(f.client)
+    d["server"] = vars(f.server)
+    ops = f.opcodes
+    d["opcode"] = ops[0] if len(ops) == 1 else ops
+    for name in OMITTED_AT_DEFAULT:
+        if d[name] == FLOW_DEFAULTS[name]:
+            del d[name]
+    return _CANON.encode(d)
 
 
 @dataclass(frozen=True)
@@ -56,9 +80,26 @@ class Workload:
                         name=f"{self.name} (victim alone)" if self.name else "")
 
     def key(self) -> str:
-        """A stable 16-hex-digit identity of the experiment (flows only, order-independent)."""
-        canon = sorted(json.dumps(flow_to_dict(f), sort_keys=True) for f in self.flows)
-        return hashlib.sha256("\n".join(canon).encode()).hexdigest()[:16]
+        """A stable 16-hex-digit identity of the experiment (flows only, order-independent): the SHA-256 of the
+        flows' sorted canonical JSON forms (``json.dumps(flow_to_dict(f), sort_keys=True)``)."""
+        return self._key
+
+    @cached_property
+    def _key(self) -> str:
+        return hashlib.sha256("\n".join(sorted(map(_canonical, self.flows))).encode()).hexdigest()[:16]
+
+    def derived(self, compute: Callable[[Workload], _T]) -> _T:
+        """``compute(self)``, computed once per instance: ``compute`` must be a pure function of the flows (its
+        result immutable), such as :func:`collie.model.features.features` (the simulator, the oracle and the
+        campaign all ask for the features of the workload they hold)."""
+        memo = self._derived
+        if compute not in memo:
+            memo[compute] = compute(self)
+        return memo[compute]  # type: ignore[no-any-return]
+
+    @cached_property
+    def _derived(self) -> dict[Callable[[Workload], Any], Any]:
+        return {}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON/TOML-ready form (the file format)."""

@@ -35,15 +35,13 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
 from collie.model.features import CACHE_LINE, Features
-from collie.model.flow import ATOMIC_OPCODES, FLOW_DEFAULTS, OMITTED_AT_DEFAULT, RECV_CONSUMING, Flow
+from collie.model.flow import ATOMIC_OPCODES, RECV_CONSUMING, Flow
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
 from collie.targets.sim.churn import HostChurn, flow_figures, host_churn, miss_slots, xlate_working_set
@@ -158,32 +156,6 @@ class FlowCalc:
     def pkts(self) -> float:
         """Data packets per request, both directions."""
         return self.fwd_pkts + self.rev_pkts
-
-
-#: A flow's canonical JSON keys in sorted order, each with the attribute it comes from (``opcode`` from
-#: ``opcodes``): a dict built in this order serialises as ``json.dumps(..., sort_keys=True)`` would, unsorted.
-_CANON_KEYS: Final = tuple(sorted(("opcode" if n == "opcodes" else n, n) for n in Flow.__dataclass_fields__))
-_CANON: Final = json.JSONEncoder()
-
-
-def workload_key(workload: Workload) -> str:
-    """``workload.key()`` computed from each flow's own ``__dict__`` instead of ``dataclasses.asdict`` (the hot
-    path; a test checks they agree): the same canonical JSON per flow (tuples serialise as lists, an endpoint's
-    fields are in sorted order)."""
-    canon = []
-    for f in workload.flows:
-        values = vars(f)
-        d = {key: values[name] for key, name in _CANON_KEYS}
-        d["client"] = vars(f.client)
-        d["server"] = vars(f.server)
-        ops = f.opcodes
-        d["opcode"] = ops[0] if len(ops) == 1 else ops
-        for name in OMITTED_AT_DEFAULT:
-            if d[name] == FLOW_DEFAULTS[name]:
-                del d[name]
-        canon.append(_CANON.encode(d))
-    canon.sort()
-    return hashlib.sha256("\n".join(canon).encode()).hexdigest()[:16]
 
 
 def check_supported(profile: Profile, workload: Workload) -> None:

@@ -22,7 +22,7 @@ from collie.model.features import features
 from collie.model.workload import Workload
 from collie.targets.base import RunResult, TargetInfo
 from collie.targets.sim.counters import dialect_counters
-from collie.targets.sim.model import check_supported, simulate, workload_key
+from collie.targets.sim.model import check_supported, simulate
 from collie.targets.sim.noise import Draws
 from collie.targets.sim.profile import Profile, load_profile
 
@@ -103,7 +103,7 @@ class SimTarget:
         if not duration > 0:
             raise ValueError(f"duration must be positive, got {duration}")
         check_supported(self.profile, workload)
-        key = workload_key(workload)
+        key = workload.key()
         if repetition is None:
             rep = self._runs.get(key, 0)
             self._runs[key] = rep + 1

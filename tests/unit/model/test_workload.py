@@ -189,3 +189,26 @@ def test_an_isolation_experiment_breaks_named_constraints(flows: str, constraint
     with pytest.raises(ConstraintError) as err:
         Workload.from_toml(flows)
     assert err.value.constraint == constraint
+
+
+def test_the_key_is_computed_once_per_workload_and_is_the_documented_hash() -> None:
+    w = Workload((Flow(Endpoint("a"), Endpoint("b", "remote"), opcodes=("READ", "WRITE"), sizes=(1, 4097),
+                       recv_delay_us=5, victim="lat"), Flow(Endpoint("b"), Endpoint("b"), mr_churn=10)))
+    canon = sorted(json.dumps(flow_to_dict(f), sort_keys=True) for f in w.flows)
+    assert w.key() == hashlib.sha256("\n".join(canon).encode()).hexdigest()[:16]
+    assert w.key() is w.key()
+    assert Workload(tuple(reversed(w.flows))).key() == w.key() and w.with_flows(w.flows[:1]).key() != w.key()
+
+
+def test_a_derived_value_is_computed_once_per_workload() -> None:
+    calls: list[Workload] = []
+
+    def count(w: Workload) -> int:
+        calls.append(w)
+        return len(w.flows)
+
+    w = Workload((Flow(Endpoint("a"), Endpoint("b")),))
+    assert w.derived(count) == 1 and w.derived(count) == 1 and len(calls) == 1
+    two = w.with_flows(w.flows * 2)
+    assert two.derived(count) == 2 and len(calls) == 2  # a new workload computes afresh
+    assert two == Workload(two.flows) and hash(two) == hash(Workload(two.flows))  # the memo is no part of it
