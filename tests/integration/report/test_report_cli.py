@@ -18,6 +18,7 @@ from reporthelpers import REMOTE_HOSTS, SCRIPT, hostile_copy, make_campaign, rem
 
 from collie.oracle import SYMPTOM_ORDER
 from collie.report.frames import TRIAL_COLUMNS, read_trials_csv
+from collie.report.markdown import md_text
 from tests.conftest import ROOT, run_cli
 
 V1_CAMPAIGN = ROOT / "tests" / "fixtures" / "cases" / "v1-campaign"
@@ -76,7 +77,8 @@ def test_junit_read_back_has_one_failed_case_per_anomaly(campaign: Path, tmp_pat
         assert isinstance(failure, Failure)
         signature = case.name.split("[", 1)[1].rstrip("]")
         assert failure.type == signature
-        assert failure.message and "threshold" in failure.message  # the symptom and its magnitude
+        # the symptom and its magnitude (a fraction's threshold, an event rate's limit)
+        assert failure.message and ("threshold" in failure.message or "x the limit of" in failure.message)
         assert "replay: collie replay " in failure.text and "MFS: " in failure.text
     assert suites["collie.anomalies"].failures == len(folders)
 
@@ -275,7 +277,7 @@ def test_the_table_at_the_top_and_each_card_give_the_same_trial_the_journal_foun
     for a, row in zip(doc["anomalies"], rows, strict=True):
         assert a["found_trial"] == budgeted[a["found_at"] - 1] and a["hits"] == 1 + len(a["further_hits"])
         assert row.startswith(f"| [{a['id']}](#") and row.endswith(f" | {a['found_trial']} | 1 |")
-        assert f"{a['symptom_size']} | {a['magnitude_text']} |" in row
+        assert f"{md_text(a['symptom_size'])} | {md_text(a['magnitude_text'])} |" in row
         section = md.split(f"## {a['id']}: ", 1)[1].split("\n## ", 1)[0]
         assert f"found at trial {a['found_trial']} (budgeted experiment {a['found_at']})" in section
     html = _report(campaign, "html", tmp_path).read_text()
