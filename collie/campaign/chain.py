@@ -307,6 +307,7 @@ class Chain:
             if same_driver is not None:
                 cost = self.summary.experiments - before
                 self.summary.minimize_experiments += cost
+                self.registry.reach(same_driver, feats)
                 self._hit(same_driver, HitKind.DRIVER, verdict.signature, trial, cost=cost)
                 return
             if coarse:
