@@ -307,7 +307,6 @@ class Chain:
             if same_driver is not None:
                 cost = self.summary.experiments - before
                 self.summary.minimize_experiments += cost
-                self.registry.reach(same_driver, feats)
                 self._hit(same_driver, HitKind.DRIVER, verdict.signature, trial, cost=cost)
                 return
             if coarse:
@@ -349,10 +348,10 @@ class Chain:
         at their simplest values must lose the symptom clearly (its reading under the threshold by more than
         ``recheck_margin``: the find depends on what drives that anomaly), and, when the find breaks categorical
         conditions of the MFS (another verb or transport), the anomaly's own case moved to the find's values of
-        its categorical dimensions (verb, mix, direction, memory, victim) must show the symptom (the anomaly is
-        there too). Then the find is a further hit of it, for one or two runs instead of a minimization. On doubt
-        (a symptom that stays, a reading near the threshold, a run that cannot be made) the find is not folded
-        into another anomaly: it is minimized.
+        its categorical dimensions (verb, mix, direction, memory, victim) must show the symptom (the anomaly is there
+        too). Then the find is a further hit of it, for one or
+        two runs instead of a minimization. On doubt (a symptom that stays, a reading near the threshold, a run
+        that cannot be made) the find is not folded into another anomaly: it is minimized.
         """
         runs = 0
         for record, driver, categorical in self.registry.driven(f, verdict.signature):

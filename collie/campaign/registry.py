@@ -69,8 +69,6 @@ class AnomalyRegistry:
         self._held: dict[int, str] = {}
         #: the features of the space's simplest point (what an MFS's drivers differ from)
         self._simplest = features(space.build(space.simplest()))
-        #: anomaly id -> regions its finds outside its MFS showed it reaches (:meth:`reach`), searched no more
-        self._reach: dict[str, list[MFS]] = {}
 
     def next_id(self, primary: str) -> str:
         """A new id for a find whose primary symptom is ``primary`` (``A003-low-throughput``), numbered in the
@@ -124,22 +122,9 @@ class AnomalyRegistry:
         return len(mfs.broken(features(self.space.build(point))))
 
     def inside(self, point: Mapping[str, Any]) -> int:
-        """How many known MFSs, or regions known anomalies were shown to reach, hold ``point`` (a search's
-        exclusion: 0 is worth asking)."""
+        """How many known MFSs hold ``point`` (a search's exclusion: 0 is worth asking)."""
         f = features(self.space.build(point))
-        return sum(a.mfs is not None and a.mfs.holds(f) for a in self.known) + sum(
-            r.holds(f) for a in self.known for r in self._reach.get(a.anomaly_id, ()))
-
-    def reach(self, record: AnomalyRecord, f: Features) -> None:
-        """Known anomaly ``record`` was shown to explain a find of ``f`` outside its MFS (:meth:`driven`): the
-        search keeps out of its MFS without the conditions ``f`` breaks from now on.
-
-        The MFS itself stays as minimized (what its case showed); the wider region only keeps the search from
-        meeting the anomaly there again and again (a chain drawn to a starved receiver's counters would).
-        """
-        assert record.mfs is not None
-        kept = tuple(c for c in record.mfs.conditions if c.holds(f))
-        self._reach.setdefault(record.anomaly_id, []).append(MFS(record.mfs.signature, kept))
+        return sum(a.mfs is not None and a.mfs.holds(f) for a in self.known)
 
     def match(self, f: Features, signature: str) -> AnomalyRecord | None:
         """The known anomaly that explains a run of ``f`` showing ``signature``: one whose MFS holds for ``f``
