@@ -65,7 +65,7 @@ from collie.model.flow import ATOMIC_OPCODES, Flow
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, RunResult
 
-SYMPTOM_ORDER: Final = ("pause", "loss", "retransmission", "rnr", "low_throughput", "isolation")
+SYMPTOM_ORDER: Final = ("pause", "low_throughput", "loss", "retransmission", "rnr", "isolation")
 #: Opcodes that take a slot of a QP's READ/atomic window (``max_rd_atomic``) for a round trip.
 WINDOWED: Final = frozenset({"READ", *ATOMIC_OPCODES})
 DIRECTION_KINDS: Final = ("oneway", "bidirectional", "loopback")
@@ -229,7 +229,7 @@ class Verdict:
     @property
     def primary(self) -> str:
         """The strongest symptom kind by :data:`SYMPTOM_ORDER` (``""`` when clean)."""
-        return self.leading.split("@")[0]
+        return self.signature.split("+")[0].split("@")[0] if self.signature else ""
 
     @property
     def leading(self) -> str:
@@ -248,12 +248,8 @@ class Verdict:
 
 
 def leading_symptom(signature: str) -> str:
-    """The ``kind@end`` a signature leads with (``""`` for a clean run): its first symptom of the earliest kind
-    in :data:`SYMPTOM_ORDER`, so a signature recorded under an older order (``low_throughput@receiver+
-    rnr@receiver``) leads as one judged now does."""
-    tags = signature.split("+") if signature else []
-    rank = {kind: i for i, kind in enumerate(SYMPTOM_ORDER)}
-    return min(tags, key=lambda tag: rank.get(tag.split("@")[0], len(rank)), default="")
+    """The ``kind@end`` a signature leads with (``""`` for a clean run)."""
+    return signature.split("+")[0]
 
 
 def direction_kind(workload: Workload, receiver: str) -> str:

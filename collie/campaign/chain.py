@@ -37,7 +37,7 @@ from collie.events import (
     counted,
 )
 from collie.mfs import MFS
-from collie.minimize import DRIVES, Minimizer, MinimizeResult, MinimizeSettings, moved_to, off_edges
+from collie.minimize import Minimizer, MinimizeResult, MinimizeSettings, moved_to, off_edges
 from collie.model.features import Features, features
 from collie.model.space import SearchSpace
 from collie.model.workload import Workload
@@ -51,9 +51,6 @@ from collie.targets.base import TargetInfo
 
 #: Anomalies of another symptom met while minimizing one, followed up afterwards (per minimized anomaly).
 MAX_SIDE_FINDINGS: Final = 2
-#: Runs a confirmed find may take to tell whether it is a known anomaly whose drivers hold for it (past its
-#: limits, or with another verb): see :meth:`Chain._same_driver`.
-MAX_DRIVER_PROBES: Final = 3
 
 
 def chain_seed(seed: int, chain: int) -> int:
@@ -303,12 +300,6 @@ class Chain:
                 self._widen(near[0], near[1], moved, runs.evidence(moved, verdict.leading), verdict.signature,
                             trial, cost)
                 return
-            same_driver = self._same_driver(point, verdict, feats, probe, settings)
-            if same_driver is not None:
-                cost = self.summary.experiments - before
-                self.summary.minimize_experiments += cost
-                self._hit(same_driver, HitKind.DRIVER, verdict.signature, trial, cost=cost)
-                return
             if coarse:
                 self._emit(Warned(f"trial {trial}: {verdict.primary} finds have spent their share of the budget; "
                                   f"{anomaly_id} is minimized without far-side checks"))
@@ -337,43 +328,6 @@ class Chain:
             self._open.append(_OpenEdges(anomaly_id, minimizer, result, runs, verdict.leading, trial))
             self.budget.reserve(self.index, minimizer)
         self._join_nested(record)  # known anomalies inside its region join it
-
-    def _same_driver(self, point: Mapping[str, Any], verdict: Verdict, f: Features,
-                     probe: Callable[[Mapping[str, Any]], Verdict | None], settings: MinimizeSettings
-                     ) -> AnomalyRecord | None:
-        """The known anomaly whose drivers hold for a confirmed find outside its MFS and that the find turns out
-        to be (:meth:`AnomalyRegistry.driven`), else None; at most :data:`MAX_DRIVER_PROBES` runs in all.
-
-        Two runs tell, for each such anomaly in turn: the find with the dimensions of the anomaly's first driver
-        at their simplest values must lose the symptom clearly (its reading under the threshold by more than
-        ``recheck_margin``: the find depends on what drives that anomaly), and, when the find breaks categorical
-        conditions of the MFS (another verb or transport), the anomaly's own case moved to the find's values of
-        its categorical dimensions (verb, mix, direction, memory, victim) must show the symptom (the anomaly is there
-        too). Then the find is a further hit of it, for one or
-        two runs instead of a minimization. On doubt (a symptom that stays, a reading near the threshold, a run
-        that cannot be made) the find is not folded into another anomaly: it is minimized.
-        """
-        runs = 0
-        for record, driver, categorical in self.registry.driven(f, verdict.signature):
-            undone = moved_to(self.space, point, self.space.simplest(), [driver.feature])
-            moved = {**record.point, **{d: v for d, v in point.items() if d not in DRIVES}} if categorical else None
-            if undone is None or not self.space.is_valid(undone) or driver.holds(features(self.space.build(undone))) \
-                    or (moved is not None and not self.space.is_valid(moved)):
-                continue
-            if runs + 1 + bool(categorical) > MAX_DRIVER_PROBES:
-                return None
-            runs += 1
-            again = probe(undone)
-            if again is None or again.shows(verdict.leading) \
-                    or again.levels.get(verdict.leading, 0.0) >= 1.0 - settings.recheck_margin:
-                continue
-            if moved is not None:
-                runs += 1
-                there = probe(moved)
-                if there is None or not there.anomalous or there.leading != verdict.leading:
-                    continue
-            return record
-        return None
 
     def _explained(self, verdict: Verdict, trial: int, anomaly_id: str) -> Callable[[Mapping[str, Any]], bool]:
         """Whether another known anomaly explains a point that minimizing the find of ``trial`` (``verdict``, as

@@ -4,8 +4,7 @@ Which known anomaly explains a find (:meth:`AnomalyRegistry.match`) or a run of 
 (:meth:`AnomalyRegistry.explaining`), which one a minimized find is (:meth:`AnomalyRegistry.nesting`), which one
 a find lies just past the edge of (:meth:`AnomalyRegistry.near`), the regions of the space the strategy is kept
 out of or steered around (:meth:`AnomalyRegistry.regions`, :meth:`AnomalyRegistry.inside`), and the replacement
-of an MFS that was widened or whose edges were finished (:meth:`AnomalyRegistry.replace_mfs`), and which known
-anomalies a find past their limits may share a driver with (:meth:`AnomalyRegistry.driven`).
+of an MFS that was widened or whose edges were finished (:meth:`AnomalyRegistry.replace_mfs`).
 
 Invariants: records are frozen; a replaced record takes the place of the old one in both :attr:`known` and
 :attr:`found`, so both lists always hold the current record of each anomaly, in the order met.
@@ -18,7 +17,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from collie.mfs import MFS, Condition
+from collie.mfs import MFS
 from collie.model.features import Features, features
 from collie.model.space import SearchSpace
 from collie.oracle import leading_symptom
@@ -67,8 +66,6 @@ class AnomalyRegistry:
         self._issued = 0
         #: chain -> the signature of the find it is confirming and minimizing now (several chains only)
         self._held: dict[int, str] = {}
-        #: the features of the space's simplest point (what an MFS's drivers differ from)
-        self._simplest = features(space.build(space.simplest()))
 
     def next_id(self, primary: str) -> str:
         """A new id for a find whose primary symptom is ``primary`` (``A003-low-throughput``), numbered in the
@@ -159,29 +156,6 @@ class AnomalyRegistry:
                 if widened is not None:
                     return i, widened
         return None
-
-    def driven(self, f: Features, signature: str) -> list[tuple[AnomalyRecord, Condition, list[Condition]]]:
-        """The known anomalies leading with ``signature``'s symptom whose drivers all hold for a find of ``f``
-        outside their MFS, in the order known: each with its first driver and the categorical conditions
-        ``f`` breaks.
-
-        An MFS's *drivers* are its numeric conditions that the space's simplest point breaks (``recv_delay_us >=
-        1``: what makes the anomaly differ from the simplest workload); its *limits* are the numeric conditions
-        the simplest point keeps (``qps_total <= 240``: how far its case could be pushed before the symptom went
-        under its threshold). A find past limits, or with other verbs or transports, may be the same anomaly
-        in a place a box of conditions cannot state (a threshold that moves with several dimensions at once);
-        the campaign's probes tell (:meth:`~collie.campaign.chain.Chain._same_driver`).
-        """
-        out: list[tuple[AnomalyRecord, Condition, list[Condition]]] = []
-        lead = leading_symptom(signature)
-        for a in self.known:
-            if a.mfs is None or not a.point or leading_symptom(a.signature) != lead:
-                continue
-            drivers = [c for c in a.mfs.conditions if c.op in (">=", "<=") and not c.holds(self._simplest)]
-            broken = a.mfs.broken(f)
-            if drivers and broken and all(c.holds(f) for c in drivers):
-                out.append((a, drivers[0], [c for c in broken if c.op in ("==", "in")]))
-        return out
 
     def replace_mfs(self, record: AnomalyRecord, mfs: MFS, point: Mapping[str, Any] | None = None
                     ) -> AnomalyRecord:

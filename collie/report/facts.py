@@ -220,8 +220,7 @@ def counter_catalog(info: TargetInfo | None) -> Catalog | None:
 #: How each kind of further hit was recognised, in words.
 _HIT_WORDS: Final = {HitKind.INSIDE: "inside its minimal feature set",
                      HitKind.WIDENED: "just past an edge, which moved out to take it in",
-                     HitKind.NESTED: "minimized to the same region",
-                     HitKind.DRIVER: "outside it, gone with a driver of it undone"}
+                     HitKind.NESTED: "minimized to the same region"}
 
 
 def facts_of(record: CaseRecord, campaign: CampaignData, catalog: Catalog | None = None) -> AnomalyFacts:

@@ -219,10 +219,6 @@ class HitKind(StrEnum):
     WIDENED = "widened"
     #: confirmed and minimized to an MFS equal to, inside or around this anomaly's (on the same symptom)
     NESTED = "nested"
-    #: confirmed outside the MFS with every driver of it holding (past a limit, or with another verb or
-    #: transport), it went away when a driver was undone, and the anomaly's own case moved to its verb showed
-    #: the symptom: the same anomaly where the MFS's box of conditions cannot reach
-    DRIVER = "driver"
 
 
 @dataclass(frozen=True)

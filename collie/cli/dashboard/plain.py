@@ -49,8 +49,7 @@ def plain_line(event: Event, every: int, each: Collection[str] = ()) -> str | No
             return (f"   {event.joined} is {event.anomaly_id}: its region ({event.mfs}) nests with "
                     f"{event.anomaly_id}'s; it joins it as a further hit")
         how = {HitKind.INSIDE: "", HitKind.WIDENED: f"; its MFS widened to {event.widened}",
-               HitKind.NESTED: f"; minimized to {event.mfs}, the same region",
-               HitKind.DRIVER: "; outside its MFS, gone when a driver of it was undone"}[event.kind]
+               HitKind.NESTED: f"; minimized to {event.mfs}, the same region"}[event.kind]
         return f"   trial {event.trial}{_by(event.chain)}: known anomaly {event.anomaly_id}{how}"
     if isinstance(event, MfsFinished):
         return f"   {event.anomaly_id}: edges finished ({counted(event.experiments, 'experiment')}): {event.mfs}"

@@ -10,7 +10,6 @@ from types import TracebackType
 from typing import Any
 
 import numpy as np
-import pytest
 from simhelpers import paper_space
 
 from collie.calibrate import calibration_workloads
@@ -518,48 +517,6 @@ def test_a_symptom_past_its_share_of_the_budget_is_minimized_without_far_sides(t
     coarse = [e.message for e in events if isinstance(e, Warned) and "without far-side checks" in e.message]
     assert len(found) >= 2 and found[0].signature.startswith("low_throughput")
     assert coarse and all(found[0].anomaly_id not in m for m in coarse) and found[1].anomaly_id in coarse[0]
-
-
-def test_a_find_past_a_known_limit_that_goes_with_its_driver_is_a_further_hit(tmp_path: Path) -> None:
-    # the base model's receiver-not-ready: a UD SEND to a receiver that posts every 1 ms minimizes to
-    # recv_delay_us >= 1 (its driver) and limits on QPs and receive batches that its case could not pass. An RC
-    # SEND on 200 QPs with a slower receiver is past the QP limit, yet the same anomaly: without its driver
-    # (recv_delay_us = 0) the RNR is gone, so it is a further hit for one run, not minimized again
-    space = load_space()
-    simplest = space.simplest()
-    first = [{**simplest, "op": "UD_SEND", "sizes": [1024], "mtu": 1024, "recv_delay_us": 1000},
-             {**simplest, "op": "RC_SEND", "recv_delay_us": 10000, "qps": 200}]
-    store = CampaignStore.create(tmp_path / "c", config(0, 80))
-    events: list[Any] = []
-    campaign = Campaign(targets=[SimTarget("cx6-200g-amd")], space=space, preset=load_preset("collie"), store=store,
-                        seed=0, budget=80, listener=events.append)
-    campaign.strategies[0] = _FirstThen(first, campaign.strategies[0])
-    summary = campaign.run()
-    rnr = [a for a in summary.anomalies if a.signature.startswith("rnr")]
-    assert len(rnr) == 1 and rnr[0].mfs is not None and "qps_total <= " in rnr[0].mfs.describe()
-    hits = [e for e in events if isinstance(e, KnownAnomaly) and e.kind is HitKind.DRIVER]
-    assert [h.anomaly_id for h in hits] == [rnr[0].anomaly_id]
-    assert rnr[0].mfs.holds(features(space.build(first[1]))) is False
-    saved = read_case_folder(tmp_path / "c" / "anomalies" / rnr[0].anomaly_id)
-    assert [(h.kind, 0 < h.experiments <= 3) for h in saved.hits] == [(HitKind.DRIVER, True)]
-
-
-SGE_SLOW_PROFILE = TWO_SLOW_PROFILE.replace('"two-slow"', '"sge-slow"').replace(
-    'when = ["opcode == WRITE", "sges >= 4", "qps_total >= 100"]', 'when = ["opcode == WRITE", "sges >= 4"]')
-
-
-@pytest.mark.parametrize("profile", [TWO_SLOW_PROFILE, SGE_SLOW_PROFILE], ids=["moved-case-clean", "driver-kept"])
-def test_a_find_holding_a_known_driver_that_is_another_anomaly_is_minimized(tmp_path: Path, profile: str) -> None:
-    # the READ crawl minimizes to opcode == READ and qps_total >= ~100; a WRITE with 8 SGEs on 4,096 QPs holds
-    # that driver but crawls for another reason: either it keeps crawling on one QP (driver-kept), or the READ
-    # case moved to WRITE does not crawl (moved-case-clean). Either way it is minimized on its own
-    simplest = paper_space().simplest()
-    first = [{**simplest, "op": "RC_READ", "qps": 4096}, {**simplest, "op": "RC_WRITE", "sges": 8, "qps": 4096}]
-    events: list[Any] = []
-    summary = _scripted(tmp_path, profile, first, 120, events)
-    assert not [e for e in events if isinstance(e, KnownAnomaly) and e.kind is HitKind.DRIVER]
-    described = [a.mfs.describe() for a in summary.anomalies if a.mfs is not None]
-    assert any("opcode == READ" in d for d in described) and any("sges >= " in d for d in described), described
 
 
 def test_finds_spend_their_symptoms_share_of_the_budget(tmp_path: Path) -> None:
