@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -334,18 +335,25 @@ def test_a_deferred_run_leaves_wide_edges_that_finish_like_an_undeferred_run() -
     assert deferred.experiments < whole.experiments
 
 
+def _flaky_at(edge_case: Any, judge: Callable[[Any], Verdict], seen: list[Any] | None = None
+              ) -> Callable[[Any], Verdict]:
+    """``judge``, except that ``edge_case`` keeps the anomaly once and then loses it (noise at an edge); each run
+    of ``edge_case`` is appended to ``seen``."""
+    seen = [] if seen is None else seen
+
+    def flaky(point: Any) -> Verdict:
+        if point == edge_case:
+            seen.append(point)
+            return judge(point) if len(seen) == 1 else CLEAN
+        return judge(point)
+    return flaky
+
+
 def test_a_case_that_does_not_hold_up_at_its_finished_edges_stays_and_the_edges_come_to_it() -> None:
     start = {**SPACE.simplest(), "op": "UD_SEND", "batch": 100, "wq_depth": 3000}
     edge_case = Minimizer(SPACE, planted, MinimizeSettings()).run(start, PAUSE).point
     seen: list[Any] = []
-
-    def flaky(point: Any) -> Verdict:  # the finished case keeps the anomaly once, then loses it (noise at an edge)
-        if point == edge_case:
-            seen.append(point)
-            return planted(point) if len(seen) == 1 else CLEAN
-        return planted(point)
-
-    m = Minimizer(SPACE, flaky, MinimizeSettings(runs=3, required=2))
+    m = Minimizer(SPACE, _flaky_at(edge_case, planted, seen), MinimizeSettings(runs=3, required=2))
     deferred = m.run(start, PAUSE, defer=True)
     finished = m.finish(deferred)
     assert len(seen) > 1 and finished.point == deferred.point != edge_case
@@ -644,15 +652,7 @@ def test_a_one_sided_condition_leaves_free_only_a_side_that_was_probed() -> None
 def test_a_range_whose_finished_case_does_not_hold_up_keeps_its_far_bound() -> None:
     start = {**SPACE.simplest(), "qps": 300}
     edge_case = Minimizer(SPACE, queue_window, MinimizeSettings()).run(start, PAUSE).point
-    seen: list[Any] = []
-
-    def flaky(point: Any) -> Verdict:  # the finished case keeps the anomaly once, then loses it (noise at an edge)
-        if point == edge_case:
-            seen.append(point)
-            return queue_window(point) if len(seen) == 1 else CLEAN
-        return queue_window(point)
-
-    m = Minimizer(SPACE, flaky, MinimizeSettings())
+    m = Minimizer(SPACE, _flaky_at(edge_case, queue_window), MinimizeSettings())
     deferred = m.run(start, PAUSE, defer=True)
     finished = m.finish(deferred)
     assert finished.point == deferred.point != edge_case
