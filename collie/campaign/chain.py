@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 from collie.campaign.budget import Budget, BudgetSpent
@@ -88,6 +89,30 @@ class _OpenEdges:
         return self.leading.split("@")[0]
 
 
+@dataclass(frozen=True)
+class _Waiting:
+    """A find whose recording reached the experiments kept back to finish open edges: it is recorded again from
+    its find once they are finished (finishing takes less than it may, and the rest is free again).
+
+    Attributes:
+        anomaly_id: the id it was given (kept, so ids stay in the order of the finds).
+        point: the point found.
+        verdict: the verdict of its find.
+        found_at: the experiments spent when it was found.
+        trial: the trial that found it.
+        runs: every run of it so far (its evidence goes on from them).
+        cost: the experiments recording it has spent so far.
+    """
+
+    anomaly_id: str
+    point: dict[str, Any]
+    verdict: Verdict
+    found_at: int
+    trial: int
+    runs: RunLog
+    cost: int
+
+
 class Chain:
     """One search chain of a campaign (see the module).
 
@@ -127,6 +152,8 @@ class Chain:
         self._emit = emit
         # minimized anomalies whose MFS still has open edges, finished when the search ends
         self._open: list[_OpenEdges] = []
+        # finds that reached the reserve for open edges, recorded once the edges are finished
+        self._waiting: list[_Waiting] = []
 
     def _spent(self) -> int:
         """The budget spent: by every chain of the campaign, their trials in flight included."""
@@ -165,12 +192,37 @@ class Chain:
         if not self.summary.confirms:
             detail += f"; preset {self.preset.name} neither confirms nor minimizes: finds are saved as found"
         self._emit(PhaseStarted("explore", detail))
-        while self._explore() and self._open:
-            self._finish_edges()
-            if self._open or self.budget.left <= 0:
-                return
+        while True:
+            searching = self._explore()
+            if not self._settle() or not searching:
+                break
             self._emit(PhaseStarted("explore", f"{counted(self.budget.left, 'experiment')} left"))
-        self._finish_edges()
+        for waiting in self._waiting:
+            self._emit(Warned(f"the budget ran out before {waiting.anomaly_id} (found by trial {waiting.trial}) "
+                              "could be minimized; it is saved as found, not minimized"))
+            self._save_found(waiting)
+        self._waiting.clear()
+
+    def _settle(self) -> bool:
+        """Finish the open edges, then record the finds that waited for them, one at a time (the edges each
+        leaves open are finished before the next); a find is recorded again only if what is left is at least
+        what recording it took before it waited (else it is saved as found). True when all are done with budget
+        left to explore."""
+        while True:
+            self._finish_edges()
+            if self._open:
+                return False
+            if not self._waiting:
+                return self.budget.left > 0
+            waiting = self._waiting.pop(0)
+            if self.budget.left < waiting.cost:  # recording it again walks that far before it gets further
+                self._emit(Warned(f"{counted(self.budget.left, 'experiment')} left, fewer than recording "
+                                  f"{waiting.anomaly_id} took before it waited for the open edges ({waiting.cost}); "
+                                  "it is saved as found, not minimized"))
+                self._save_found(waiting)
+                continue
+            self._record_anomaly(waiting.point, waiting.verdict, partial(self._probe, Phase.MINIMIZE),
+                                 waiting.found_at, waiting.trial, waiting)
 
     def _free(self) -> int:
         """The budget less what finishing this chain's open edges may take."""
@@ -227,38 +279,45 @@ class Chain:
     # -- recording a find: confirm, minimize, save (kept together) -------------------------------------------
 
     def _record_anomaly(self, point: dict[str, Any], verdict: Verdict,
-                        probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int, trial: int) -> None:
-        """Record a find (see :meth:`_record_find`). In a campaign of several chains, a find whose leading
+                        probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int, trial: int,
+                        waited: _Waiting | None = None) -> None:
+        """Record a find (see :meth:`_record_find`; ``waited``: it waited for the open edges). In a campaign of
+        several chains, a find whose leading
         symptom another chain is confirming or minimizing right now waits (its turns pass) until that chain has
         recorded its own, and is then looked up again: two chains never minimize one anomaly twice."""
         chain = self.runner.chain
         if chain is None:
-            self._record_find(point, verdict, probe, found_at, trial)
+            self._record_find(point, verdict, probe, found_at, trial, waited)
             return
         while self.registry.held_elsewhere(chain, verdict.signature):
             self.runner.idle()
         self.registry.hold(chain, verdict.signature)
         try:
-            self._record_find(point, verdict, probe, found_at, trial)
+            self._record_find(point, verdict, probe, found_at, trial, waited)
         finally:
             self.registry.release(chain)
 
     def _record_find(self, point: dict[str, Any], verdict: Verdict,
-                     probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int, trial: int) -> None:
+                     probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int, trial: int,
+                     waited: _Waiting | None) -> None:
         """Record one find (see :meth:`_handle_anomaly`): a further hit of the known anomaly whose region holds
         it (nothing spent), of the one just past whose edge it lies (its MFS widened), or of the one its
-        minimized MFS nests with; else a new anomaly, confirmed, minimized and saved."""
+        minimized MFS nests with; else a new anomaly, confirmed, minimized and saved. A find that ``waited``
+        for the open edges keeps its id and the runs it had."""
         workload = self.space.build(point)
         feats = features(workload)
         # every run of every point from here on, for the evidence of whichever point becomes the case
-        runs = RunLog()
-        runs.add(point, verdict)
+        if waited is None:
+            runs = RunLog()
+            runs.add(point, verdict)
+        else:
+            runs = waited.runs
         probe = runs.watch(probe)
         known = self.registry.match(feats, verdict.signature)
         if known is not None:
             self._hit(known, HitKind.INSIDE, verdict.signature, trial)
             return
-        anomaly_id = self.registry.next_id(verdict.primary)
+        anomaly_id = self.registry.next_id(verdict.primary) if waited is None else waited.anomaly_id
         if self.preset.minimize is None:
             record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False, trial)
             self._save(record, workload, verdict, None, 0, runs=runs)
@@ -306,13 +365,16 @@ class Chain:
             minimizer = Minimizer(self.space, probe, settings, self._explained(verdict, trial, anomaly_id))
             result = minimizer.run(point, verdict, defer=True)
         except BudgetSpent as spent:
-            kept = spent.kept
-            why = f" (the last {kept} are kept to finish the edges of earlier MFSs)" if kept else ""
-            self._emit(Warned(f"the budget ran out{why} while confirming or minimizing {anomaly_id}; it is "
-                               "saved as found, not minimized"))
             self.summary.minimize_experiments += self.summary.experiments - before
-            record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False, trial)
-            self._save(record, workload, verdict, None, self.summary.experiments - before, runs=runs)
+            waiting = _Waiting(anomaly_id, point, verdict, found_at, trial, runs, self.summary.experiments - before)
+            if spent.kept and self._open:
+                self._emit(Warned(f"trial {trial}: recording {anomaly_id} reached the {spent.kept} experiments kept "
+                                  "to finish the edges of earlier MFSs; it is minimized once they are finished"))
+                self._waiting.append(waiting)
+            else:
+                self._emit(Warned(f"the budget ran out while confirming or minimizing {anomaly_id}; it is saved as "
+                                  "found, not minimized"))
+                self._save_found(waiting)
             return
         cost = self.summary.experiments - before
         self.summary.minimize_experiments += cost
@@ -328,6 +390,12 @@ class Chain:
             self._open.append(_OpenEdges(anomaly_id, minimizer, result, runs, verdict.leading, trial))
             self.budget.reserve(self.index, minimizer)
         self._join_nested(record)  # known anomalies inside its region join it
+
+    def _save_found(self, find: _Waiting) -> None:
+        """Save ``find`` as found, neither confirmed nor minimized (the budget ran out)."""
+        record = AnomalyRecord(find.anomaly_id, find.verdict.signature, None, dict(find.point), find.found_at,
+                               False, find.trial)
+        self._save(record, self.space.build(find.point), find.verdict, None, find.cost, runs=find.runs)
 
     def _explained(self, verdict: Verdict, trial: int, anomaly_id: str) -> Callable[[Mapping[str, Any]], bool]:
         """Whether another known anomaly explains a point that minimizing the find of ``trial`` (``verdict``, as

@@ -117,6 +117,32 @@ def test_a_find_near_the_end_leaves_the_budget_kept_for_finishing_edges(tmp_path
     assert [e.phase for e in events if isinstance(e, PhaseStarted)][-2:] == ["minimize", "explore"]
 
 
+def test_a_find_that_reaches_the_kept_experiments_waits_for_the_edges_to_be_finished(tmp_path: Path) -> None:
+    # a find whose recording reaches what finishing the open edges may take is not given up at once: the edges
+    # are finished first, and it is recorded again from its find with what finishing left (here too little: it
+    # is saved as found, with every run of it kept); try budgets until one ends the search with such a find
+    for budget in range(120, 320, 10):
+        events: list[Any] = []
+        campaign = _campaign(tmp_path / str(budget), Wrapped(), budget=budget)
+        campaign.listener = events.append
+        summary = campaign.run()
+        waited = [e for e in events if isinstance(e, Warned) and "once they are finished" in e.message]
+        if waited:
+            break
+    else:
+        raise AssertionError("no budget made a find wait for the open edges")
+    assert summary.experiments == budget
+    name = waited[0].message.split("recording ")[1].split()[0]
+    at = events.index(waited[0])
+    found = next(i for i, e in enumerate(events) if isinstance(e, AnomalyFound) and e.anomaly_id == name)
+    finishing = [i for i, e in enumerate(events) if isinstance(e, MfsFinished)]
+    assert finishing and at < min(finishing) and max(finishing) < found  # the edges first, then the find
+    record = read_case_folder(tmp_path / str(budget) / "anomalies" / name)
+    assert record.evidence is not None and len(record.evidence.runs) >= 2  # its find's runs, and the later ones
+    if record.mfs is None:
+        assert any(isinstance(e, Warned) and "saved as found" in e.message and name in e.message for e in events)
+
+
 def test_the_strategy_sees_each_minimized_anomaly_as_a_region_around_its_case(tmp_path: Path) -> None:
     campaign = _campaign(tmp_path, Wrapped(), budget=250)
     summary = campaign.run()
