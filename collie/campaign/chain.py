@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from collie.campaign.budget import Budget, BudgetSpent
 from collie.campaign.registry import AnomalyRecord, AnomalyRegistry
-from collie.campaign.runlog import RunLog
+from collie.campaign.runlog import Replay, RunLog
 from collie.campaign.runner import TrialOutcome, TrialRunner
 from collie.campaign.summary import CampaignSummary
 from collie.events import (
@@ -92,10 +92,10 @@ class _OpenEdges:
 @dataclass(frozen=True)
 class _Waiting:
     """A find whose recording reached the experiments kept back to finish open edges: it is recorded again from
-    its find once they are finished (finishing takes less than it may, and the rest is free again).
+    its find once they are finished (finishing takes less than it may, and the rest is free again), under a new
+    id: ids follow the order anomalies are recorded in, so no find lies inside the region of a later id.
 
     Attributes:
-        anomaly_id: the id it was given (kept, so ids stay in the order of the finds).
         point: the point found.
         verdict: the verdict of its find.
         found_at: the experiments spent when it was found.
@@ -104,7 +104,6 @@ class _Waiting:
         cost: the experiments recording it has spent so far.
     """
 
-    anomaly_id: str
     point: dict[str, Any]
     verdict: Verdict
     found_at: int
@@ -198,16 +197,20 @@ class Chain:
                 break
             self._emit(PhaseStarted("explore", f"{counted(self.budget.left, 'experiment')} left"))
         for waiting in self._waiting:
-            self._emit(Warned(f"the budget ran out before {waiting.anomaly_id} (found by trial {waiting.trial}) "
-                              "could be minimized; it is saved as found, not minimized"))
-            self._save_found(waiting)
+            known = self.registry.match(features(self.space.build(waiting.point)), waiting.verdict.signature)
+            if known is not None:
+                self._hit(known, HitKind.INSIDE, waiting.verdict.signature, waiting.trial)
+                continue
+            anomaly_id = self.registry.next_id(waiting.verdict.primary)
+            self._emit(Warned(f"the budget ran out before the find of trial {waiting.trial} could be minimized; it "
+                              f"is saved as found, not minimized, as {anomaly_id}"))
+            self._save_found(waiting, anomaly_id)
         self._waiting.clear()
 
     def _settle(self) -> bool:
         """Finish the open edges, then record the finds that waited for them, one at a time (the edges each
-        leaves open are finished before the next); a find is recorded again only if what is left is at least
-        what recording it took before it waited (else it is saved as found). True when all are done with budget
-        left to explore."""
+        leaves open are finished before the next; the walk to where it waited takes the runs it made again, and
+        goes on from there). True when all are done with budget left to explore."""
         while True:
             self._finish_edges()
             if self._open:
@@ -215,12 +218,6 @@ class Chain:
             if not self._waiting:
                 return self.budget.left > 0
             waiting = self._waiting.pop(0)
-            if self.budget.left < waiting.cost:  # recording it again walks that far before it gets further
-                self._emit(Warned(f"{counted(self.budget.left, 'experiment')} left, fewer than recording "
-                                  f"{waiting.anomaly_id} took before it waited for the open edges ({waiting.cost}); "
-                                  "it is saved as found, not minimized"))
-                self._save_found(waiting)
-                continue
             self._record_anomaly(waiting.point, waiting.verdict, partial(self._probe, Phase.MINIMIZE),
                                  waiting.found_at, waiting.trial, waiting)
 
@@ -303,35 +300,40 @@ class Chain:
         """Record one find (see :meth:`_handle_anomaly`): a further hit of the known anomaly whose region holds
         it (nothing spent), of the one just past whose edge it lies (its MFS widened), or of the one its
         minimized MFS nests with; else a new anomaly, confirmed, minimized and saved. A find that ``waited``
-        for the open edges keeps its id and the runs it had."""
+        for the open edges walks its recording again on the runs it had."""
         workload = self.space.build(point)
         feats = features(workload)
         # every run of every point from here on, for the evidence of whichever point becomes the case
+        runs = RunLog() if waited is None else waited.runs
+        probe, confirm = runs.watch(probe), runs.watch(partial(self._probe, Phase.CONFIRM))
         if waited is None:
-            runs = RunLog()
             runs.add(point, verdict)
-        else:
-            runs = waited.runs
-        probe = runs.watch(probe)
+        else:  # the walk up to where it waited takes its runs again, without running them
+            replay = Replay(runs, point)
+            probe, confirm = replay.through(probe), replay.through(confirm)
         known = self.registry.match(feats, verdict.signature)
         if known is not None:
             self._hit(known, HitKind.INSIDE, verdict.signature, trial)
             return
-        anomaly_id = self.registry.next_id(verdict.primary) if waited is None else waited.anomaly_id
+        anomaly_id = self.registry.next_id(verdict.primary)
         if self.preset.minimize is None:
             record = AnomalyRecord(anomaly_id, verdict.signature, None, dict(point), found_at, False, trial)
             self._save(record, workload, verdict, None, 0, runs=runs)
             return
         before = self.summary.experiments
         try:
-            self._minimize_find(point, verdict, probe, found_at, trial, anomaly_id, workload, feats, runs)
+            self._minimize_find(point, verdict, probe, confirm, found_at, trial, anomaly_id, workload, feats, runs,
+                                waited.cost if waited else 0)
         finally:
             self.budget.spend_on(verdict.primary, self.summary.experiments - before)
 
     def _minimize_find(self, point: dict[str, Any], verdict: Verdict,
-                       probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int, trial: int,
-                       anomaly_id: str, workload: Workload, feats: Features, runs: RunLog) -> None:
-        """Confirm, minimize and save a new find as ``anomaly_id`` (see :meth:`_record_find`).
+                       probe: Callable[[Mapping[str, Any]], Verdict | None],
+                       confirm: Callable[[Mapping[str, Any]], Verdict | None], found_at: int, trial: int,
+                       anomaly_id: str, workload: Workload, feats: Features, runs: RunLog, earlier: int) -> None:
+        """Confirm (with ``confirm``), minimize (with ``probe``) and save a new find as ``anomaly_id`` (see
+        :meth:`_record_find`; both probes record into ``runs``; ``earlier``: what recording it spent before it
+        waited for the open edges, counted in its cost).
 
         A find whose symptom kind has spent its share of the budget (:meth:`Budget.over_share`) is minimized
         without far-side checks: its MFS has the edges met on the way from the find to the simplest values
@@ -347,15 +349,14 @@ class Chain:
         near = self.registry.near(feats, verdict.signature)
         self.budget.keep_reserve(self.index)
         try:
-            hits, tries = self._confirm(point, verdict, settings, runs)
+            hits, tries = self._confirm(point, verdict, settings, confirm)
             if hits < settings.required:
                 self._emit(Warned(f"trial {self.runner.trial}: anomaly did not reproduce ({hits} of "
                                    f"{counted(tries, 'run')}); not recorded"))
                 return
             moved = self._moved_case(*near, point, verdict, probe) if near is not None else None
             if near is not None and moved is not None:
-                cost = self.summary.experiments - before
-                self.summary.minimize_experiments += cost
+                cost = earlier + self._count_minimizing(before)
                 self._widen(near[0], near[1], moved, runs.evidence(moved, verdict.leading), verdict.signature,
                             trial, cost)
                 return
@@ -365,19 +366,17 @@ class Chain:
             minimizer = Minimizer(self.space, probe, settings, self._explained(verdict, trial, anomaly_id))
             result = minimizer.run(point, verdict, defer=True)
         except BudgetSpent as spent:
-            self.summary.minimize_experiments += self.summary.experiments - before
-            waiting = _Waiting(anomaly_id, point, verdict, found_at, trial, runs, self.summary.experiments - before)
+            waiting = _Waiting(point, verdict, found_at, trial, runs, earlier + self._count_minimizing(before))
             if spent.kept and self._open:
-                self._emit(Warned(f"trial {trial}: recording {anomaly_id} reached the {spent.kept} experiments kept "
-                                  "to finish the edges of earlier MFSs; it is minimized once they are finished"))
+                self._emit(Warned(f"trial {trial}: recording its find reached the {spent.kept} experiments kept to "
+                                  "finish the edges of earlier MFSs; it is recorded once they are finished"))
                 self._waiting.append(waiting)
             else:
                 self._emit(Warned(f"the budget ran out while confirming or minimizing {anomaly_id}; it is saved as "
                                   "found, not minimized"))
-                self._save_found(waiting)
+                self._save_found(waiting, anomaly_id)
             return
-        cost = self.summary.experiments - before
-        self.summary.minimize_experiments += cost
+        cost = earlier + self._count_minimizing(before)
         same = self.registry.nesting(result.mfs)
         if same is not None and same.mfs is not None and (result.mfs.within(same.mfs) or _corpus(same)):
             self._hit(same, HitKind.NESTED, verdict.signature, trial, result.mfs, cost=cost)
@@ -391,9 +390,15 @@ class Chain:
             self.budget.reserve(self.index, minimizer)
         self._join_nested(record)  # known anomalies inside its region join it
 
-    def _save_found(self, find: _Waiting) -> None:
-        """Save ``find`` as found, neither confirmed nor minimized (the budget ran out)."""
-        record = AnomalyRecord(find.anomaly_id, find.verdict.signature, None, dict(find.point), find.found_at,
+    def _count_minimizing(self, before: int) -> int:
+        """Count the experiments since ``before`` as confirming and minimizing; returns how many."""
+        spent = self.summary.experiments - before
+        self.summary.minimize_experiments += spent
+        return spent
+
+    def _save_found(self, find: _Waiting, anomaly_id: str) -> None:
+        """Save ``find`` as ``anomaly_id``, found, neither confirmed nor minimized (the budget ran out)."""
+        record = AnomalyRecord(anomaly_id, find.verdict.signature, None, dict(find.point), find.found_at,
                                False, find.trial)
         self._save(record, self.space.build(find.point), find.verdict, None, find.cost, runs=find.runs)
 
@@ -428,14 +433,14 @@ class Chain:
         self._emit(KnownAnomaly(trial, record.anomaly_id, widened=widened, kind=kind,
                                 mfs=mfs.describe() if mfs is not None else ""))
 
-    def _confirm(self, point: dict[str, Any], verdict: Verdict, settings: MinimizeSettings,
-                 log: RunLog) -> tuple[int, int]:
-        """Re-run ``point`` until ``required`` runs show the same leading symptom (the first run counts); each
-        run goes into ``log``."""
+    @staticmethod
+    def _confirm(point: dict[str, Any], verdict: Verdict, settings: MinimizeSettings,
+                 probe: Callable[[Mapping[str, Any]], Verdict | None]) -> tuple[int, int]:
+        """Re-run ``point`` with ``probe`` until ``required`` runs show the same leading symptom (the first run
+        counts)."""
         hits, runs = 1, 1
         while runs < settings.runs and hits < settings.required:
-            again = self._probe(Phase.CONFIRM, point)
-            log.add(point, again)
+            again = probe(point)
             runs += 1
             hits += bool(again is not None and again.anomalous and again.leading == verdict.leading)
         return hits, runs

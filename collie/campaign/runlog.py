@@ -40,3 +40,35 @@ class RunLog:
     def evidence(self, point: Mapping[str, Any], leading: str) -> CaseEvidence | None:
         """The evidence of the runs of ``point`` so far (see :meth:`CaseEvidence.of`)."""
         return CaseEvidence.of(point, self._runs.get(point_key(point), []), leading)
+
+
+class Replay:
+    """The runs ``log`` recorded, handed out again: a walk that asks the same points again, in the same order,
+    gets the same verdicts without running them, and goes on live where the recorded runs end.
+
+    Each probe wrapped by :meth:`through` shares one place per point: the n-th ask of a point, by whichever
+    probe, gets its n-th recorded run, then live runs (recorded by the probe wrapped, if it watches ``log``).
+
+    Args:
+        log: the runs recorded so far.
+        first: the point whose first run is already taken (the find whose recording is walked again).
+    """
+
+    def __init__(self, log: RunLog, first: Mapping[str, Any]) -> None:
+        self._log = log
+        self._used: dict[str, int] = {point_key(first): 1}
+        self._recorded = {key: len(runs) for key, runs in log._runs.items()}
+
+    def through(self, probe: Callable[[Mapping[str, Any]], Verdict | None]
+                ) -> Callable[[Mapping[str, Any]], Verdict | None]:
+        """``probe``, answered from the recorded runs while they last (per point)."""
+
+        def replayed(point: Mapping[str, Any]) -> Verdict | None:
+            key = point_key(point)
+            n = self._used.get(key, 0)
+            if n < self._recorded.get(key, 0):
+                self._used[key] = n + 1
+                return self._log._runs[key][n]
+            return probe(point)
+
+        return replayed

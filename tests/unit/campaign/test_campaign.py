@@ -15,7 +15,7 @@ from simhelpers import paper_space
 from collie.calibrate import calibration_workloads
 from collie.campaign import AnomalyRecord, Campaign, CampaignSummary
 from collie.campaign import budget as budget_module
-from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, PhaseStarted, TrialFinished, Warned
+from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, TrialFinished, Warned
 from collie.mfs import MFS, Condition
 from collie.model.features import features
 from collie.model.space import load_space
@@ -104,23 +104,27 @@ def test_ground_truth_is_never_read(tmp_path: Path) -> None:
 
 def test_a_find_near_the_end_leaves_the_budget_kept_for_finishing_edges(tmp_path: Path) -> None:
     # a find's confirmation and minimization may not spend what finishing the earlier open edges needs: the
-    # earlier MFSs are finished, and what finishing did not need is explored
+    # earlier MFSs are finished, and what finishing did not need goes to the find that waited, then to exploring
     events: list[Any] = []
     campaign = _campaign(tmp_path, Wrapped(), budget=250)
     campaign.listener = events.append
     summary = campaign.run()
     assert summary.experiments == 250
-    finished = {e.anomaly_id: e.mfs for e in events if isinstance(e, MfsFinished)}
-    assert finished and not [e for e in events if isinstance(e, Warned) and "finishing" in e.message]
+    waited = next(e for e in events if isinstance(e, Warned) and "once they are finished" in e.message)
+    trial = int(waited.message.split(":")[0].removeprefix("trial "))
+    found = next(e for e in events if isinstance(e, AnomalyFound) and e.trial == trial)
+    between = events[events.index(waited):events.index(found)]
+    finished = {e.anomaly_id: e.mfs for e in between if isinstance(e, MfsFinished)}
+    assert finished and not [e for e in between if isinstance(e, Warned) and "finishing" in e.message]
     assert all(a.mfs is not None and a.mfs.describe() == finished[a.anomaly_id]
                for a in summary.anomalies if a.anomaly_id in finished)
-    assert [e.phase for e in events if isinstance(e, PhaseStarted)][-2:] == ["minimize", "explore"]
+    assert found.mfs  # what finishing left was enough to minimize the find that waited
 
 
 def test_a_find_that_reaches_the_kept_experiments_waits_for_the_edges_to_be_finished(tmp_path: Path) -> None:
     # a find whose recording reaches what finishing the open edges may take is not given up at once: the edges
-    # are finished first, and it is recorded again from its find with what finishing left (here too little: it
-    # is saved as found, with every run of it kept); try budgets until one ends the search with such a find
+    # are finished first, and it is recorded with what finishing left, its runs so far kept (saved as found if
+    # that was too little); try budgets until one ends the search with such a find
     for budget in range(120, 320, 10):
         events: list[Any] = []
         campaign = _campaign(tmp_path / str(budget), Wrapped(), budget=budget)
@@ -132,11 +136,12 @@ def test_a_find_that_reaches_the_kept_experiments_waits_for_the_edges_to_be_fini
     else:
         raise AssertionError("no budget made a find wait for the open edges")
     assert summary.experiments == budget
-    name = waited[0].message.split("recording ")[1].split()[0]
+    trial = int(waited[0].message.split(":")[0].removeprefix("trial "))
     at = events.index(waited[0])
-    found = next(i for i, e in enumerate(events) if isinstance(e, AnomalyFound) and e.anomaly_id == name)
+    found = next(i for i, e in enumerate(events) if isinstance(e, AnomalyFound) and e.trial == trial)
+    name = events[found].anomaly_id
     finishing = [i for i, e in enumerate(events) if isinstance(e, MfsFinished)]
-    assert finishing and at < min(finishing) and max(finishing) < found  # the edges first, then the find
+    assert finishing and at < min(finishing) and finishing[0] < found  # the edges first, then the find
     record = read_case_folder(tmp_path / str(budget) / "anomalies" / name)
     assert record.evidence is not None and len(record.evidence.runs) >= 2  # its find's runs, and the later ones
     if record.mfs is None:

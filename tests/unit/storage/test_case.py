@@ -6,11 +6,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from collie.campaign.runlog import RunLog
+from collie.campaign.runlog import Replay, RunLog
 from collie.errors import InputError
 from collie.oracle import Verdict
 from collie.storage.case import (
@@ -102,6 +104,28 @@ def test_the_run_log_keeps_each_points_runs_whatever_the_key_order() -> None:
     own = log.evidence({"a": 1, "b": 2}, "pause@receiver")
     assert own is not None and [r.score for r in own.runs] == [2.0, 3.0]
     assert log.evidence({"a": 2, "b": 2}, "pause@receiver") is None
+
+
+def test_a_replay_hands_out_each_points_runs_again_in_order_then_runs_live() -> None:
+    log = RunLog()
+    find, other = {"a": 1}, {"a": 2}
+    log.add(find, _verdict("pause@receiver", 1.0))  # the find's own run: taken already
+    recorded = iter([_verdict("pause@receiver", 2.0), _verdict("", 0.5), _verdict("pause@receiver", 3.0)])
+    first = log.watch(lambda p: next(recorded))
+    first(find), first(other), first({"a": 2})
+    live: list[dict[str, int]] = []
+
+    def run(p: Mapping[str, Any]) -> Verdict:
+        live.append(dict(p))
+        return _verdict("pause@receiver", 9.0)
+
+    replay = Replay(log, find)
+    confirm, minimize = replay.through(log.watch(run)), replay.through(log.watch(run))
+    assert [v.score for v in (confirm(find), minimize(other), minimize(other))] == [2.0, 0.5, 3.0]
+    assert live == []  # the walk so far is the recorded one: nothing ran
+    assert minimize(other).score == 9.0 and confirm(find).score == 9.0 and live == [other, find]
+    own = log.evidence(find, "pause@receiver")
+    assert own is not None and [r.score for r in own.runs] == [1.0, 2.0, 9.0]  # the live runs join the evidence
 
 
 def test_differences_name_the_spec_and_the_fingerprint_fields_that_differ() -> None:
