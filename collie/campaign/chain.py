@@ -279,9 +279,9 @@ class Chain:
                         probe: Callable[[Mapping[str, Any]], Verdict | None], found_at: int, trial: int,
                         waited: _Waiting | None = None) -> None:
         """Record a find (see :meth:`_record_find`; ``waited``: it waited for the open edges). In a campaign of
-        several chains, a find whose leading
-        symptom another chain is confirming or minimizing right now waits (its turns pass) until that chain has
-        recorded its own, and is then looked up again: two chains never minimize one anomaly twice."""
+        several chains, a find whose leading symptom another chain is confirming or minimizing right now waits
+        (its turns pass) until that chain has recorded its own, and is then looked up again: two chains never
+        minimize one anomaly twice."""
         chain = self.runner.chain
         if chain is None:
             self._record_find(point, verdict, probe, found_at, trial, waited)
