@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,13 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120,
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": str(columns)}
     return subprocess.run([sys.executable, "-m", "collie", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+
+def ctrl_c_reaches_it() -> None:
+    """``preexec_fn`` of a child a test sends SIGINT: Ctrl-C is its default even when the tests run from a
+    background job of a non-interactive shell (which starts them with SIGINT ignored, and Python then never raises
+    KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture

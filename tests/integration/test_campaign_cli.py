@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, ctrl_c_reaches_it, run_cli
 
 
 def test_default_campaign_writes_a_campaign_folder(tmp_path: Path) -> None:
@@ -46,7 +46,7 @@ def _paced_campaign(out: Path, *options: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-m", "collie", "campaign", "--budget", "150", "--out", str(out),
                              *options], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True)
+                            stdin=subprocess.DEVNULL, text=True, preexec_fn=ctrl_c_reaches_it)
 
 
 def _wait_for_journal_lines(journal: Path, lines: int) -> None:

@@ -20,7 +20,7 @@ from collie.model.features import features
 from collie.model.space import load_space
 from collie.oracle import leading_symptom
 from collie.storage.case import read_case_folder
-from tests.conftest import ROOT
+from tests.conftest import ROOT, ctrl_c_reaches_it
 from tests.integration.remote.test_remote_campaign_sshd import (
     PRESET,
     SEED,
@@ -58,7 +58,7 @@ def _killed_mid_search(inventory: Path, out: Path, sig: int = signal.SIGKILL) ->
                              "--parallel", "2", "--seed", str(SEED), "--budget", str(BUDGET), "--preset", PRESET,
                              "--out", str(out), "--no-live"],
                             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=ctrl_c_reaches_it)
     journal_file = out / "trials.jsonl"
     deadline = time.monotonic() + 300
     try:
