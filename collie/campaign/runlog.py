@@ -37,6 +37,10 @@ class RunLog:
 
         return watched
 
+    def recorded(self) -> dict[str, tuple[Verdict, ...]]:
+        """Every point's runs so far, by :func:`~collie.model.points.point_key` (a snapshot)."""
+        return {key: tuple(runs) for key, runs in self._runs.items()}
+
     def evidence(self, point: Mapping[str, Any], leading: str) -> CaseEvidence | None:
         """The evidence of the runs of ``point`` so far (see :meth:`CaseEvidence.of`)."""
         return CaseEvidence.of(point, self._runs.get(point_key(point), []), leading)
@@ -55,9 +59,8 @@ class Replay:
     """
 
     def __init__(self, log: RunLog, first: Mapping[str, Any]) -> None:
-        self._log = log
+        self._recorded = log.recorded()
         self._used: dict[str, int] = {point_key(first): 1}
-        self._recorded = {key: len(runs) for key, runs in log._runs.items()}
 
     def through(self, probe: Callable[[Mapping[str, Any]], Verdict | None]
                 ) -> Callable[[Mapping[str, Any]], Verdict | None]:
@@ -66,9 +69,10 @@ class Replay:
         def replayed(point: Mapping[str, Any]) -> Verdict | None:
             key = point_key(point)
             n = self._used.get(key, 0)
-            if n < self._recorded.get(key, 0):
+            recorded = self._recorded.get(key, ())
+            if n < len(recorded):
                 self._used[key] = n + 1
-                return self._log._runs[key][n]
+                return recorded[n]
             return probe(point)
 
         return replayed
