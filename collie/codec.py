@@ -294,6 +294,17 @@ def encode_fields(obj: Any) -> dict[str, Any]:
     return {f.name: encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
 
 
+def built(cls: type[T], values: dict[str, Any]) -> T:
+    """``cls(**values)`` for a frozen dataclass without ``__post_init__``, when ``values`` names every field, in
+    field order, with what the field holds: the instance takes ``values`` as its ``__dict__`` instead of the
+    generated ``__init__`` setting each field with ``object.__setattr__`` (the cost of the simulator's results
+    and a workload's features, built per experiment). ``values`` must be a fresh dict the caller keeps no use
+    of."""
+    obj: T = object.__new__(cls)
+    object.__setattr__(obj, "__dict__", values)
+    return obj
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value

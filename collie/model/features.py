@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass
 from operator import attrgetter
 from typing import Any, Final
 
+from collie.codec import built
 from collie.model.flow import ATOMIC_OPCODES, MIXED, RECV_CONSUMING, Flow
 from collie.model.workload import Workload
 
@@ -108,7 +109,6 @@ _MAXIMA: Final = (("qps_flow", "qps"), ("batch", "batch"), ("sges", "sges"), ("w
                   ("inline", "inline"), ("signal_every", "signal_every"), ("recv_batch", "recv_batch"),
                   ("recv_sges", "recv_sges"), ("recv_delay_us", "recv_delay_us"), ("mr_churn", "mr_churn"),
                   ("qp_churn", "qp_churn"))
-_MAXIMA_NAMES: Final = tuple(name for name, _ in _MAXIMA)
 _maxima_of: Final = attrgetter(*(field for _, field in _MAXIMA))
 
 
@@ -130,9 +130,11 @@ def features(workload: Workload) -> Features:
 def _features(workload: Workload) -> Features:
     """Compute the features of ``workload`` (pure: called for every simulated experiment), in one pass over
     the flows."""
-    flows = tuple(f for f in workload.flows if not f.victim) or workload.flows  # all victims: illegal, described
-    per_flow = [_maxima_of(f) for f in flows]
-    maxima = dict(zip(_MAXIMA_NAMES, per_flow[0] if len(per_flow) == 1 else map(max, *per_flow), strict=True))
+    every = workload.flows
+    flows = [f for f in every if not f.victim] or every  # all victims: illegal, described
+    (qps_flow, batch, sges, wq_depth, rq_depth, mr_size, processes, inline, signal_every, recv_batch, recv_sges,
+     recv_delay_us, mr_churn, qp_churn) = (_maxima_of(flows[0]) if len(flows) == 1  # in the order of _MAXIMA
+                                           else tuple(map(max, *map(_maxima_of, flows))))
     qps_host: dict[str, int] = {}
     mrs_host: dict[str, int] = {}
     bytes_host: dict[str, int] = {}
@@ -148,15 +150,17 @@ def _features(workload: Workload) -> Features:
     mtu = flows[0].mtu
     burst = read_write_mix = atomics = False
     for f in flows:
-        client, server = f.client.host, f.server.host
+        client_ep, server_ep = f.client, f.server
+        client, server = client_ep.host, server_ep.host
+        qps, mrs = f.qps, f.mrs
         # both ends count on their host, so a loopback flow's host holds 2 x qps QPs and 2 x mrs MRs
-        footprint = f.mrs * f.mr_size
+        footprint = mrs * f.mr_size
         for host in (client, server):
-            qps_host[host] = qps_host.get(host, 0) + f.qps
-            mrs_host[host] = mrs_host.get(host, 0) + f.mrs
+            qps_host[host] = qps_host.get(host, 0) + qps
+            mrs_host[host] = mrs_host.get(host, 0) + mrs
             bytes_host[host] = bytes_host.get(host, 0) + footprint
-        memories.add(f.client.memory)
-        memories.add(f.server.memory)
+        memories.add(client_ep.memory)
+        memories.add(server_ep.memory)
         ops = f.opcodes
         opcode = ops[0] if ops.count(ops[0]) == len(ops) else MIXED  # Flow.opcode
         receiver = client if opcode == "READ" else server  # Flow.payload_receiver
@@ -167,51 +171,68 @@ def _features(workload: Workload) -> Features:
             remote_rx.add(receiver)
         transports.add(f.transport)
         opcodes.add(opcode)
-        qps_total += f.qps
-        if f.mtu < mtu:
-            mtu = f.mtu
-        sizes = max(sizes, len(f.sizes))
-        recv_gap_ns = max(recv_gap_ns, _recv_gap_ns(f))
+        qps_total += qps
+        flow_mtu = f.mtu
+        if flow_mtu < mtu:
+            mtu = flow_mtu
+        flow_sizes = f.sizes
+        if len(flow_sizes) > sizes:
+            sizes = len(flow_sizes)
+        if f.recv_delay_us > 0:
+            recv_gap_ns = max(recv_gap_ns, _recv_gap_ns(f))
         burst = burst or f.burst
         read_write_mix = read_write_mix or ("READ" in ops and not _WRITES.isdisjoint(ops))
         atomics = atomics or not ATOMIC_OPCODES.isdisjoint(ops)  # Flow.atomic
-        flow_max = max(f.sizes)
+        flow_max = max(flow_sizes)
         sge_bytes = max(sge_bytes, -(-flow_max // f.sges))
-        all_sizes.extend(f.sizes)
-        if f.transport != "UD" and flow_max > f.mtu:
-            tails.extend(s - (s - 1) // f.mtu * f.mtu for s in f.sizes if s > f.mtu)
+        all_sizes += flow_sizes
+        if flow_max > flow_mtu and f.transport != "UD":
+            tails += [s - (s - 1) // flow_mtu * flow_mtu for s in flow_sizes if s > flow_mtu]
     max_msg = max(all_sizes)
     min_msg = min(all_sizes)
-    line_tails = [s % CACHE_LINE for s in all_sizes if s % CACHE_LINE]
-    return Features(
-        transport=transports.pop() if len(transports) == 1 else MIXED,
-        opcode=opcodes.pop() if len(opcodes) == 1 else MIXED,
-        flows=len(flows),
-        hosts=len(qps_host),
-        qps_total=qps_total,
-        qps_host=max(qps_host.values()),
-        sge_bytes=sge_bytes,
-        mtu=mtu,
-        max_msg=max_msg,
-        min_msg=min_msg,
-        sizes=sizes,
-        size_mix=min_msg <= SMALL_MSG and max_msg >= LARGE_MSG,
-        bidirectional=any((b, a) in remote_pairs for a, b in remote_pairs),
-        loopback=bool(loop_rx),
-        incast=bool(loop_rx & remote_rx),
-        remote_numa="remote" in memories,
-        gpu="gpu" in memories,
-        mrs_host=max(mrs_host.values()),
-        mr_footprint=max(bytes_host.values()),
-        burst=burst,
-        read_write_mix=read_write_mix,
-        atomics=atomics,
-        line_tail=min(line_tails, default=0),
-        tail_packet=min(tails, default=0),
-        victim="+".join(sorted({f.victim for f in workload.flows if f.victim})) or "none",
-        recv_gap_ns=recv_gap_ns,
-        **maxima,
-    )
+    line_tails = [t for s in all_sizes if (t := s % CACHE_LINE)]
+    return built(Features, {
+        "transport": transports.pop() if len(transports) == 1 else MIXED,
+        "opcode": opcodes.pop() if len(opcodes) == 1 else MIXED,
+        "flows": len(flows),
+        "hosts": len(qps_host),
+        "qps_total": qps_total,
+        "qps_flow": qps_flow,
+        "qps_host": max(qps_host.values()),
+        "batch": batch,
+        "sges": sges,
+        "sge_bytes": sge_bytes,
+        "wq_depth": wq_depth,
+        "rq_depth": rq_depth,
+        "mtu": mtu,
+        "max_msg": max_msg,
+        "min_msg": min_msg,
+        "sizes": sizes,
+        "size_mix": min_msg <= SMALL_MSG and max_msg >= LARGE_MSG,
+        "bidirectional": len(remote_pairs) > 1 and any((b, a) in remote_pairs for a, b in remote_pairs),
+        "loopback": bool(loop_rx),
+        "incast": bool(loop_rx & remote_rx),
+        "remote_numa": "remote" in memories,
+        "gpu": "gpu" in memories,
+        "mrs_host": max(mrs_host.values()),
+        "mr_size": mr_size,
+        "mr_footprint": max(bytes_host.values()),
+        "processes": processes,
+        "inline": inline,
+        "signal_every": signal_every,
+        "burst": burst,
+        "read_write_mix": read_write_mix,
+        "atomics": atomics,
+        "line_tail": min(line_tails, default=0),
+        "tail_packet": min(tails, default=0),
+        "recv_batch": recv_batch,
+        "recv_sges": recv_sges,
+        "recv_delay_us": recv_delay_us,
+        "mr_churn": mr_churn,
+        "qp_churn": qp_churn,
+        "victim": "+".join(sorted({f.victim for f in every if f.victim})) or "none",
+        "recv_gap_ns": recv_gap_ns,
+    })
 
 
 def encode(feats: Features) -> dict[str, float]:

@@ -19,7 +19,8 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from json.encoder import encode_basestring_ascii as _str
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -37,10 +38,47 @@ _T = TypeVar("_T")
 #: ``opcodes``): a dict built in this order serialises as ``json.dumps(..., sort_keys=True)`` would, unsorted.
 _CANON_KEYS: Final = tuple(sorted(("opcode" if n == "opcodes" else n, n) for n in Flow.__dataclass_fields__))
 _CANON: Final = json.JSONEncoder()
+#: A flow's integer fields, read at once (what :func:`_canonical` writes as plain digits after checking them).
+_INTS: Final = attrgetter("batch", "inline", "mr_size", "mrs", "mtu", "processes", "qps", "rq_depth", "sges",
+                          "signal_every", "sq_depth", "recv_batch", "recv_sges", "recv_delay_us", "mr_churn",
+                          "qp_churn")
+_JUST_INT: Final = frozenset((int,))
+_BOOL: Final = {True: "true", False: "false"}
 
 
 def _canonical(f: Flow) -> str:
-    """``json.dumps(flow_to_dict(f), sort_keys=True)``, built from the flow's own ``__dict__`` (no
+    """``json.dumps(flow_to_dict(f), sort_keys=True)``, written directly (keys in sorted order, the
+    :data:`OMITTED_AT_DEFAULT` ones only when they differ from their default) when every field has its declared
+    type; otherwise (a flow built in code with, say, a bool for an integer) by the JSON encoder itself."""
+    if {*map(type, _INTS(f)), *map(type, f.sizes)} != _JUST_INT or type(f.burst) is not bool:
+        return _canonical_json(f)
+    try:  # str fields: encode_basestring_ascii is the JSON encoder's own (a TypeError: not a str)
+        client, server = f.client, f.server
+        ops = f.opcodes
+        opcode = _str(ops[0]) if len(ops) == 1 else f"[{', '.join(map(_str, ops))}]"
+        c_ep = f'{{"host": {_str(client.host)}, "memory": {_str(client.memory)}}}'
+        s_ep = f'{{"host": {_str(server.host)}, "memory": {_str(server.memory)}}}'
+        transport = _str(f.transport)
+        victim = f', "victim": {_str(f.victim)}' if f.victim != "" else ""
+    except TypeError:
+        return _canonical_json(f)
+    # (defaults of OMITTED_AT_DEFAULT: recv_batch = recv_sges = 1, the others 0 / "")
+    return (f'{{"batch": {f.batch}, "burst": {_BOOL[f.burst]}, "client": {c_ep}, "inline": {f.inline}, '
+            + (f'"mr_churn": {f.mr_churn}, ' if f.mr_churn != 0 else "")
+            + f'"mr_size": {f.mr_size}, "mrs": {f.mrs}, "mtu": {f.mtu}, "opcode": {opcode}, '
+            f'"processes": {f.processes}, '
+            + (f'"qp_churn": {f.qp_churn}, ' if f.qp_churn != 0 else "")
+            + f'"qps": {f.qps}, '
+            + (f'"recv_batch": {f.recv_batch}, ' if f.recv_batch != 1 else "")
+            + (f'"recv_delay_us": {f.recv_delay_us}, ' if f.recv_delay_us != 0 else "")
+            + (f'"recv_sges": {f.recv_sges}, ' if f.recv_sges != 1 else "")
+            + f'"rq_depth": {f.rq_depth}, "server": {s_ep}, "sges": {f.sges}, "signal_every": {f.signal_every}, '
+            f'"sizes": [{", ".join(map(str, f.sizes))}], "sq_depth": {f.sq_depth}, "transport": {transport}'
+            f"{victim}}}")
+
+
+def _canonical_json(f: Flow) -> str:
+    """:func:`_canonical` by the JSON encoder, built from the flow's own ``__dict__`` (no
     ``dataclasses.asdict``): tuples serialise as lists, an endpoint's fields are in sorted order."""
     values = vars(f)
     d = {key: values[name] for key, name in _CANON_KEYS}
@@ -82,24 +120,23 @@ class Workload:
     def key(self) -> str:
         """A stable 16-hex-digit identity of the experiment (flows only, order-independent): the SHA-256 of the
         flows' sorted canonical JSON forms (``json.dumps(flow_to_dict(f), sort_keys=True)``)."""
-        return self._key
-
-    @cached_property
-    def _key(self) -> str:
-        return hashlib.sha256("\n".join(sorted(map(_canonical, self.flows))).encode()).hexdigest()[:16]
+        memo = self.__dict__  # computed once, kept beside the (frozen) fields, as a cached property would
+        key: str | None = memo.get("_key")
+        if key is None:
+            key = memo["_key"] = hashlib.sha256("\n".join(sorted(map(_canonical, self.flows))).encode()
+                                                ).hexdigest()[:16]
+        return key
 
     def derived(self, compute: Callable[[Workload], _T]) -> _T:
         """``compute(self)``, computed once per instance: ``compute`` must be a pure function of the flows (its
         result immutable), such as :func:`collie.model.features.features` (the simulator, the oracle and the
         campaign all ask for the features of the workload they hold)."""
-        memo = self._derived
+        memo: dict[Callable[[Workload], Any], Any] | None = self.__dict__.get("_derived")
+        if memo is None:
+            memo = self.__dict__["_derived"] = {}
         if compute not in memo:
             memo[compute] = compute(self)
         return memo[compute]  # type: ignore[no-any-return]
-
-    @cached_property
-    def _derived(self) -> dict[Callable[[Workload], Any], Any]:
-        return {}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON/TOML-ready form (the file format)."""
