@@ -40,8 +40,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from collie.codec import built
 from collie.model.features import CACHE_LINE, Features
-from collie.model.flow import ATOMIC_OPCODES, RECV_CONSUMING, Flow
+from collie.model.flow import ATOMIC_BYTES, ATOMIC_OPCODES, RECV_CONSUMING, Flow
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
 from collie.targets.sim.churn import HostChurn, flow_figures, host_churn, miss_slots, xlate_working_set
@@ -106,6 +107,15 @@ class HostAcc:
     diag_mtt: float = 0.0
     diag_pcie: float = 0.0
     diag_pkt: float = 0.0
+    # what the diagnostic counters above are computed from, at base-model (pre-quirk) rates
+    base_pcie_rd: float = 0.0  # PCIe bytes read (payload, descriptors)
+    base_pcie_wr: float = 0.0  # PCIe bytes written (payload, completions)
+    base_qps: float = 0.0  # data-path QPs (both ends of every flow)
+    base_msgs: float = 0.0  # messages sent plus received
+    base_pkts: float = 0.0  # data packets sent plus received
+    base_ws_wqe: float = 0.0  # receive-WQE working set (entries)
+    base_wqe_msgs: float = 0.0  # messages consuming a receive WQE
+    base_amp_pcie: float = 1.0  # the largest PCIe amplification of a flow sending or receiving here
 
 
 @dataclass(slots=True)
@@ -158,6 +168,49 @@ class FlowCalc:
         return self.fwd_pkts + self.rev_pkts
 
 
+CounterFunction = Callable[[HostAcc, float, float], dict[str, float]]
+
+
+class Compiled:
+    """A profile as :func:`simulate` runs it: what the model derives from the profile alone (resource capacities,
+    unit conversions, the quirks' compiled conditions, which diagnostic counters the dialect reports), computed
+    once; a :class:`~collie.targets.sim.target.SimTarget` holds one. Each number is the very expression the model
+    would otherwise evaluate per experiment, so the results are the same to the last bit.
+
+    Args:
+        counters: turns one host's accumulator into counter deltas (``acc, duration, line_rate``; the dialect's
+            :func:`~collie.targets.sim.counters.dialect_counters`).
+    """
+
+    def __init__(self, profile: Profile, counters: CounterFunction) -> None:
+        nic, pcie, m = profile.nic, profile.pcie, profile.model
+        self.profile: Final = profile
+        self.counters: Final = counters
+        self.quirks: Final = profile.active_quirks
+        self.conditions: Final = profile.conditions
+        #: the diagnostic counters the dialect reports, in the order the model applies their noise
+        self.diagnostics: Final = tuple(k for k in _PRECURSOR if k in counters(HostAcc(), 1.0, 1.0))
+        self.backpressure_quirks: Final = any("sim_pcie_backpressure" in q.diagnostics for q in self.quirks)
+        self.kind_caps: Final = _kind_caps(profile)
+        self.line: Final = nic.line_rate_gbps * 1e9
+        self.line_mbps: Final = nic.line_rate_gbps * 1e3
+        self.base_latency_us: Final = nic.base_latency_us
+        self.max_rd_atomic: Final = nic.max_rd_atomic
+        self.pps_cap: Final = nic.msg_rate_mpps * 1e6
+        self.pcie_bytes: Final = pcie.gbps * 1e9 / 8
+        self.mps: Final = pcie.mps
+        self.partial_write_bytes: Final = pcie.partial_write_bytes
+        self.strict_order: Final = 1.0 if pcie.relaxed_ordering else 1.4
+        self.gpu_amp: Final = 6.0 if profile.host.gpu == "acs-misrouted" else 1.5
+        self.rx_wqe_entries: Final = profile.cache.rx_wqe_entries
+        self.qpc_entries: Final = profile.cache.qpc_entries
+        self.noise: Final = m.noise
+        self.wqe_overhead: Final = m.wqe_overhead
+        self.recv_poll_us: Final = m.recv_poll_us
+        self.rnr_timer_s: Final = m.rnr_timer_us * 1e-6
+        self.setup_pin_bps: Final = m.setup_pin_gbps * 1e9
+
+
 def check_supported(profile: Profile, workload: Workload) -> None:
     """Raise :class:`Unsupported` for what this simulated device cannot run."""
     nic = profile.nic
@@ -190,14 +243,19 @@ def check_supported(profile: Profile, workload: Workload) -> None:
             raise Unsupported(f"host {h}: {n} MRs > device max_mr {nic.max_mr}")
 
 
-def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
-    cycle = f.requests()
+def _flow_calc(i: int, f: Flow, model: Compiled) -> FlowCalc:
+    ops = f.opcodes
+    if len(ops) == 1:  # Flow.requests(), the common case built directly
+        op = ops[0]
+        cycle = ([(op, ATOMIC_BYTES)] * len(f.sizes) if op in ATOMIC_OPCODES else [(op, size) for size in f.sizes])
+    else:
+        cycle = list(f.requests())
     n = len(cycle)
     mtu = f.mtu
     ud = f.transport == "UD"
     per_pkt = PACKET_OVERHEAD + (8 if ud else 0)
-    mps = profile.pcie.mps
-    partial_cost = profile.pcie.partial_write_bytes
+    mps = model.mps
+    partial_cost = model.partial_write_bytes
     # whole bytes and packets per cycle: integer sums, exact in any order (divided by n once, at the end)
     msg = fb = rb = fp = rp = fc = rc = fw = rw = frd = fwr = rrd = rwr = part = 0
     nw = nr = na = ns = nrecv = 0
@@ -244,31 +302,32 @@ def _flow_calc(i: int, f: Flow, profile: Profile) -> FlowCalc:
         else:
             ns += 1
     # mild, bounded efficiency: doorbell/WQE cost amortised by batching, SGE gather, memory placement
-    m = profile.model
-    eff = 1.0 - m.wqe_overhead / f.batch
+    client, server = f.client, f.server
+    eff = 1.0 - model.wqe_overhead / f.batch
     eff *= 1.0 - 0.01 * (f.sges - 1) / f.sges
-    if "remote" in (f.client.memory, f.server.memory):
+    memories = (client.memory, server.memory)
+    if "remote" in memories:
         eff *= 0.985
-    if "gpu" in (f.client.memory, f.server.memory):
+    if "gpu" in memories:
         eff *= 0.985
     if f.inline and msg / n <= f.inline:
-        eff = min(1.0, eff + 0.5 * m.wqe_overhead / f.batch)
-    sender, receiver = (f.server, f.client) if f.receiver_is_client else (f.client, f.server)  # Flow.payload_*
-    c = FlowCalc(i, f.client.host, f.server.host, sender.host, receiver.host, f.loopback,
+        eff = min(1.0, eff + 0.5 * model.wqe_overhead / f.batch)
+    # Flow.payload_sender and payload_receiver: the client receives when READs are all it posts
+    sender, receiver = (server, client) if ops.count("READ") == len(ops) else (client, server)
+    c = FlowCalc(i, client.host, server.host, sender.host, receiver.host, client.host == server.host,
                  f.qps, msg / n, fb / n, rb / n, fp / n, rp / n, fc / n, rc / n, fw / n, rw / n, frd / n,
                  fwr / n, rrd / n, rwr / n, part / n, nw / n, nr / n, na / n, ns / n, nrecv / n, eff)
-    nic = profile.nic
     if nr or na:
         # at most max_rd_atomic READs/atomics outstanding per QP, each for a round trip
-        rtt = (nic.base_latency_us + rd_bytes / (nr + na) * 8 / (nic.line_rate_gbps * 1e3)) * 1e-6
-        c.window = f.qps * nic.max_rd_atomic / rtt / ((nr + na) / n)
+        rtt = (model.base_latency_us + rd_bytes / (nr + na) * 8 / model.line_mbps) * 1e-6
+        c.window = f.qps * model.max_rd_atomic / rtt / ((nr + na) / n)
     if nrecv and f.recv_delay_us > 0:
         # each QP reposts recv_batch WQEs per delay (+ the poll); an RC QP that runs dry is NAKed and its
         # requester waits an RNR timer, in which the receiver refills at most rq_depth WQEs
         share = nrecv / n
-        c.refill = f.qps * f.recv_batch / ((f.recv_delay_us + m.recv_poll_us) * 1e-6) / share
+        c.refill = f.qps * f.recv_batch / ((f.recv_delay_us + model.recv_poll_us) * 1e-6) / share
         if f.transport == "RC":
-            c.starved = f.qps * f.rq_depth / (m.rnr_timer_us * 1e-6) / share
+            c.starved = f.qps * f.rq_depth / model.rnr_timer_s / share
     return c
 
 
@@ -290,7 +349,7 @@ def _kind_caps(profile: Profile) -> list[float]:
             nic.atomic_mops * 1e6 or pcie]
 
 
-def _allocate(calcs: list[FlowCalc], hosts: list[str], profile: Profile, slots: dict[str, tuple[float, float]]
+def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: dict[str, tuple[float, float]]
               ) -> list[dict[int, float]]:
     """Proportional water-filling of request rates over the hosts' resources and each flow's own limits (see
     the module docstring); labels each flow with the base-model limits that hold it well below its ceiling.
@@ -306,7 +365,7 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], profile: Profile, slots: 
     """
     first = {h: i * _KINDS for i, h in enumerate(hosts)}
     n_host = len(hosts) * _KINDS
-    caps = _kind_caps(profile) * len(hosts)  # resource id -> capacity
+    caps = model.kind_caps * len(hosts)  # resource id -> capacity
     churning = {first[h]: s for h, s in slots.items()}
     uses: list[list[tuple[int, float]]] = []  # per flow: (resource, usage per request)
     for c in calcs:
@@ -417,26 +476,24 @@ class Outcome:
     fired: tuple[str, ...]
 
 
-def simulate(profile: Profile, workload: Workload, feats: Features, duration: float,
-             draw: Callable[[], float], dialect_counters: Callable[[HostAcc, float, float], dict[str, float]]
+def simulate(model: Compiled, workload: Workload, feats: Features, duration: float, draw: Callable[[], float]
              ) -> Outcome:
     """Run the model once.
 
     Args:
+        model: the profile, compiled (:class:`Compiled`).
         draw: the run's noise source; each call returns a number in [0, 1) (a pure function of the seed).
-        dialect_counters: turns one host's accumulator into counter deltas (``acc, duration, line_rate``).
     """
+    profile = model.profile
     flows = workload.flows
-    calcs = [_flow_calc(i, f, profile) for i, f in enumerate(flows)]
+    calcs = [_flow_calc(i, f, model) for i, f in enumerate(flows)]
     churn = host_churn(profile, workload)
     slots = miss_slots(profile, churn, xlate_working_set(profile, feats.mrs_host, feats.mr_footprint),
                        _qpc_working_sets(profile, workload)) if churn else {}
     hosts: dict[str, HostAcc] = {h: HostAcc() for h in workload.hosts}
-    utilisation = _allocate(calcs, list(hosts), profile, slots)
-    # the diagnostics count at the rates the flows would get without churn's slowdown
-    base_rates = [c.rate * c.unchurned for c in calcs]
+    utilisation = _allocate(calcs, list(hosts), model, slots)
 
-    prox = list(zip(profile.active_quirks, profile.conditions.proximities(feats), strict=True))
+    prox = list(zip(model.quirks, model.conditions.proximities(feats), strict=True))
     fired: list[Quirk] = [q for q, p in prox if p == 1.0]
     thr = 1.0
     loss = 0.0
@@ -445,19 +502,50 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
         loss = 1.0 - (1.0 - loss) * (1.0 - q.symptom.loss)
     pause_host = _pause_hosts(fired, workload)
 
-    noise = profile.model.noise
+    noise = model.noise
     amp = 1.5 * noise
 
     def tri() -> float:  # triangular in [0, 1)
         return (draw() + draw()) * 0.5
 
     global_noise = 1.0 - amp * 0.5 * tri()
+    gpu_amp = model.gpu_amp
     for c, f in zip(calcs, flows, strict=True):
+        s, d = hosts[c.src], hosts[c.dst]
+        cl, sv = hosts[c.client], hosts[c.server]
+        pkts = c.fwd_pkts + c.rev_pkts  # c.pkts
+        # the diagnostics' inputs count at the rate the flow would get without churn's slowdown and quirks
+        r = c.rate * c.unchurned
+        cqe = CQE_BYTES / f.signal_every
+        cl.base_pcie_rd += r * c.fwd_rd
+        sv.base_pcie_rd += r * c.rev_rd
+        s.base_pcie_rd += r * ((WQE_BYTES + SGE_BYTES * f.sges) / 1.0 + cqe)  # descriptors
+        sv.base_pcie_wr += r * c.fwd_wr
+        cl.base_pcie_wr += r * c.rev_wr
+        d.base_pcie_wr += r * cqe
+        cl.base_qps += f.qps
+        sv.base_qps += f.qps
+        s.base_msgs += r
+        d.base_msgs += r
+        s.base_pkts += r * pkts
+        d.base_pkts += r * pkts
+        if c.n_recv:
+            sv.base_ws_wqe += f.qps * f.rq_depth * (1.0 + f.batch / 32.0) * f.sges ** 0.5
+            sv.base_wqe_msgs += r * c.n_recv
+        a = 1.0 + 0.15 * (f.sges - 1)
+        for memory in (f.client.memory, f.server.memory):
+            if memory == "remote":
+                a *= 1.6
+            elif memory == "gpu":
+                a *= gpu_amp
+        if c.loopback:
+            a *= 1.3
+        s.base_amp_pcie = max(s.base_amp_pcie, a)
+        d.base_amp_pcie = max(d.base_amp_pcie, a)
+
         # a paused receiver takes at most (1 - pause) of what it could; the quirk's factor is the other bound
         factor = min(thr, 1.0 - pause_host.get(c.dst, 0.0)) * (1.0 - loss)
         c.rate *= factor * global_noise * (1.0 - amp * 0.5 * tri())
-        s, d = hosts[c.src], hosts[c.dst]
-        cl, sv = hosts[c.client], hosts[c.server]
         r = c.rate
         fwd, rev = r * c.fwd_bytes, r * c.rev_bytes
         cl.tx_payload += fwd
@@ -485,18 +573,19 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
         demand = c.free * c.n_recv
         supply = c.refill * c.n_recv
         if demand > supply:
-            _starve(c, f, profile, demand, supply, cl, sv)
+            _starve(c, f, model, demand, supply, cl, sv)
         if loss:
-            lost = r * c.pkts * loss / (1.0 - loss)
+            lost = r * pkts * loss / (1.0 - loss)
             d.lost_rx += lost
             s.lost_tx += lost
 
-    _diagnostics(profile, workload, feats, calcs, base_rates, hosts, prox, churn)
+    _diagnostics(model, feats, hosts, prox, churn)
 
     # pause: a fired quirk's host asks its remote peers to pause; every receiver shows the setup blip
     setup_us = min(profile.model.setup_pause_us * (0.5 + draw()), SETUP_PAUSE_CAP * duration * 1e6)
     setup_ratio = setup_us / (duration * 1e6)
     receivers = {c.dst for c in calcs}
+    stall = model.backpressure_quirks and any("sim_pcie_backpressure" in q.diagnostics for q in fired)
     for h, acc in hosts.items():
         ratio = pause_host.get(h, 0.0)
         if ratio:
@@ -505,27 +594,27 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
         if h in receivers:
             ratio = 1.0 - (1.0 - ratio) * (1.0 - setup_ratio)
         acc.pause_tx = ratio
-        if h in pause_host and any("sim_pcie_backpressure" in q.diagnostics for q in fired):
+        if stall and h in pause_host:
             acc.pcie_stall = min(100.0, acc.pcie_stall + 150.0 * ratio)
     for c in calcs:
         if not c.loopback:
             peer = hosts[c.src]
             peer.pause_rx = max(peer.pause_rx, hosts[c.dst].pause_tx)
 
-    line = profile.nic.line_rate_gbps * 1e9
+    line = model.line
+    counters_of = model.counters
     out_hosts: list[HostResult] = []
     for h, acc in hosts.items():  # the workload's hosts, sorted
-        counters = dialect_counters(acc, duration, line)
+        counters = counters_of(acc, duration, line)
         cn = 1.0 + noise * (draw() - 0.5)
-        for k in ("sim_rx_wqe_cache_miss", "sim_qpc_cache_miss", "sim_mtt_cache_miss",
-                  "sim_pcie_backpressure", "sim_pkt_pipeline_stall"):
-            if k in counters:
-                counters[k] = float(round(counters[k] * cn))
-        out_hosts.append(HostResult(host=h, tx_bps=acc.tx_payload * 8, rx_bps=acc.rx_payload * 8,
-                                    tx_pps=acc.tx_pkts, rx_pps=acc.rx_pkts, counters=counters))
+        for k in model.diagnostics:
+            counters[k] = float(round(counters[k] * cn))
+        out_hosts.append(built(HostResult, {"host": h, "tx_bps": acc.tx_payload * 8, "rx_bps": acc.rx_payload * 8,
+                                            "tx_pps": acc.tx_pkts, "rx_pps": acc.rx_pkts, "counters": counters,
+                                            "sources": {}, "unreadable": {}}))
 
     out_flows: list[FlowResult] = []
-    base_lat = profile.nic.base_latency_us
+    base_lat = model.base_latency_us
     waits = _shared_waits(calcs, utilisation, line)
     for c, f, wait in zip(calcs, flows, waits, strict=True):
         ser = c.msg_bytes * 8 / line * 1e6
@@ -536,10 +625,13 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
         p99 = p50 * (1.6 + 40.0 * pz) + wait
         p999 = p50 * (2.5 + 120.0 * pz) + 1.5 * wait
         p50 += 0.5 * wait
-        figures = flow_figures(profile, f, churn, lambda: 1.0 + 0.02 * tri()) if churn else {}
-        out_flows.append(FlowResult(flow=c.index, client=c.client, server=c.server,
-                                    bps=c.rate * c.msg_bytes * 8, pps=c.rate * c.pkts, msg_rate=c.rate,
-                                    lat_p50_us=p50, lat_p99_us=p99, lat_p999_us=p999, **figures))
+        result = {"flow": c.index, "client": c.client, "server": c.server, "bps": c.rate * c.msg_bytes * 8,
+                  "pps": c.rate * c.pkts, "msg_rate": c.rate, "lat_p50_us": p50, "lat_p99_us": p99,
+                  "lat_p999_us": p999, "mr_churn_us": 0.0, "mr_churn_per_s": 0.0, "mr_churn_p99_us": 0.0,
+                  "qp_churn_us": 0.0, "qp_churn_per_s": 0.0, "qp_churn_p99_us": 0.0}
+        if churn:
+            result.update(flow_figures(profile, f, churn, lambda: 1.0 + 0.02 * tri()))
+        out_flows.append(built(FlowResult, result))
 
     m = profile.model
     qps_sides = mrs_sides = pinned = 0
@@ -548,9 +640,10 @@ def simulate(profile: Profile, workload: Workload, feats: Features, duration: fl
         mrs_sides += 2 * f.mrs
         pinned += 2 * f.mrs * f.mr_size
     setup = (m.setup_base_s + qps_sides * m.setup_qp_us * 1e-6 + mrs_sides * m.setup_mr_us * 1e-6
-             + pinned * 8 / (m.setup_pin_gbps * 1e9)) * (1.0 + 0.05 * (draw() - 0.5))
-    return Outcome(flows=tuple(out_flows), hosts=tuple(out_hosts), setup_s=setup,
-                   fired=tuple(q.id for q in fired) + tuple(dict.fromkeys(lb for c in calcs for lb in c.labels)))
+             + pinned * 8 / model.setup_pin_bps) * (1.0 + 0.05 * (draw() - 0.5))
+    return built(Outcome, {"flows": tuple(out_flows), "hosts": tuple(out_hosts), "setup_s": setup,
+                           "fired": tuple(q.id for q in fired)
+                           + tuple(dict.fromkeys(lb for c in calcs for lb in c.labels))})
 
 
 def _shared_waits(calcs: list[FlowCalc], utilisation: list[dict[int, float]], line: float
@@ -573,13 +666,13 @@ def _shared_waits(calcs: list[FlowCalc], utilisation: list[dict[int, float]], li
     return waits
 
 
-def _starve(c: FlowCalc, f: Flow, profile: Profile, demand: float, supply: float, cl: HostAcc,
+def _starve(c: FlowCalc, f: Flow, model: Compiled, demand: float, supply: float, cl: HostAcc,
             sv: HostAcc) -> None:
     """Receive starvation of one flow: its sender wants ``demand`` receive-consuming requests/s, its responder
     reposts ``supply``. RC: each starved QP is NAKed about once per RNR timer (in proportion to how short the
     supply falls) and resends the NAKed request; UC/UD: the requests beyond the supply are dropped."""
     if f.transport == "RC":
-        naks = f.qps / (profile.model.rnr_timer_us * 1e-6) * (1.0 - supply / demand)
+        naks = f.qps / model.rnr_timer_s * (1.0 - supply / demand)
         sv.rnr_naks_sent += naks
         cl.rnr_naks_received += naks
         sv.rx_no_wqe += naks
@@ -634,83 +727,37 @@ def _qpc_working_sets(profile: Profile, workload: Workload) -> dict[str, float]:
     return qps
 
 
-@dataclass(slots=True)
-class _HostLoad:
-    """One host's inputs to its diagnostic counters, at base-model rates (per second unless noted)."""
-
-    pcie_rd: float = 0.0  # PCIe bytes read (payload, descriptors)
-    pcie_wr: float = 0.0  # PCIe bytes written (payload, completions)
-    qps: float = 0.0  # data-path QPs (both ends of every flow)
-    msgs: float = 0.0  # messages sent plus received
-    pkts: float = 0.0  # data packets sent plus received
-    ws_wqe: float = 0.0  # receive-WQE working set (entries)
-    wqe_msgs: float = 0.0  # messages consuming a receive WQE
-    amp_pcie: float = 1.0  # the largest PCIe amplification of a flow sending or receiving here
-
-
-def _diagnostics(profile: Profile, workload: Workload, feats: Features, calcs: list[FlowCalc],
-                 base_rates: list[float], hosts: dict[str, HostAcc], prox: list[tuple[Quirk, float]],
+def _diagnostics(model: Compiled, feats: Features, hosts: dict[str, HostAcc], prox: list[tuple[Quirk, float]],
                  churn: dict[str, HostChurn]) -> None:
-    """Fill the ``sim_*`` diagnostic counters (per second) of every host from base-model (pre-quirk) rates; a
-    churning host's caches hold its churned entries too."""
-    cache = profile.cache
-    pcie_cap = profile.pcie.gbps * 1e9 / 8
-    pps_cap = profile.nic.msg_rate_mpps * 1e6
-    loads = {h: _HostLoad() for h in hosts}
-    for c, r, f in zip(calcs, base_rates, workload.flows, strict=True):
-        desc = (WQE_BYTES + SGE_BYTES * f.sges) / 1.0 + CQE_BYTES / f.signal_every
-        cqe = CQE_BYTES / f.signal_every
-        cl, sv, s, d = loads[c.client], loads[c.server], loads[c.src], loads[c.dst]
-        cl.pcie_rd += r * c.fwd_rd
-        sv.pcie_rd += r * c.rev_rd
-        s.pcie_rd += r * desc
-        sv.pcie_wr += r * c.fwd_wr
-        cl.pcie_wr += r * c.rev_wr
-        d.pcie_wr += r * cqe
-        cl.qps += f.qps
-        sv.qps += f.qps
-        s.msgs += r
-        d.msgs += r
-        s.pkts += r * c.pkts
-        d.pkts += r * c.pkts
-        if c.n_recv:
-            sv.ws_wqe += f.qps * f.rq_depth * (1.0 + f.batch / 32.0) * f.sges ** 0.5
-            sv.wqe_msgs += r * c.n_recv
-        a = 1.0 + 0.15 * (f.sges - 1)
-        for ep in (f.client, f.server):
-            if ep.memory == "remote":
-                a *= 1.6
-            elif ep.memory == "gpu":
-                a *= 6.0 if profile.host.gpu == "acs-misrouted" else 1.5
-        if c.loopback:
-            a *= 1.3
-        s.amp_pcie = max(s.amp_pcie, a)
-        d.amp_pcie = max(d.amp_pcie, a)
+    """Fill the ``sim_*`` diagnostic counters (per second) of every host from its ``base_*`` inputs (base-model,
+    pre-quirk rates); a churning host's caches hold its churned entries too."""
+    pcie_cap = model.pcie_bytes
+    pps_cap = model.pps_cap
     bidir = 1.3 if feats.bidirectional else 1.0
-    strict_order = 1.0 if profile.pcie.relaxed_ordering else 1.4
-    mr_ws = xlate_working_set(profile, feats.mrs_host, feats.mr_footprint)
+    strict_order = model.strict_order
+    mr_ws = xlate_working_set(model.profile, feats.mrs_host, feats.mr_footprint)
     read_f = 1.3 if feats.opcode == "READ" else 1.0
     mtu_f = (4096.0 / feats.mtu) ** 0.25
     # every active quirk adds its precursor, per message or per packet, to its diagnostic counters
     boosts = [(boost, q.diagnostics) for q, closeness in prox
               if (boost := q.precursor * closeness * (3.0 if closeness == 1.0 else 1.0)) >= 1e-9]
     for h, acc in hosts.items():
-        ld = loads[h]
-        m = ld.msgs * 0.5
-        p = ld.pkts * 0.5
+        m = acc.base_msgs * 0.5
+        p = acc.base_pkts * 0.5
         ch = churn.get(h, _IDLE)
-        util = max(ld.pcie_rd, ld.pcie_wr) / pcie_cap
-        bp = soft_fraction(util * ld.amp_pcie * bidir * strict_order)
+        util = max(acc.base_pcie_rd, acc.base_pcie_wr) / pcie_cap
+        bp = soft_fraction(util * acc.base_amp_pcie * bidir * strict_order)
         acc.pcie_stall = 20.0 * bp if p > 0 else 0.0
         # in the order of _PRECURSOR: the base model's miss and stall rates, then each quirk's precursor
-        diag = [soft_fraction(ld.ws_wqe / cache.rx_wqe_entries) * ld.wqe_msgs,
-                soft_fraction(ld.qps / cache.qpc_entries + ch.qpc) * m,
+        diag = [soft_fraction(acc.base_ws_wqe / model.rx_wqe_entries) * acc.base_wqe_msgs,
+                soft_fraction(acc.base_qps / model.qpc_entries + ch.qpc) * m,
                 soft_fraction(mr_ws + ch.xlate) * p,
                 0.2 * bp * p,
                 0.1 * soft_fraction(p * 2 / pps_cap * read_f * bidir * mtu_f) * p]
-        per = (m, m, p, p, p)
-        for boost, diagnostics in boosts:
-            for name in diagnostics:
-                i = _PRECURSOR[name]
-                diag[i] += boost * per[i]
+        if boosts:
+            per = (m, m, p, p, p)
+            for boost, diagnostics in boosts:
+                for name in diagnostics:
+                    i = _PRECURSOR[name]
+                    diag[i] += boost * per[i]
         acc.diag_rx_wqe, acc.diag_qpc, acc.diag_mtt, acc.diag_pcie, acc.diag_pkt = diag

@@ -17,12 +17,13 @@ import time
 from types import TracebackType
 from typing import Self
 
+from collie.codec import built
 from collie.errors import InputError
 from collie.model.features import features
 from collie.model.workload import Workload
 from collie.targets.base import RunResult, TargetInfo
 from collie.targets.sim.counters import dialect_counters
-from collie.targets.sim.model import check_supported, simulate
+from collie.targets.sim.model import Compiled, check_supported, simulate
 from collie.targets.sim.noise import Draws
 from collie.targets.sim.profile import Profile, load_profile
 
@@ -53,7 +54,7 @@ class SimTarget:
         self.pace = float(pace)
         self.record_truth = record_truth
         self._runs: dict[str, int] = {}
-        self._counters = dialect_counters(self.profile.dialect)
+        self._model = Compiled(self.profile, dialect_counters(self.profile.dialect))
         self._spec = f"sim:{self.profile.name}"
 
     def __enter__(self) -> Self:
@@ -112,10 +113,11 @@ class SimTarget:
         else:
             rep = repetition
         draws = Draws(self.seed, key, rep)
-        out = simulate(self.profile, workload, features(workload), duration, draws, self._counters)
+        out = simulate(self._model, workload, features(workload), duration, draws)
         if self.pace > 0:
             time.sleep(self.pace * duration)
-        return RunResult(
-            workload_key=key, target=self._spec, duration_s=float(duration), setup_s=out.setup_s,
-            flows=out.flows, hosts=out.hosts, truth=out.fired if self.record_truth else (),
-        )
+        return built(RunResult, {
+            "workload_key": key, "target": self._spec, "duration_s": float(duration), "setup_s": out.setup_s,
+            "flows": out.flows, "hosts": out.hosts, "errors": (), "engine_bound": False,
+            "truth": out.fired if self.record_truth else (),
+        })
