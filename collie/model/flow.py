@@ -175,8 +175,13 @@ class Flow:
 
     def requests(self) -> tuple[tuple[str, int], ...]:
         """One full cycle of the opcode and size patterns: ``lcm(len(opcodes), len(sizes))`` requests."""
-        n = math.lcm(len(self.opcodes), len(self.sizes))
-        return tuple(self.request(i) for i in range(n))
+        ops, sizes = self.opcodes, self.sizes
+        n_ops, n_sizes = len(ops), len(sizes)
+        cycle = []
+        for i in range(math.lcm(n_ops, n_sizes)):  # request(i) for each i, written out
+            op = ops[i % n_ops]
+            cycle.append((op, ATOMIC_BYTES if op in ATOMIC_OPCODES else sizes[i % n_sizes]))
+        return tuple(cycle)
 
     @property
     def loopback(self) -> bool:

@@ -127,8 +127,8 @@ QUANTITIES: Final[Mapping[str, Quantity]] = {
     "rnr_naks_received": _count("rnr_naks_received", _COUNT),
     "rx_no_wqe": _count("rx_no_wqe", _COUNT),
     "rx_send": _count("rx_send", _COUNT),
-    "pause_tx_time": Quantity(lambda acc, d, line: acc.pause_tx * d, _SECONDS, _int),
-    "pause_rx_time": Quantity(lambda acc, d, line: acc.pause_rx * d, _SECONDS, _int),
+    "pause_tx_time": _count("pause_tx", _SECONDS),  # the pause ratio: seconds paused per second
+    "pause_rx_time": _count("pause_rx", _SECONDS),
     "pause_tx_frames": Quantity(lambda acc, d, line: _frames(acc.pause_tx, d, line), {"frames": 1.0}, _whole),
     "pause_rx_frames": Quantity(lambda acc, d, line: _frames(acc.pause_rx, d, line), {"frames": 1.0}, _whole),
     "pause_tx_transitions": Quantity(lambda acc, d, line: _transitions(acc.pause_tx, d), _EVENTS, _at_least_one),
@@ -165,20 +165,34 @@ def counter_function(catalog: Catalog) -> CounterFunction:
         if q is not QUANTITIES["zero"]:
             plan.setdefault(id(q), (q, []))[1].append(
                 (spec.name, spec.sim_scale * q.units.get(spec.unit, 1.0), q.rounding))
-    rates = [(q.rate, tuple(outs)) for q, outs in plan.values() if q.rate]
-    # one attrgetter reads every rate field as a tuple (of two or more; fewer are read one by one below)
-    read_rates = attrgetter(*(field for field, _ in rates)) if len(rates) > 1 else None
-    rate_outs = tuple(outs for _, outs in rates)
-    others = tuple((q.amount, tuple(outs)) for q, outs in plan.values() if not q.rate or read_rates is None)
+    rates = [(q.rate, outs) for q, outs in plan.values() if q.rate]
+    fields = tuple(field for field, _ in rates)
+    # one attrgetter reads every rate field as a tuple (a tuple of one or none read one by one)
+    read: Callable[[HostAcc], tuple[float, ...]] = (attrgetter(*fields) if len(fields) > 1
+                                                    else lambda acc: tuple(getattr(acc, f) for f in fields))
+    # every counter of a rate field, as the field's place in ``fields``, its name and scale, by its rounding:
+    # _int and _exact written out below (the same arithmetic without a call per counter), anything else called
+    whole = [(i, name, scale) for i, (_, outs) in enumerate(rates) for name, scale, rounding in outs
+             if rounding is _int]
+    whole_names = tuple(name for _, name, _ in whole)
+    whole_at = tuple((i, scale) for i, _, scale in whole)
+    exact = tuple((i, name, scale) for i, (_, outs) in enumerate(rates) for name, scale, rounding in outs
+                  if rounding is _exact)
+    rest = tuple((i, name, scale, rounding) for i, (_, outs) in enumerate(rates) for name, scale, rounding in outs
+                 if rounding is not _int and rounding is not _exact)
+    others = tuple((q.amount, tuple(outs)) for q, outs in plan.values() if not q.rate)
 
     def counters(acc: HostAcc, d: float, line: float) -> dict[str, float]:
         out = zeros.copy()
-        if read_rates is not None:
-            for v, outs in zip(read_rates(acc), rate_outs, strict=True):
-                if v:  # every rounding keeps 0 at 0
-                    a = v * d
-                    for name, scale, rounding in outs:
-                        out[name] = rounding(a * scale)
+        v = read(acc)
+        # a rate of 0 (or -0.0) rounds to 0.0, the counter's value at rest, so _int needs no test for it
+        out.update(zip(whole_names, [(v[i] * d * scale + 0.5) // 1.0 for i, scale in whole_at], strict=True))
+        for i, name, scale in exact:
+            if v[i]:  # every other rounding keeps 0 at 0
+                out[name] = v[i] * d * scale
+        for i, name, scale, rounding in rest:
+            if v[i]:
+                out[name] = rounding(v[i] * d * scale)
         for amount, outs in others:
             a = amount(acc, d, line)
             if a:

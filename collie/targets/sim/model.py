@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from collie.codec import built
@@ -154,6 +154,7 @@ class FlowCalc:
     n_send: float
     n_recv: float  # requests that consume a receive WQE
     eff: float
+    flow: Flow
     window: float = math.inf  # READ/atomic window: requests/s
     refill: float = math.inf  # receive refill: requests/s
     starved: float = math.inf  # RC: requests/s of a QP that runs dry (rq_depth per RNR timer)
@@ -161,6 +162,7 @@ class FlowCalc:
     unchurned: float = 1.0  # how much faster the flow alone would go without churn's slowdown
     rate: float = 0.0  # requests/s
     labels: tuple[str, ...] = ()
+    uses: list[tuple[int, float]] = field(default_factory=list)  # (resource, usage per request): _allocate
 
     @property
     def pkts(self) -> float:
@@ -209,6 +211,7 @@ class Compiled:
         self.recv_poll_us: Final = m.recv_poll_us
         self.rnr_timer_s: Final = m.rnr_timer_us * 1e-6
         self.setup_pin_bps: Final = m.setup_pin_gbps * 1e9
+        self.setup_pause_us: Final = m.setup_pause_us
 
 
 def check_supported(profile: Profile, workload: Workload) -> None:
@@ -218,21 +221,22 @@ def check_supported(profile: Profile, workload: Workload) -> None:
     mrs: dict[str, int] = {}
     for f in workload.flows:
         for ep in (f.client, f.server):
-            if ep.host not in profile.hosts:
-                raise Unsupported(f"host {ep.host!r} is not in profile {profile.name} "
+            host, memory = ep.host, ep.memory
+            if host not in profile.hosts:
+                raise Unsupported(f"host {host!r} is not in profile {profile.name} "
                                   f"(hosts: {', '.join(profile.hosts)})")
-            if ep.memory == "gpu" and profile.host.gpu == "none":
+            if memory == "gpu" and profile.host.gpu == "none":
                 raise Unsupported(f"profile {profile.name} has no GPU for memory = 'gpu'")
-            if ep.memory == "remote" and profile.host.sockets < 2:
+            if memory == "remote" and profile.host.sockets < 2:
                 raise Unsupported(f"profile {profile.name} has one socket, so memory = 'remote' "
                                   f"is impossible")
-            qps[ep.host] = qps.get(ep.host, 0) + f.qps
-            mrs[ep.host] = mrs.get(ep.host, 0) + f.mrs
+            qps[host] = qps.get(host, 0) + f.qps
+            mrs[host] = mrs.get(host, 0) + f.mrs
         if f.sges > nic.max_sge:
             raise Unsupported(f"sges {f.sges} > device max_sge {nic.max_sge}")
         if f.inline > nic.max_inline:
             raise Unsupported(f"inline {f.inline} > device max_inline {nic.max_inline}")
-        depth = max(f.sq_depth, f.rq_depth)
+        depth = f.rq_depth if f.rq_depth > f.sq_depth else f.sq_depth  # max(sq_depth, rq_depth)
         if depth > nic.max_qp_wr:
             raise Unsupported(f"queue depth {depth} > device max_qp_wr {nic.max_qp_wr}")
     for h, n in qps.items():
@@ -243,48 +247,69 @@ def check_supported(profile: Profile, workload: Workload) -> None:
             raise Unsupported(f"host {h}: {n} MRs > device max_mr {nic.max_mr}")
 
 
+# In the hot paths below, ``b if b < a else a`` is ``min(a, b)`` and ``b if b > a else a`` is ``max(a, b)``, exactly
+# (the builtins keep the first of equals), without a call.
+
+
+#: PCIe bytes of an atomic's 8 B operand: one TLP.
+_ATOMIC_TLP: Final = ATOMIC_BYTES + TLP_HEADER
+
+
 def _flow_calc(i: int, f: Flow, model: Compiled) -> FlowCalc:
-    ops = f.opcodes
-    if len(ops) == 1:  # Flow.requests(), the common case built directly
-        op = ops[0]
-        cycle = ([(op, ATOMIC_BYTES)] * len(f.sizes) if op in ATOMIC_OPCODES else [(op, size) for size in f.sizes])
-    else:
-        cycle = list(f.requests())
-    n = len(cycle)
+    ops, sizes = f.opcodes, f.sizes
+    # One cycle of Flow.requests() pairs opcode j with size k (indices) whenever j = k modulo g: each such pair
+    # once, lcm(len(ops), len(sizes)) requests in all. Whole bytes and packets per cycle are integer sums, exact in
+    # any order (divided by n once, at the end), so they are summed per class of sizes (index modulo g), then
+    # added once per opcode of that class.
+    g = math.gcd(len(ops), len(sizes))
+    n = len(ops) * len(sizes) // g
     mtu = f.mtu
     ud = f.transport == "UD"
     per_pkt = PACKET_OVERHEAD + (8 if ud else 0)
     mps = model.mps
     partial_cost = model.partial_write_bytes
-    # whole bytes and packets per cycle: integer sums, exact in any order (divided by n once, at the end)
+    # per class: requests, payload bytes, data packets, PCIe bytes (a DMA engine coalesces the SGEs of one
+    # message: one TLP header per max-payload-size chunk), partial-cache-line write costs
+    classes = []
+    for r in range(g):
+        group = sizes[r::g] if g > 1 else sizes
+        total = pkts = tlps = partial = 0
+        for size in group:
+            total += size
+            pkts += -(-size // mtu)
+            tlp = -(-size // mps)
+            tlps += tlp if tlp > 1 else 1
+            if size % CACHE_LINE:
+                partial += 1
+        classes.append((len(group), total, len(group) if ud else pkts, total + tlps * TLP_HEADER,
+                        partial_cost * partial))
     msg = fb = rb = fp = rp = fc = rc = fw = rw = frd = fwr = rrd = rwr = part = 0
     nw = nr = na = ns = nrecv = 0
     rd_bytes = 0
-    for op, size in cycle:
-        msg += size
-        tlp = size + max(1, -(-size // mps)) * TLP_HEADER  # a DMA engine coalesces the SGEs of one message
-        if op in ATOMIC_OPCODES:
-            na += 1
-            fb += size
-            rb += size
-            fp += 1
-            rc += 1
-            fw += size + per_pkt + _EXTRA_PER_MSG[op]
-            frd += tlp  # the operand, read at the client
-            rrd += tlp  # the responder reads the target ...
-            fwr += tlp  # ... and writes it back
-            rwr += tlp  # the original value, written at the client
-            rd_bytes += size
+    for j, op in enumerate(ops):
+        count, size, pk, tlp, line = classes[j % g]
+        if op in ATOMIC_OPCODES:  # each on ATOMIC_BYTES, whatever the size
+            na += count
+            msg += count * ATOMIC_BYTES
+            fb += count * ATOMIC_BYTES
+            rb += count * ATOMIC_BYTES
+            fp += count
+            rc += count
+            fw += count * (ATOMIC_BYTES + per_pkt + _EXTRA_PER_MSG[op])
+            frd += count * _ATOMIC_TLP  # the operand, read at the client
+            rrd += count * _ATOMIC_TLP  # the responder reads the target ...
+            fwr += count * _ATOMIC_TLP  # ... and writes it back
+            rwr += count * _ATOMIC_TLP  # the original value, written at the client
+            rd_bytes += count * ATOMIC_BYTES
             continue
-        pk = 1 if ud else -(-size // mtu)
-        wire = size + pk * per_pkt + _EXTRA_PER_MSG[op]
-        line = partial_cost if size % CACHE_LINE else 0
+        msg += size
+        wire = size + pk * per_pkt + count * _EXTRA_PER_MSG[op]
         part += line
         if op == "READ":
-            nr += 1
+            nr += count
             rb += size
             rp += pk
-            fc += 1
+            fc += count
             rw += wire
             rrd += tlp
             rwr += tlp + line
@@ -296,11 +321,11 @@ def _flow_calc(i: int, f: Flow, model: Compiled) -> FlowCalc:
         frd += tlp
         fwr += tlp + line
         if op in RECV_CONSUMING:
-            nrecv += 1
+            nrecv += count
         if op in ("WRITE", "WRITE_IMM"):
-            nw += 1
+            nw += count
         else:
-            ns += 1
+            ns += count
     # mild, bounded efficiency: doorbell/WQE cost amortised by batching, SGE gather, memory placement
     client, server = f.client, f.server
     eff = 1.0 - model.wqe_overhead / f.batch
@@ -311,12 +336,13 @@ def _flow_calc(i: int, f: Flow, model: Compiled) -> FlowCalc:
     if "gpu" in memories:
         eff *= 0.985
     if f.inline and msg / n <= f.inline:
-        eff = min(1.0, eff + 0.5 * model.wqe_overhead / f.batch)
+        eff += 0.5 * model.wqe_overhead / f.batch
+        eff = eff if eff < 1.0 else 1.0
     # Flow.payload_sender and payload_receiver: the client receives when READs are all it posts
     sender, receiver = (server, client) if ops.count("READ") == len(ops) else (client, server)
     c = FlowCalc(i, client.host, server.host, sender.host, receiver.host, client.host == server.host,
                  f.qps, msg / n, fb / n, rb / n, fp / n, rp / n, fc / n, rc / n, fw / n, rw / n, frd / n,
-                 fwr / n, rrd / n, rwr / n, part / n, nw / n, nr / n, na / n, ns / n, nrecv / n, eff)
+                 fwr / n, rrd / n, rwr / n, part / n, nw / n, nr / n, na / n, ns / n, nrecv / n, eff, f)
     if nr or na:
         # at most max_rd_atomic READs/atomics outstanding per QP, each for a round trip
         rtt = (model.base_latency_us + rd_bytes / (nr + na) * 8 / model.line_mbps) * 1e-6
@@ -350,9 +376,10 @@ def _kind_caps(profile: Profile) -> list[float]:
 
 
 def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: dict[str, tuple[float, float]]
-              ) -> list[dict[int, float]]:
+              ) -> tuple[list[float], list[float]]:
     """Proportional water-filling of request rates over the hosts' resources and each flow's own limits (see
-    the module docstring); labels each flow with the base-model limits that hold it well below its ceiling.
+    the module docstring); labels each flow with the base-model limits that hold it well below its ceiling, and
+    leaves in its ``uses`` the resources it uses.
 
     Args:
         hosts: the workload's hosts; host ``i`` owns resource ids ``i * _KINDS`` on (flows' own limits follow).
@@ -360,14 +387,13 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
             message (:func:`collie.targets.sim.churn.miss_slots`).
 
     Returns:
-        per flow, the utilisation (load over capacity, at most 1) of each host resource it uses, by resource id
-        (empty for a flow alone: it shares nothing).
+        each resource's load at the flows' rates (before their efficiency factors) and its capacity, by resource
+        id (both empty for a flow alone: it shares nothing).
     """
     first = {h: i * _KINDS for i, h in enumerate(hosts)}
-    n_host = len(hosts) * _KINDS
     caps = model.kind_caps * len(hosts)  # resource id -> capacity
-    churning = {first[h]: s for h, s in slots.items()}
-    uses: list[list[tuple[int, float]]] = []  # per flow: (resource, usage per request)
+    churning: dict[int, tuple[float, float]] = {first[h]: s for h, s in slots.items()} if slots else {}
+    inf = math.inf
     for c in calcs:
         a, b = first[c.client], first[c.server]
         # Control packets (READ requests, atomic responses) are counted, not charged: the message-rate limit
@@ -387,30 +413,39 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
                          (b + PPS_TX, c.rev_pkts), (a + PPS_RX, c.rev_pkts),
                          (a + PCIE_RD, c.fwd_rd * 8), (b + PCIE_RD, c.rev_rd * 8))
             wr_use = ((b + PCIE_WR, c.fwd_wr * 8), (a + PCIE_WR, c.rev_wr * 8))
-        # the resources it uses, and what the flow would get alone on each
-        u = [kv for kv in plain_use if kv[1] > 0]
-        alone = {k: caps[k] / v for k, v in u}
-        plain = min(alone.values(), default=math.inf)
+        # the resources it uses, and what the flow would get alone on each (the least of which it gets alone;
+        # every capacity and usage is positive and finite, so no minimum here meets a NaN)
+        u = c.uses
+        plain = inf
+        for kv in plain_use:
+            if kv[1] > 0:
+                u.append(kv)
+                x = caps[kv[0]] / kv[1]
+                if x < plain:
+                    plain = x
         wr = [kv for kv in wr_use if kv[1] > 0]
-        full_wr = math.inf
+        full_wr = inf
         for k, v in wr:
-            alone[k] = caps[k] / v
-            full_wr = min(full_wr, alone[k])
+            x = caps[k] / v
+            if x < full_wr:
+                full_wr = x
         u += wr
-        atomic = math.inf
+        atomic = inf
         if c.n_atomic > 0:
             u.append((b + ATOMIC, c.n_atomic))
-            atomic = alone[b + ATOMIC] = caps[b + ATOMIC] / c.n_atomic
+            atomic = caps[b + ATOMIC] / c.n_atomic
         # what the flow would get alone without its base-model limits (and partial-line costs)
         if c.partial and wr:
             extra = c.partial * 8 / len(wr)
-            plain_wr = min(caps[k] / max(v - extra, 1e-12) for k, v in wr)
+            plain_wr = min([caps[k] / max(v - extra, 1e-12) for k, v in wr])
         else:
             plain_wr = full_wr
-        c.free = min(plain, plain_wr)
-        churned = math.inf
-        plain_alone = min(alone.values())
-        if churning:
+        free = c.free = plain_wr if plain_wr < plain else plain
+        churned = inf
+        rate = full_wr if full_wr < plain else plain
+        plain_alone = rate = atomic if atomic < rate else rate
+        if churning:  # churn's extra misses make its host's packet pipeline costlier per packet
+            alone = {k: caps[k] / v for k, v in u}
             for j, (k, v) in enumerate(u):
                 kind = k % _KINDS
                 host = k - kind
@@ -420,48 +455,64 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
                     u[j] = (k, v)
                     alone[k] = caps[k] / v
                     churned = min(churned, alone[k])
-        if c.free > c.refill:
-            c.refill = min(c.refill, c.starved)
-        for cap in (c.window, c.refill):
-            if cap < math.inf:  # a limit of the flow's own: a resource it alone uses, once per request
-                k = len(caps)
+            rate = min(alone.values())
+        refill = c.refill
+        if free > refill:
+            starved = c.starved
+            refill = c.refill = starved if starved < refill else refill
+        window = c.window
+        for cap in (window, refill):
+            if cap < inf:  # a limit of the flow's own: a resource it alone uses, once per request
+                u.append((len(caps), 1.0))
                 caps.append(cap)
-                u.append((k, 1.0))
-                alone[k] = cap
-        base = (("base:partial_line", full_wr), ("base:atomic_rate", atomic), ("base:read_window", c.window),
-                ("base:rnr", c.refill), ("base:churn", churned))
-        c.rate = min(alone.values())
-        if churned < math.inf:
-            c.unchurned = min(plain_alone, c.window, c.refill) / c.rate
+                if cap < rate:
+                    rate = cap
+        c.rate = rate
+        if churned < inf:
+            c.unchurned = min(plain_alone, window, refill) / rate
         # a limit is labelled when it binds (within 1/_HOLD of the flow's rate alone) well below the ceiling;
-        # a starved receiver whatever the shortfall, since its RNR NAKs or drops show in the counters
-        c.labels = tuple(lb for lb, r in base
-                         if (r < _HOLD * c.free and r * _HOLD <= c.rate) or (lb == "base:rnr" and r < c.free))
-        uses.append(u)
+        # a starved receiver whatever the shortfall, since its RNR NAKs or drops show in the counters (either
+        # way below the ceiling: none is when every limit is at or above it)
+        if full_wr < free or atomic < free or window < free or refill < free or churned < free:
+            base = (("base:partial_line", full_wr), ("base:atomic_rate", atomic), ("base:read_window", window),
+                    ("base:rnr", refill), ("base:churn", churned))
+            c.labels = tuple([lb for lb, r in base
+                              if (r < _HOLD * free and r * _HOLD <= rate) or (lb == "base:rnr" and r < free)])
     if len(calcs) < 2:  # nothing to share: a flow alone never over-subscribes what it gets alone
         for c in calcs:
             c.rate *= c.eff
-        return [{}] * len(calcs)
+        return [], []
+    n = len(caps)
     for _ in range(4):
-        load = _loads(calcs, uses, len(caps))
-        scale = {k: caps[k] / ld for k, ld in enumerate(load) if ld > caps[k] * 1.000001}
-        if not scale:
+        load = _loads(calcs, n)
+        scale = [1.0] * n  # below 1 for an over-subscribed resource
+        over = False
+        for k in range(n):
+            ld, cap = load[k], caps[k]
+            if ld > cap * 1.000001:
+                scale[k] = cap / ld
+                over = True
+        if not over:
             break
-        for c, u in zip(calcs, uses, strict=True):  # each flow by its most over-subscribed resource
-            c.rate *= min([scale[k] for k, _ in u if k in scale], default=1.0)
+        for c in calcs:  # each flow by its most over-subscribed resource (x 1.0 when none is)
+            least = 1.0
+            for k, _ in c.uses:
+                if scale[k] < least:
+                    least = scale[k]
+            c.rate *= least
     else:
-        load = _loads(calcs, uses, len(caps))  # at the rates the fourth round settled on
+        load = _loads(calcs, n)  # at the rates the fourth round settled on
     for c in calcs:
         c.rate *= c.eff
-    return [{k: min(1.0, load[k] / caps[k]) for k, _ in u if k < n_host} for u in uses]
+    return load, caps
 
 
-def _loads(calcs: list[FlowCalc], uses: list[list[tuple[int, float]]], n: int) -> list[float]:
+def _loads(calcs: list[FlowCalc], n: int) -> list[float]:
     """Each resource's load at the flows' rates, the flows' shares added in flow order."""
     load = [0.0] * n
-    for c, u in zip(calcs, uses, strict=True):
+    for c in calcs:
         r = c.rate
-        for k, v in u:
+        for k, v in c.uses:
             load[k] += v * r
     return load
 
@@ -491,9 +542,9 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     slots = miss_slots(profile, churn, xlate_working_set(profile, feats.mrs_host, feats.mr_footprint),
                        _qpc_working_sets(profile, workload)) if churn else {}
     hosts: dict[str, HostAcc] = {h: HostAcc() for h in workload.hosts}
-    utilisation = _allocate(calcs, list(hosts), model, slots)
+    load, caps = _allocate(calcs, list(hosts), model, slots)
 
-    prox = list(zip(model.quirks, model.conditions.proximities(feats), strict=True))
+    prox = list(zip(model.quirks, model.conditions.proximities(feats), strict=True)) if model.quirks else []
     fired: list[Quirk] = [q for q, p in prox if p == 1.0]
     thr = 1.0
     loss = 0.0
@@ -510,7 +561,8 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
 
     global_noise = 1.0 - amp * 0.5 * tri()
     gpu_amp = model.gpu_amp
-    for c, f in zip(calcs, flows, strict=True):
+    for c in calcs:
+        f = c.flow
         s, d = hosts[c.src], hosts[c.dst]
         cl, sv = hosts[c.client], hosts[c.server]
         pkts = c.fwd_pkts + c.rev_pkts  # c.pkts
@@ -540,11 +592,14 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
                 a *= gpu_amp
         if c.loopback:
             a *= 1.3
-        s.base_amp_pcie = max(s.base_amp_pcie, a)
-        d.base_amp_pcie = max(d.base_amp_pcie, a)
+        if a > s.base_amp_pcie:
+            s.base_amp_pcie = a
+        if a > d.base_amp_pcie:
+            d.base_amp_pcie = a
 
         # a paused receiver takes at most (1 - pause) of what it could; the quirk's factor is the other bound
-        factor = min(thr, 1.0 - pause_host.get(c.dst, 0.0)) * (1.0 - loss)
+        factor = 1.0 - pause_host[c.dst] if c.dst in pause_host else 1.0
+        factor = (factor if factor < thr else thr) * (1.0 - loss)
         c.rate *= factor * global_noise * (1.0 - amp * 0.5 * tri())
         r = c.rate
         fwd, rev = r * c.fwd_bytes, r * c.rev_bytes
@@ -570,10 +625,11 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
         sv.rx_atomic += r * c.n_atomic
         sv.rx_send += r * c.n_send
         cl.tx_send += r * c.n_send
-        demand = c.free * c.n_recv
-        supply = c.refill * c.n_recv
-        if demand > supply:
-            _starve(c, f, model, demand, supply, cl, sv)
+        if c.n_recv:
+            demand = c.free * c.n_recv
+            supply = c.refill * c.n_recv
+            if demand > supply:
+                _starve(c, f, model, demand, supply, cl, sv)
         if loss:
             lost = r * pkts * loss / (1.0 - loss)
             d.lost_rx += lost
@@ -582,15 +638,16 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     _diagnostics(model, feats, hosts, prox, churn)
 
     # pause: a fired quirk's host asks its remote peers to pause; every receiver shows the setup blip
-    setup_us = min(profile.model.setup_pause_us * (0.5 + draw()), SETUP_PAUSE_CAP * duration * 1e6)
-    setup_ratio = setup_us / (duration * 1e6)
+    setup_us = model.setup_pause_us * (0.5 + draw())
+    cap_us = SETUP_PAUSE_CAP * duration * 1e6
+    setup_ratio = (cap_us if cap_us < setup_us else setup_us) / (duration * 1e6)
     receivers = {c.dst for c in calcs}
     stall = model.backpressure_quirks and any("sim_pcie_backpressure" in q.diagnostics for q in fired)
     for h, acc in hosts.items():
         ratio = pause_host.get(h, 0.0)
         if ratio:
             ratio *= 1.0 - amp * tri()
-            ratio = max(ratio, 0.0)
+            ratio = 0.0 if ratio < 0.0 else ratio  # max(ratio, 0.0)
         if h in receivers:
             ratio = 1.0 - (1.0 - ratio) * (1.0 - setup_ratio)
         acc.pause_tx = ratio
@@ -598,16 +655,18 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
             acc.pcie_stall = min(100.0, acc.pcie_stall + 150.0 * ratio)
     for c in calcs:
         if not c.loopback:
-            peer = hosts[c.src]
-            peer.pause_rx = max(peer.pause_rx, hosts[c.dst].pause_tx)
+            peer, paused = hosts[c.src], hosts[c.dst].pause_tx
+            if paused > peer.pause_rx:
+                peer.pause_rx = paused
 
     line = model.line
     counters_of = model.counters
+    diagnostics = model.diagnostics
     out_hosts: list[HostResult] = []
     for h, acc in hosts.items():  # the workload's hosts, sorted
         counters = counters_of(acc, duration, line)
         cn = 1.0 + noise * (draw() - 0.5)
-        for k in model.diagnostics:
+        for k in diagnostics:
             counters[k] = float(round(counters[k] * cn))
         out_hosts.append(built(HostResult, {"host": h, "tx_bps": acc.tx_payload * 8, "rx_bps": acc.rx_payload * 8,
                                             "tx_pps": acc.tx_pkts, "rx_pps": acc.rx_pkts, "counters": counters,
@@ -615,18 +674,21 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
 
     out_flows: list[FlowResult] = []
     base_lat = model.base_latency_us
-    waits = _shared_waits(calcs, utilisation, line)
-    for c, f, wait in zip(calcs, flows, waits, strict=True):
-        ser = c.msg_bytes * 8 / line * 1e6
-        outstanding = f.qps * max(1, min(f.sq_depth, 2 * f.batch))
-        queue = outstanding / c.rate * 1e6 if c.rate > 0 else 0.0
-        p50 = max(base_lat + ser, queue) * (1.0 + 0.02 * tri())
+    waits = _shared_waits(calcs, load, caps, len(hosts) * _KINDS, line)
+    for c, wait in zip(calcs, waits, strict=True):
+        f = c.flow
+        rate = c.rate
+        latency = base_lat + c.msg_bytes * 8 / line * 1e6  # + serialisation
+        depth = 2 * f.batch
+        depth = depth if depth < f.sq_depth else f.sq_depth
+        queue = f.qps * (depth if depth > 1 else 1) / rate * 1e6 if rate > 0 else 0.0  # outstanding / rate
+        p50 = (queue if queue > latency else latency) * (1.0 + 0.02 * tri())
         pz = pause_host.get(c.dst, 0.0)
         p99 = p50 * (1.6 + 40.0 * pz) + wait
         p999 = p50 * (2.5 + 120.0 * pz) + 1.5 * wait
         p50 += 0.5 * wait
-        result = {"flow": c.index, "client": c.client, "server": c.server, "bps": c.rate * c.msg_bytes * 8,
-                  "pps": c.rate * c.pkts, "msg_rate": c.rate, "lat_p50_us": p50, "lat_p99_us": p99,
+        result = {"flow": c.index, "client": c.client, "server": c.server, "bps": rate * c.msg_bytes * 8,
+                  "pps": rate * (c.fwd_pkts + c.rev_pkts), "msg_rate": rate, "lat_p50_us": p50, "lat_p99_us": p99,
                   "lat_p999_us": p999, "mr_churn_us": 0.0, "mr_churn_per_s": 0.0, "mr_churn_p99_us": 0.0,
                   "qp_churn_us": 0.0, "qp_churn_per_s": 0.0, "qp_churn_p99_us": 0.0}
         if churn:
@@ -641,28 +703,39 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
         pinned += 2 * f.mrs * f.mr_size
     setup = (m.setup_base_s + qps_sides * m.setup_qp_us * 1e-6 + mrs_sides * m.setup_mr_us * 1e-6
              + pinned * 8 / model.setup_pin_bps) * (1.0 + 0.05 * (draw() - 0.5))
+    labels = [lb for c in calcs for lb in c.labels]
     return built(Outcome, {"flows": tuple(out_flows), "hosts": tuple(out_hosts), "setup_s": setup,
-                           "fired": tuple(q.id for q in fired)
-                           + tuple(dict.fromkeys(lb for c in calcs for lb in c.labels))})
+                           "fired": tuple([q.id for q in fired]) + (tuple(dict.fromkeys(labels)) if labels else ())})
 
 
-def _shared_waits(calcs: list[FlowCalc], utilisation: list[dict[int, float]], line: float
+def _shared_waits(calcs: list[FlowCalc], load: list[float], caps: list[float], n_host: int, line: float
                   ) -> list[float]:
     """Per flow, the microseconds its requests wait behind the other flows at the resources they share (one
     flow's waits are 0): a shared resource serves the flows round-robin, a packet each, as :func:`_allocate`
     shares it between flows (not between QPs), so a request waits up to one packet of every other flow, weighted
-    by how busy the busiest resource the two flows share is (a saturated one always has theirs queued; an idle
-    one never)."""
+    by how busy (load over capacity, at most 1) the busiest host resource the two flows share is (a saturated one
+    always has theirs queued; an idle one never)."""
     waits = [0.0] * len(calcs)
     if len(calcs) < 2:
         return waits
-    for i, (c, used) in enumerate(zip(calcs, utilisation, strict=True)):
-        for o, theirs in zip(calcs, utilisation, strict=True):
-            if o is c or not o.pkts:
+    used = [{k for k, _ in c.uses if k < n_host} for c in calcs]
+    busy: dict[tuple[int, int], float] = {}  # per pair of flows (the lower index first)
+    for i, mine in enumerate(used):
+        for j in range(i + 1, len(used)):
+            most = 0.0  # max(..., default=0.0): loads are never negative
+            for k in mine & used[j]:
+                x = load[k] / caps[k]
+                x = x if x < 1.0 else 1.0
+                if x > most:
+                    most = x
+            busy[i, j] = most
+    for i in range(len(calcs)):
+        for j, o in enumerate(calcs):
+            if j == i or not o.pkts:
                 continue
-            busy = max([used[k] for k in used.keys() & theirs.keys()], default=0.0)
-            if busy:
-                waits[i] += busy * (o.fwd_wire + o.rev_wire) / o.pkts * 8 / line * 1e6
+            most = busy[(i, j) if i < j else (j, i)]
+            if most:
+                waits[i] += most * (o.fwd_wire + o.rev_wire) / o.pkts * 8 / line * 1e6
     return waits
 
 
@@ -745,7 +818,8 @@ def _diagnostics(model: Compiled, feats: Features, hosts: dict[str, HostAcc], pr
         m = acc.base_msgs * 0.5
         p = acc.base_pkts * 0.5
         ch = churn.get(h, _IDLE)
-        util = max(acc.base_pcie_rd, acc.base_pcie_wr) / pcie_cap
+        rd, wr = acc.base_pcie_rd, acc.base_pcie_wr
+        util = (wr if wr > rd else rd) / pcie_cap  # max(rd, wr)
         bp = soft_fraction(util * acc.base_amp_pcie * bidir * strict_order)
         acc.pcie_stall = 20.0 * bp if p > 0 else 0.0
         # in the order of _PRECURSOR: the base model's miss and stall rates, then each quirk's precursor
