@@ -35,7 +35,7 @@ strategy's surrogate is given (the strategies know nothing of workloads; whoever
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from operator import attrgetter
 from typing import Any, Final
@@ -132,6 +132,11 @@ def _features(workload: Workload) -> Features:
     the flows."""
     every = workload.flows
     flows = [f for f in every if not f.victim] or every  # all victims: illegal, described
+    return _one_flow(flows[0], every) if len(flows) == 1 else _flows(flows, every)
+
+
+def _flows(flows: Sequence[Flow], every: tuple[Flow, ...]) -> Features:
+    """:func:`_features` of the workload of flows ``every`` whose aggressors (not victims) are ``flows``."""
     (qps_flow, batch, sges, wq_depth, rq_depth, mr_size, processes, inline, signal_every, recv_batch, recv_sges,
      recv_delay_us, mr_churn, qp_churn) = (_maxima_of(flows[0]) if len(flows) == 1  # in the order of _MAXIMA
                                            else tuple(map(max, *map(_maxima_of, flows))))
@@ -179,12 +184,14 @@ def _features(workload: Workload) -> Features:
         if len(flow_sizes) > sizes:
             sizes = len(flow_sizes)
         if f.recv_delay_us > 0:
-            recv_gap_ns = max(recv_gap_ns, _recv_gap_ns(f))
+            gap = _recv_gap_ns(f)
+            recv_gap_ns = gap if gap > recv_gap_ns else recv_gap_ns
         burst = burst or f.burst
         read_write_mix = read_write_mix or ("READ" in ops and not _WRITES.isdisjoint(ops))
         atomics = atomics or not ATOMIC_OPCODES.isdisjoint(ops)  # Flow.atomic
         flow_max = max(flow_sizes)
-        sge_bytes = max(sge_bytes, -(-flow_max // f.sges))
+        sge = -(-flow_max // f.sges)
+        sge_bytes = sge if sge > sge_bytes else sge_bytes
         all_sizes += flow_sizes
         if flow_max > flow_mtu and f.transport != "UD":
             tails += [s - (s - 1) // flow_mtu * flow_mtu for s in flow_sizes if s > flow_mtu]
@@ -223,8 +230,8 @@ def _features(workload: Workload) -> Features:
         "burst": burst,
         "read_write_mix": read_write_mix,
         "atomics": atomics,
-        "line_tail": min(line_tails, default=0),
-        "tail_packet": min(tails, default=0),
+        "line_tail": min(line_tails) if line_tails else 0,
+        "tail_packet": min(tails) if tails else 0,
         "recv_batch": recv_batch,
         "recv_sges": recv_sges,
         "recv_delay_us": recv_delay_us,
@@ -232,6 +239,67 @@ def _features(workload: Workload) -> Features:
         "qp_churn": qp_churn,
         "victim": "+".join(sorted({f.victim for f in every if f.victim})) or "none",
         "recv_gap_ns": recv_gap_ns,
+    })
+
+
+def _one_flow(f: Flow, every: tuple[Flow, ...]) -> Features:
+    """:func:`_features` of a workload whose flows but ``f`` (if any) are victims: the aggregation rules over one
+    flow, written out (a test checks they agree)."""
+    (qps_flow, batch, sges, wq_depth, rq_depth, mr_size, processes, inline, signal_every, recv_batch, recv_sges,
+     recv_delay_us, mr_churn, qp_churn) = _maxima_of(f)  # in the order of _MAXIMA
+    client, server = f.client, f.server
+    loopback = client.host == server.host
+    ends = 2 if loopback else 1  # a loopback flow's host holds both ends (2 x qps QPs, 2 x mrs MRs)
+    ops = f.opcodes
+    memories = (client.memory, server.memory)
+    sizes = f.sizes
+    mtu = f.mtu
+    max_msg = max(sizes)
+    min_msg = min(sizes)
+    line_tails = [t for s in sizes if (t := s % CACHE_LINE)]
+    tails = [s - (s - 1) // mtu * mtu for s in sizes if s > mtu] if max_msg > mtu and f.transport != "UD" else []
+    return built(Features, {
+        "transport": f.transport,
+        "opcode": ops[0] if ops.count(ops[0]) == len(ops) else MIXED,  # Flow.opcode
+        "flows": 1,
+        "hosts": 1 if loopback else 2,
+        "qps_total": qps_flow,
+        "qps_flow": qps_flow,
+        "qps_host": ends * qps_flow,
+        "batch": batch,
+        "sges": sges,
+        "sge_bytes": -(-max_msg // sges),
+        "wq_depth": wq_depth,
+        "rq_depth": rq_depth,
+        "mtu": mtu,
+        "max_msg": max_msg,
+        "min_msg": min_msg,
+        "sizes": len(sizes),
+        "size_mix": min_msg <= SMALL_MSG and max_msg >= LARGE_MSG,
+        "bidirectional": False,
+        "loopback": loopback,
+        "incast": False,
+        "remote_numa": "remote" in memories,
+        "gpu": "gpu" in memories,
+        "mrs_host": ends * f.mrs,
+        "mr_size": mr_size,
+        "mr_footprint": ends * (f.mrs * mr_size),
+        "processes": processes,
+        "inline": inline,
+        "signal_every": signal_every,
+        "burst": f.burst,
+        "read_write_mix": "READ" in ops and not _WRITES.isdisjoint(ops),
+        "atomics": not ATOMIC_OPCODES.isdisjoint(ops),  # Flow.atomic
+        "line_tail": min(line_tails) if line_tails else 0,
+        "tail_packet": min(tails) if tails else 0,
+        "recv_batch": recv_batch,
+        "recv_sges": recv_sges,
+        "recv_delay_us": recv_delay_us,
+        "mr_churn": mr_churn,
+        "qp_churn": qp_churn,
+        "victim": "+".join(sorted({g.victim for g in every if g.victim})) or "none" if len(every) > 1 or f.victim
+                  else "none",
+        "recv_gap_ns": _recv_gap_ns(f),
     })
 
 

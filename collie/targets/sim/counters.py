@@ -172,10 +172,8 @@ def counter_function(catalog: Catalog) -> CounterFunction:
                                                     else lambda acc: tuple(getattr(acc, f) for f in fields))
     # every counter of a rate field, as the field's place in ``fields``, its name and scale, by its rounding:
     # _int and _exact written out below (the same arithmetic without a call per counter), anything else called
-    whole = [(i, name, scale) for i, (_, outs) in enumerate(rates) for name, scale, rounding in outs
-             if rounding is _int]
-    whole_names = tuple(name for _, name, _ in whole)
-    whole_at = tuple((i, scale) for i, _, scale in whole)
+    whole = tuple((i, name, scale) for i, (_, outs) in enumerate(rates) for name, scale, rounding in outs
+                  if rounding is _int)
     exact = tuple((i, name, scale) for i, (_, outs) in enumerate(rates) for name, scale, rounding in outs
                   if rounding is _exact)
     rest = tuple((i, name, scale, rounding) for i, (_, outs) in enumerate(rates) for name, scale, rounding in outs
@@ -185,10 +183,11 @@ def counter_function(catalog: Catalog) -> CounterFunction:
     def counters(acc: HostAcc, d: float, line: float) -> dict[str, float]:
         out = zeros.copy()
         v = read(acc)
-        # a rate of 0 (or -0.0) rounds to 0.0, the counter's value at rest, so _int needs no test for it
-        out.update(zip(whole_names, [(v[i] * d * scale + 0.5) // 1.0 for i, scale in whole_at], strict=True))
+        for i, name, scale in whole:
+            if v[i]:  # every rounding keeps 0 at 0
+                out[name] = (v[i] * d * scale + 0.5) // 1.0
         for i, name, scale in exact:
-            if v[i]:  # every other rounding keeps 0 at 0
+            if v[i]:
                 out[name] = v[i] * d * scale
         for i, name, scale, rounding in rest:
             if v[i]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collie.model.features import CACHE_LINE, LARGE_MSG, SMALL_MSG, Features, features
+from collie.model.features import CACHE_LINE, LARGE_MSG, SMALL_MSG, Features, _flows, _one_flow, features
 from collie.model.flow import RECV_CONSUMING, Endpoint, Flow, hosts_of
 from collie.model.space import load_space
 from collie.model.workload import Workload
@@ -110,8 +110,27 @@ def test_edge_workloads_have_the_reference_features() -> None:
                   Flow(b, a, opcodes=("ATOMIC_FA",), recv_delay_us=5),
                   Flow(a, b, opcodes=("SEND", "WRITE"), recv_delay_us=7, recv_batch=3, qps=5))),
         Workload((Flow(a, b, opcodes=("READ",)), Flow(b, a, opcodes=("READ",)), Flow(a, a, victim="v"))),
+        Workload((Flow(a, b, victim="lat"),)),  # one flow, a victim
+        Workload((Flow(a, a, opcodes=("READ",), sizes=(70000, 3), mrs=3, recv_delay_us=2),)),
+        Workload((Flow(b, b, opcodes=("SEND",), victim="lat"), Flow(a, b, transport="UD", opcodes=("SEND",)))),
     ):
         _same(w)
+
+
+def test_one_flow_is_the_general_rules_over_one_flow() -> None:
+    """The one-flow fast path (``_one_flow``) agrees with the general one (``_flows``) given that flow alone."""
+    space = load_space(None)
+    rng = np.random.default_rng(11)
+    done = 0
+    while done < 1000:
+        point = space.sample(rng)
+        if space.is_valid(point):
+            every = space.build(point).flows
+            for f in every:
+                fast, general = _one_flow(f, every), _flows([f], every)
+                assert fast == general, f
+                assert [type(v) for v in vars(fast).values()] == [type(v) for v in vars(general).values()], f
+            done += 1
 
 
 def test_a_workloads_features_are_computed_once() -> None:
