@@ -28,9 +28,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Final
 
+from collie.codec import built
 from collie.model.flow import Flow
 from collie.model.workload import Workload
 from collie.targets.sim.profile import Profile
@@ -82,14 +82,22 @@ def host_churn(profile: Profile, workload: Workload) -> dict[str, HostChurn]:
             mr[h] = mr.get(h, 0.0) + f.mr_churn
             xlate_entries[h] = xlate_entries.get(h, 0.0) + f.mr_churn * per_mr
             qp[h] = qp.get(h, 0.0) + f.qp_churn
+    out: dict[str, HostChurn] = {}
+    if not mr:
+        return out
     fw_s = profile.model.fw_cmd_us * 1e-6
     hold = cache.residency_ms * 1e-3
-    out: dict[str, HostChurn] = {}
     for h in mr:
         load = (MR_COMMANDS * mr[h] + QP_COMMANDS * qp[h]) * fw_s
-        done = min(1.0, 1.0 / load) if load > 0 else 1.0
-        out[h] = HostChurn(fw_load=load, done=done, wait_us=profile.model.fw_cmd_us * _queueing(load),
-                           xlate=xlate_entries[h] * done * hold, qpc=qp[h] * done * hold / cache.qpc_entries)
+        if load > 0:
+            done = 1.0 / load
+            done = done if done < 1.0 else 1.0  # min(1.0, 1 / load)
+        else:
+            done = 1.0
+        out[h] = built(HostChurn, {"fw_load": load, "done": done,
+                                   "wait_us": profile.model.fw_cmd_us * _queueing(load),
+                                   "xlate": xlate_entries[h] * done * hold,
+                                   "qpc": qp[h] * done * hold / cache.qpc_entries})
     return out
 
 
@@ -133,15 +141,24 @@ def flow_figures(profile: Profile, flow: Flow, churn: Mapping[str, HostChurn],
     out: dict[str, float] = {}
     if not (flow.mr_churn or flow.qp_churn):
         return out
-    sides = [churn[h] for h in (flow.client.host, flow.server.host)]
-    for kind, rate, latency in (("mr", flow.mr_churn, partial(mr_latency_us, profile, flow.mr_size)),
-                                ("qp", flow.qp_churn, partial(qp_latency_us, profile))):
-        if not rate:
-            continue
+    # both sides, client first; each sum below is sum() over the two (0.0 + the client's + the server's)
+    cl, sv = churn[flow.client.host], churn[flow.server.host]
+    size = flow.mr_size
+    if flow.mr_churn:
         n = noise()
-        out[f"{kind}_churn_per_s"] = rate * sum(c.done for c in sides) / 2
-        out[f"{kind}_churn_us"] = n * sum(latency(c.wait_us) for c in sides) / 2
-        out[f"{kind}_churn_p99_us"] = n * max(latency(P99_WAIT * c.wait_us) for c in sides)
+        out["mr_churn_per_s"] = flow.mr_churn * (0.0 + cl.done + sv.done) / 2
+        out["mr_churn_us"] = n * (0.0 + mr_latency_us(profile, size, cl.wait_us)
+                                  + mr_latency_us(profile, size, sv.wait_us)) / 2
+        hi_cl = mr_latency_us(profile, size, P99_WAIT * cl.wait_us)
+        hi_sv = mr_latency_us(profile, size, P99_WAIT * sv.wait_us)
+        out["mr_churn_p99_us"] = n * (hi_sv if hi_sv > hi_cl else hi_cl)
+    if flow.qp_churn:
+        n = noise()
+        out["qp_churn_per_s"] = flow.qp_churn * (0.0 + cl.done + sv.done) / 2
+        out["qp_churn_us"] = n * (0.0 + qp_latency_us(profile, cl.wait_us) + qp_latency_us(profile, sv.wait_us)) / 2
+        hi_cl = qp_latency_us(profile, P99_WAIT * cl.wait_us)
+        hi_sv = qp_latency_us(profile, P99_WAIT * sv.wait_us)
+        out["qp_churn_p99_us"] = n * (hi_sv if hi_sv > hi_cl else hi_cl)
     return out
 
 

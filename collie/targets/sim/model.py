@@ -46,6 +46,7 @@ from collie.model.flow import ATOMIC_BYTES, ATOMIC_OPCODES, RECV_CONSUMING, Flow
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
 from collie.targets.sim.churn import HostChurn, flow_figures, host_churn, miss_slots, xlate_working_set
+from collie.targets.sim.noise import Draws
 from collie.targets.sim.profile import Profile
 from collie.targets.sim.quirks import Quirk, soft_fraction
 
@@ -527,13 +528,13 @@ class Outcome:
     fired: tuple[str, ...]
 
 
-def simulate(model: Compiled, workload: Workload, feats: Features, duration: float, draw: Callable[[], float]
-             ) -> Outcome:
+def simulate(model: Compiled, workload: Workload, feats: Features, duration: float, draw: Draws) -> Outcome:
     """Run the model once.
 
     Args:
         model: the profile, compiled (:class:`Compiled`).
-        draw: the run's noise source; each call returns a number in [0, 1) (a pure function of the seed).
+        draw: the run's noise source; each call returns a number in [0, 1) (a pure function of the seed), and
+            ``take(n)`` the next ``n`` at once.
     """
     profile = model.profile
     flows = workload.flows
@@ -559,8 +560,11 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     def tri() -> float:  # triangular in [0, 1)
         return (draw() + draw()) * 0.5
 
-    global_noise = 1.0 - amp * 0.5 * tri()
+    # triangular draws: the whole workload's, then each flow's
+    draws = draw.take(2 + 2 * len(calcs))
+    global_noise = 1.0 - amp * 0.5 * ((draws[0] + draws[1]) * 0.5)
     gpu_amp = model.gpu_amp
+    i = 2
     for c in calcs:
         f = c.flow
         s, d = hosts[c.src], hosts[c.dst]
@@ -600,7 +604,8 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
         # a paused receiver takes at most (1 - pause) of what it could; the quirk's factor is the other bound
         factor = 1.0 - pause_host[c.dst] if c.dst in pause_host else 1.0
         factor = (factor if factor < thr else thr) * (1.0 - loss)
-        c.rate *= factor * global_noise * (1.0 - amp * 0.5 * tri())
+        c.rate *= factor * global_noise * (1.0 - amp * 0.5 * ((draws[i] + draws[i + 1]) * 0.5))
+        i += 2
         r = c.rate
         fwd, rev = r * c.fwd_bytes, r * c.rev_bytes
         cl.tx_payload += fwd

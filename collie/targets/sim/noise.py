@@ -29,3 +29,15 @@ class Draws:
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
         z ^= z >> 31
         return (z >> 11) * _INV
+
+    def take(self, n: int) -> list[float]:
+        """The next ``n`` numbers at once: what ``n`` calls would return, in order."""
+        state = self._state
+        out = []
+        for _ in range(n):
+            state = z = (state + 0x9E3779B97F4A7C15) & _MASK
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+            out.append(((z ^ (z >> 31)) >> 11) * _INV)
+        self._state = state
+        return out
