@@ -50,12 +50,15 @@ class Quantity:
         rounding: turns the scaled amount into the counter's value.
         rate: for a per-second rate of the accumulator, its field (``amount`` is then the field x the
             duration, and a counter function reads every such field at once); ``""`` otherwise.
+        source: for another quantity that is 0 whenever a field of the accumulator is 0, that field (a counter
+            function reads it with the rates and skips ``amount`` then); ``""`` otherwise.
     """
 
     amount: Callable[[HostAcc, float, float], float]
     units: Mapping[str, float]
     rounding: Callable[[float], float]
     rate: str = ""
+    source: str = ""
 
 
 def _int(x: float) -> float:
@@ -129,11 +132,15 @@ QUANTITIES: Final[Mapping[str, Quantity]] = {
     "rx_send": _count("rx_send", _COUNT),
     "pause_tx_time": _count("pause_tx", _SECONDS),  # the pause ratio: seconds paused per second
     "pause_rx_time": _count("pause_rx", _SECONDS),
-    "pause_tx_frames": Quantity(lambda acc, d, line: _frames(acc.pause_tx, d, line), {"frames": 1.0}, _whole),
-    "pause_rx_frames": Quantity(lambda acc, d, line: _frames(acc.pause_rx, d, line), {"frames": 1.0}, _whole),
-    "pause_tx_transitions": Quantity(lambda acc, d, line: _transitions(acc.pause_tx, d), _EVENTS, _at_least_one),
-    "pause_rx_transitions": Quantity(lambda acc, d, line: _transitions(acc.pause_rx, d), _EVENTS, _at_least_one),
-    "pcie_stall": Quantity(lambda acc, d, line: acc.pcie_stall, {"percent": 1.0}, _gauge),
+    "pause_tx_frames": Quantity(lambda acc, d, line: _frames(acc.pause_tx, d, line), {"frames": 1.0}, _whole,
+                                source="pause_tx"),
+    "pause_rx_frames": Quantity(lambda acc, d, line: _frames(acc.pause_rx, d, line), {"frames": 1.0}, _whole,
+                                source="pause_rx"),
+    "pause_tx_transitions": Quantity(lambda acc, d, line: _transitions(acc.pause_tx, d), _EVENTS, _at_least_one,
+                                     source="pause_tx"),
+    "pause_rx_transitions": Quantity(lambda acc, d, line: _transitions(acc.pause_rx, d), _EVENTS, _at_least_one,
+                                     source="pause_rx"),
+    "pcie_stall": Quantity(lambda acc, d, line: acc.pcie_stall, {"percent": 1.0}, _gauge, source="pcie_stall"),
     "zero": Quantity(lambda acc, d, line: 0.0, {}, _exact),
     "diag_rx_wqe": _diagnostic("diag_rx_wqe"),
     "diag_qpc": _diagnostic("diag_qpc"),
@@ -167,6 +174,8 @@ def counter_function(catalog: Catalog) -> CounterFunction:
                 (spec.name, spec.sim_scale * q.units.get(spec.unit, 1.0), q.rounding))
     rates = [(q.rate, outs) for q, outs in plan.values() if q.rate]
     fields = tuple(field for field, _ in rates)
+    # the sources of the other quantities, read with the rates
+    fields += tuple({q.source: None for q, _ in plan.values() if q.source and q.source not in fields})
     # one attrgetter reads every rate field as a tuple (a tuple of one or none read one by one)
     read: Callable[[HostAcc], tuple[float, ...]] = (attrgetter(*fields) if len(fields) > 1
                                                     else lambda acc: tuple(getattr(acc, f) for f in fields))
@@ -178,7 +187,9 @@ def counter_function(catalog: Catalog) -> CounterFunction:
                   if rounding is _exact)
     rest = tuple((i, name, scale, rounding) for i, (_, outs) in enumerate(rates) for name, scale, rounding in outs
                  if rounding is not _int and rounding is not _exact)
-    others = tuple((q.amount, tuple(outs)) for q, outs in plan.values() if not q.rate)
+    # (the place of the quantity's source in ``fields``, or None), its amount, its counters
+    others = tuple((fields.index(q.source) if q.source else None, q.amount, tuple(outs))
+                   for q, outs in plan.values() if not q.rate)
 
     def counters(acc: HostAcc, d: float, line: float) -> dict[str, float]:
         out = zeros.copy()
@@ -192,7 +203,9 @@ def counter_function(catalog: Catalog) -> CounterFunction:
         for i, name, scale, rounding in rest:
             if v[i]:
                 out[name] = rounding(v[i] * d * scale)
-        for amount, outs in others:
+        for source, amount, outs in others:
+            if source is not None and not v[source]:
+                continue  # the amount is 0, and every rounding keeps 0 at 0
             a = amount(acc, d, line)
             if a:
                 for name, scale, rounding in outs:
