@@ -668,9 +668,10 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     counters_of = model.counters
     diagnostics = model.diagnostics
     out_hosts: list[HostResult] = []
-    for h, acc in hosts.items():  # the workload's hosts, sorted
+    host_draws = draw.take(len(hosts))
+    for (h, acc), host_draw in zip(hosts.items(), host_draws, strict=True):  # the workload's hosts, sorted
         counters = counters_of(acc, duration, line)
-        cn = 1.0 + noise * (draw() - 0.5)
+        cn = 1.0 + noise * (host_draw - 0.5)
         for k in diagnostics:
             counters[k] = float(round(counters[k] * cn))
         out_hosts.append(built(HostResult, {"host": h, "tx_bps": acc.tx_payload * 8, "rx_bps": acc.rx_payload * 8,
@@ -680,14 +681,17 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     out_flows: list[FlowResult] = []
     base_lat = model.base_latency_us
     waits = _shared_waits(calcs, load, caps, len(hosts) * _KINDS, line)
-    for c, wait in zip(calcs, waits, strict=True):
+    # each flow's latency takes two draws (then its churn figures theirs: without churn all are drawn at once)
+    flow_draws = [] if churn else draw.take(2 * len(calcs))
+    for i, (c, wait) in enumerate(zip(calcs, waits, strict=True)):
         f = c.flow
+        pair = draw.take(2) if churn else flow_draws[2 * i:2 * i + 2]
         rate = c.rate
         latency = base_lat + c.msg_bytes * 8 / line * 1e6  # + serialisation
         depth = 2 * f.batch
         depth = depth if depth < f.sq_depth else f.sq_depth
         queue = f.qps * (depth if depth > 1 else 1) / rate * 1e6 if rate > 0 else 0.0  # outstanding / rate
-        p50 = (queue if queue > latency else latency) * (1.0 + 0.02 * tri())
+        p50 = (queue if queue > latency else latency) * (1.0 + 0.02 * ((pair[0] + pair[1]) * 0.5))
         pz = pause_host.get(c.dst, 0.0)
         p99 = p50 * (1.6 + 40.0 * pz) + wait
         p999 = p50 * (2.5 + 120.0 * pz) + 1.5 * wait

@@ -191,25 +191,23 @@ class Conditions:
     def proximities(self, feats: Features) -> list[float]:
         """Each quirk's :meth:`Quirk.proximity`, in the quirks' order."""
         values = vars(feats)
-        closeness = []
+        miss, exp = MISS_CLOSENESS, CLOSENESS_EXP
+        closeness: list[float] = []
+        add = closeness.append
         for name, kind, test, t in self._clauses:
             x = values[name]
             if test(x):
-                closeness.append(1.0)
+                add(1.0)
             elif kind == 0:
-                closeness.append(MISS_CLOSENESS)
+                add(miss)
             else:
                 x = float(x)
                 x = x if x >= 1.0 else 1.0
                 ratio = x / t if kind == 1 else t / x
-                closeness.append((ratio if ratio < 1.0 else 1.0) ** CLOSENESS_EXP * 0.95)
-        out = []
-        for plan in self._plans:
-            p = 1.0
-            for i in plan:
-                p *= closeness[i]
-            out.append(p)
-        return out
+                add((ratio if ratio < 1.0 else 1.0) ** exp * 0.95)
+        # math.prod multiplies in order from its start, as ``p = 1.0; p *= c`` would
+        get = closeness.__getitem__
+        return [math.prod(map(get, plan), start=1.0) for plan in self._plans]
 
 
 def line_of(text: str | None, needle: str) -> int | None:
