@@ -194,6 +194,9 @@ class Compiled:
         #: the diagnostic counters the dialect reports, in the order the model applies their noise
         self.diagnostics: Final = tuple(k for k in _PRECURSOR if k in counters(HostAcc(), 1.0, 1.0))
         self.backpressure_quirks: Final = any("sim_pcie_backpressure" in q.diagnostics for q in self.quirks)
+        #: per active quirk, its precursor and the places of its diagnostic counters in _PRECURSOR's order
+        self.precursors: Final = tuple((q.precursor, tuple(_PRECURSOR[d] for d in q.diagnostics))
+                                       for q in self.quirks)
         self.kind_caps: Final = _kind_caps(profile)
         self.line: Final = nic.line_rate_gbps * 1e9
         self.line_mbps: Final = nic.line_rate_gbps * 1e3
@@ -821,8 +824,8 @@ def _diagnostics(model: Compiled, feats: Features, hosts: dict[str, HostAcc], pr
     read_f = 1.3 if feats.opcode == "READ" else 1.0
     mtu_f = (4096.0 / feats.mtu) ** 0.25
     # every active quirk adds its precursor, per message or per packet, to its diagnostic counters
-    boosts = [(boost, q.diagnostics) for q, closeness in prox
-              if (boost := q.precursor * closeness * (3.0 if closeness == 1.0 else 1.0)) >= 1e-9]
+    boosts = [(boost, counters) for (precursor, counters), (_, closeness) in zip(model.precursors, prox, strict=True)
+              if (boost := precursor * closeness * (3.0 if closeness == 1.0 else 1.0)) >= 1e-9]
     for h, acc in hosts.items():
         m = acc.base_msgs * 0.5
         p = acc.base_pkts * 0.5
@@ -839,8 +842,7 @@ def _diagnostics(model: Compiled, feats: Features, hosts: dict[str, HostAcc], pr
                 0.1 * soft_fraction(p * 2 / pps_cap * read_f * bidir * mtu_f) * p]
         if boosts:
             per = (m, m, p, p, p)
-            for boost, diagnostics in boosts:
-                for name in diagnostics:
-                    i = _PRECURSOR[name]
+            for boost, counters in boosts:
+                for i in counters:
                     diag[i] += boost * per[i]
         acc.diag_rx_wqe, acc.diag_qpc, acc.diag_mtt, acc.diag_pcie, acc.diag_pkt = diag
