@@ -2,13 +2,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from collie.errors import ConstraintError, InputError
 from collie.model.flow import OPCODES, Endpoint, Flow, flow_to_dict
+from collie.model.space import load_space
 from collie.model.workload import Workload
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "workloads" / "examples"
@@ -212,3 +214,16 @@ def test_a_derived_value_is_computed_once_per_workload() -> None:
     two = w.with_flows(w.flows * 2)
     assert two.derived(count) == 2 and len(calls) == 2  # a new workload computes afresh
     assert two == Workload(two.flows) and hash(two) == hash(Workload(two.flows))  # the memo is no part of it
+
+
+def test_the_key_written_directly_is_the_json_encoders_for_every_field() -> None:
+    # the key's fast writer names each field itself: a flow field it forgot (a new one) or wrote in another way
+    # would make this differ from json.dumps(flow_to_dict(f), sort_keys=True)
+    space, rng = load_space(), np.random.default_rng(5)
+    flows = [f for _ in range(300) for f in space.build(space.sample(rng)).flows]
+    every = flow(opcodes=("SEND", "WRITE_IMM"), sizes=(1, 65537), burst=True, recv_batch=3, recv_sges=2,
+                 recv_delay_us=7, mr_churn=9, qp_churn=4, victim='la"t')
+    for f in [*flows, every, flow(), flow(sizes=(True,))]:  # a bool built in code: the encoder's own path
+        assert Workload((f,)).key() == hashlib.sha256(
+            json.dumps(flow_to_dict(f), sort_keys=True).encode()).hexdigest()[:16], f
+    assert set(flow_to_dict(every)) == {f.name for f in fields(Flow)} - {"opcodes"} | {"opcode"}
