@@ -87,11 +87,12 @@ from functools import partial
 from typing import Any
 
 from collie.mfs import MFS, Condition
-from collie.minimize.policy import DRIVES, VERB_PARTS, edge_feature, feature_at
+from collie.minimize.policy import DRIVES, VERB_PARTS, edge_feature, feature_at, other_cause
 from collie.minimize.sizes import Sizes
 from collie.minimize.verbs import Verbs, superseded
 from collie.model.dimensions import Choice, Dimension, Flag, IntRange, OpcodePattern, SizeVector
 from collie.model.features import features
+from collie.model.points import point_key
 from collie.model.space import SearchSpace
 from collie.oracle import Verdict
 from collie.shrink import MinimizeSettings, Seen, Shrinker, from_to, ladder, nearest_index, retreating
@@ -126,6 +127,11 @@ class Minimizer:
         self._verbs = Verbs(space, self._shrink)
         self._sizes = Sizes(space, self._shrink)
         self._signature = ""
+        # the case being simplified (by the last :meth:`run`), the diagnostic metrics of the run that found it and
+        # those of every run that kept the anomaly, by point: what a verb alternative's run is compared with
+        self._current: dict[str, Any] | None = None
+        self._found: Mapping[str, float] = {}
+        self._kept: dict[str, Mapping[str, float]] = {}
 
     @property
     def experiments(self) -> int:
@@ -138,13 +144,26 @@ class Minimizer:
         return self._shrink.steps
 
     def _seen(self, point: Mapping[str, Any]) -> Seen | None:
-        """What a run of ``point`` showed of the anomaly: kept when anomalous with the same leading symptom."""
+        """What a run of ``point`` showed of the anomaly: kept when anomalous with the same leading symptom.
+
+        A run of the case with only its verb changed that keeps the symptom while its diagnostic counters point
+        at another cause (:func:`~collie.minimize.policy.other_cause`: RC READ's packet-pipeline stalls gone,
+        RC SEND's receive-WQE misses up) is read as masked: another anomaly of the same symptom, which decides
+        nothing about this one."""
         verdict = self._probe(point)
         if verdict is None:
             return None
         signature = self._signature
-        return Seen(verdict.anomalous and verdict.leading == signature, verdict.shows(signature),
-                    verdict.levels.get(signature))
+        kept = verdict.anomalous and verdict.leading == signature
+        level = verdict.levels.get(signature)
+        current = self._current
+        if kept and current is not None and point.get("op") != current.get("op") \
+                and {**point, "op": current.get("op")} == current:
+            if other_cause(self._kept.get(point_key(current), self._found), verdict.metrics):
+                return Seen(False, True, level)
+        if kept:
+            self._kept[point_key(point)] = verdict.metrics
+        return Seen(kept, verdict.shows(signature), level)
 
     def run(self, point: Mapping[str, Any], verdict: Verdict, defer: bool = False) -> MinimizeResult:
         """Minimize ``point`` (which showed ``verdict``); with ``defer``, leave edges open for :meth:`finish`."""
@@ -154,6 +173,7 @@ class Minimizer:
         # a point of a smaller or older space (workloads/paper.toml, a case recorded before a dimension existed:
         # no mix, no rq_depth) lacks some dimensions; each starts where the point's workload has it
         current = {**self.space.point_of(self.space.build(point)), **point}
+        self._current, self._found = current, verdict.metrics
         conditions: list[Condition] = []
         # the space's order: by default topology first (fewer flows, plainer memory), as a shrinker deletes
         # structure before it edits values: a verb change tried early can slip onto a different anomaly with the

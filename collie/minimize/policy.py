@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from collie.metrics import DIAG_PREFIX
 from collie.mfs import Condition
 from collie.model.features import features
 from collie.model.space import SearchSpace
@@ -29,6 +30,12 @@ DRIVES: Final[Mapping[str, tuple[str, ...]]] = {
 #: The halves of a verb (``RC_READ``: transport ``RC``, opcode ``READ``), tested apart when the verb is necessary.
 VERB_PARTS: Final = ("transport", "opcode")
 _DIRECTION_FLAGS: Final = ("bidirectional", "loopback", "incast")
+#: A verb alternative showed the anomaly's symptom through another cause when its diagnostic counters moved apart
+#: from the case's: one at least this many times higher and another this many times lower (a verb's own effect
+#: moves them one way: RC SEND adds receive-WQE misses to what RC READ showed, but takes nothing away).
+CAUSE_SHIFT: Final = 2.0
+#: Diagnostic events per unit of work added to both sides of a ratio, so counters near zero compare as equal.
+DIAG_FLOOR: Final = 0.01
 
 
 def edge_feature(name: str) -> str | None:
@@ -56,3 +63,12 @@ def categorical_conditions(space: SearchSpace, name: str, value: Any) -> list[Co
     if name == "victim":
         return [Condition("victim", "==", f.victim)]
     return []
+
+
+def other_cause(case: Mapping[str, float], run: Mapping[str, float]) -> bool:
+    """Whether ``run``'s diagnostic counters (a verdict's ``diag:*`` metrics) point at another cause than
+    ``case``'s: one rose :data:`CAUSE_SHIFT` times or more while another fell as much (each with
+    :data:`DIAG_FLOOR` added). A counter missing from either side says nothing."""
+    ratios = [(run[k] + DIAG_FLOOR) / (v + DIAG_FLOOR) for k, v in case.items()
+              if k.startswith(DIAG_PREFIX) and k in run]
+    return max(ratios, default=1.0) >= CAUSE_SHIFT and min(ratios, default=1.0) * CAUSE_SHIFT <= 1.0

@@ -286,6 +286,30 @@ def test_verb_alternatives_that_disagree_keep_the_opcode_half(sges: int, opcode:
     assert (conds["opcode"].op, conds["opcode"].value) == opcode
 
 
+def read_or_send_by_cause(point: Any) -> Verdict:
+    """:func:`read_or_send` with one SGE, its runs carrying diagnostic counters as a NIC's would: the READ anomaly
+    raises packet-pipeline stalls, the SEND one receive-WQE misses; a SEND run has some receive-WQE misses of its
+    own."""
+    f = features(SPACE.build(point))
+    read = f.transport == "RC" and f.opcode == "READ" and f.qps_total >= 64
+    send = f.transport == "RC" and f.opcode == "SEND" and f.qps_total >= 32
+    diag = {"diag:pkt_stall": 0.5 if read else 0.1, "diag:qpc_miss": 0.3,
+            "diag:rx_wqe_miss": 2.0 if send else 0.2 if f.opcode == "SEND" else 0.0}
+    return dataclasses.replace(PAUSE if read or send else CLEAN, metrics=diag)
+
+
+def test_a_verb_alternative_whose_diagnostics_point_at_another_cause_decides_nothing() -> None:
+    # RC SEND keeps the pause on the simplified case too, but its packet-pipeline stalls fell back while its
+    # receive-WQE misses rose tenfold: another anomaly of the same symptom, so the opcode stays READ (without the
+    # counters, the check above reads "opcode in {READ, SEND}")
+    start = {**SPACE.simplest(), "op": "RC_READ", "qps": 100}
+    found = read_or_send_by_cause(start)
+    result = Minimizer(SPACE, read_or_send_by_cause, MinimizeSettings()).run(start, found)
+    assert [str(c) for c in result.mfs.conditions if c.feature == "opcode"] == ["opcode == READ"], \
+        result.mfs.describe()
+    assert result.point["op"] == "RC_READ"
+
+
 def but_rc_write(point: Any) -> Verdict:
     """Low throughput on 8+ QPs with every verb but RC WRITE (the simplest verb)."""
     return LOW if point["op"] != "RC_WRITE" and features(SPACE.build(point)).qps_total >= 8 else CLEAN

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from collie.minimize import DRIVES, VERB_PARTS, Minimizer, MinimizeSettings, moved_to
+from collie.minimize.policy import other_cause
 from collie.model.features import Features, features
 from collie.model.space import load_space
 from collie.oracle import Verdict
@@ -73,3 +74,16 @@ def test_names_the_space_lacks_are_ignored() -> None:
     more = dataclasses.replace(PAPER, shrink_order=("recv_batch", *PAPER.shrink_order, "qp_churn"))
     other = Minimizer(more, probe, MinimizeSettings()).run(start, PAUSE)
     assert other.steps == plain.steps and other.mfs == plain.mfs
+
+
+def test_diagnostic_counters_point_at_another_cause_only_when_they_move_apart() -> None:
+    case = {"throughput": 0.9, "diag:pkt_stall": 0.47, "diag:qpc_miss": 1.37, "diag:rx_wqe_miss": 0.11}
+    # p2100g-100g's #16 (RC READ) moved to RC SEND, where #17 fires: stalls fell, receive-WQE misses rose
+    assert other_cause(case, {"diag:pkt_stall": 0.16, "diag:qpc_miss": 0.59, "diag:rx_wqe_miss": 2.01})
+    # the verb's own effect moves them one way only: SEND adds receive-WQE misses, READ's stalls ease a little
+    assert not other_cause(case, {"diag:pkt_stall": 0.36, "diag:qpc_miss": 1.3, "diag:rx_wqe_miss": 2.01})
+    assert not other_cause(case, {"diag:pkt_stall": 0.1, "diag:qpc_miss": 0.5, "diag:rx_wqe_miss": 0.11})
+    # counters near zero compare as equal; one missing from a side says nothing; throughput is not a counter
+    assert not other_cause({"diag:a": 0.001, "diag:b": 0.5}, {"diag:a": 0.004, "diag:b": 0.2})
+    assert not other_cause(case, {"diag:rx_wqe_miss": 2.01, "throughput": 0.1})
+    assert not other_cause({}, {"diag:a": 1.0})
