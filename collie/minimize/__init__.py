@@ -158,9 +158,9 @@ class Minimizer:
         level = verdict.levels.get(signature)
         current = self._current
         if kept and current is not None and point.get("op") != current.get("op") \
-                and {**point, "op": current.get("op")} == current:
-            if other_cause(self._kept.get(point_key(current), self._found), verdict.metrics):
-                return Seen(False, True, level)
+                and {**point, "op": current.get("op")} == current \
+                and other_cause(self._kept.get(point_key(current), self._found), verdict.metrics):
+            return Seen(False, True, level)
         if kept:
             self._kept[point_key(point)] = verdict.metrics
         return Seen(kept, verdict.shows(signature), level)
