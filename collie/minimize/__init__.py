@@ -21,7 +21,9 @@ Order and grouping:
       value; if the anomaly vanishes the current value is necessary (an ``==``/flag condition) and its transport
       and opcode are tested apart (the other opcodes on the same transport, the same opcode on the other
       transports; a half is necessary if its first alternative whose run decides loses the anomaly, a run
-      where another anomaly's stronger symptom masks this one deciding nothing; a half whose alternative kept
+      where another anomaly's stronger symptom masks this one deciding nothing, and so does a run that keeps
+      the symptom while its diagnostic counters point at another cause (one at least twice the case's, another
+      at most half: :func:`~collie.minimize.policy.other_cause`); a half whose alternative kept
       the anomaly is checked again on the simplified case, where a slip onto another anomaly is less likely;
       when the simplest verb lost and no half's condition excludes it, each half moved alone having kept the
       anomaly, the verb stays as found: the MFS never covers a verb that was probed and lost);
