@@ -15,8 +15,8 @@ Base model (no quirk can be seen in it):
       drops), and a partial cache-line write's read-modify-write on the receiver's PCIe write direction;
     * control-path churn (``collie.targets.sim.churn``): the misses that churned cache entries add to the data
       path's cost its packet pipeline; churn latencies come from the firmware command path's load;
-    * rates are found by proportional water-filling: start every flow at what it would get alone, scale the
-      flows of any over-subscribed resource down to its capacity, repeat;
+    * rates are found by water-filling: every flow starts at what it would get alone, and each shared resource
+      serves its flows round-robin, so it shares its capacity max-min in its own units (:func:`_fair_shares`);
     * per-WQE/doorbell cost that batching amortises, SGE and memory-placement costs are mild efficiency
       factors (together never below ~0.93), so plain workloads stay at >= ~0.9 of their ceiling after noise;
       larger losses are quirks by construction;
@@ -486,29 +486,76 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
         for c in calcs:
             c.rate *= c.eff
         return [], []
-    n = len(caps)
-    for _ in range(4):
-        load = _loads(calcs, n)
-        scale = [1.0] * n  # below 1 for an over-subscribed resource
-        over = False
-        for k in range(n):
-            ld, cap = load[k], caps[k]
-            if ld > cap * 1.000001:
-                scale[k] = cap / ld
-                over = True
-        if not over:
-            break
-        for c in calcs:  # each flow by its most over-subscribed resource (x 1.0 when none is)
-            least = 1.0
-            for k, _ in c.uses:
-                if scale[k] < least:
-                    least = scale[k]
-            c.rate *= least
-    else:
-        load = _loads(calcs, n)  # at the rates the fourth round settled on
+    _fair_shares(calcs, caps)
+    load = _loads(calcs, len(caps))
     for c in calcs:
         c.rate *= c.eff
     return load, caps
+
+
+#: Rounds of :func:`_fair_shares` before it settles for a proportional cut (a handful reach the fixed point).
+_SHARE_ROUNDS: Final = 8
+
+
+def _fill_level(cap: float, demands: list[float]) -> float:
+    """The water level of max-min sharing ``cap`` among ``demands`` (each gets ``min(demand, level)``, the
+    shares add up to ``cap``); infinite when the demands fit."""
+    if sum(demands) <= cap * 1.000001:
+        return math.inf
+    left, n = cap, len(demands)
+    for d in sorted(demands):
+        if d * n > left:
+            return left / n
+        left -= d
+        n -= 1
+    return math.inf  # not reached: the demands do not fit
+
+
+def _fair_shares(calcs: list[FlowCalc], caps: list[float]) -> None:
+    """Cut the flows' rates (each at what it would get alone) to each resource's fair shares.
+
+    A shared resource serves its flows round-robin, a packet (or byte) each, so it shares its capacity max-min in
+    its own units: a flow that asks less than an equal share gets all it asks, the others split the rest equally.
+    A flow that uses a congested resource lightly (an atomic's 8 B result against a saturated wire) is not held by
+    it. Each flow's demand on a resource is its rate as every *other* resource allows it; rounds over the resources,
+    each seeing the bounds the ones before it set (Gauss-Seidel, from no bound), reach the fixed point: the rates.
+
+    Invariants: no rate rises above what the flow gets alone; no resource ends over its capacity (after
+    ``_SHARE_ROUNDS`` rounds without a fixed point, every over-subscribed resource's flows are cut in proportion).
+    """
+    load = _loads(calcs, len(caps))
+    if all(ld <= cap * 1.000001 for ld, cap in zip(load, caps, strict=True)):
+        return  # nothing over-subscribed: every flow gets what it gets alone
+    alone = [c.rate for c in calcs]
+    use: dict[int, dict[int, float]] = {}  # resource -> {flow: its usage per request}
+    for i, c in enumerate(calcs):
+        for k, v in c.uses:
+            on = use.setdefault(k, {})
+            on[i] = on.get(i, 0.0) + v
+    users = {k: list(on.items()) for k, on in use.items()}
+    bound: list[dict[int, float]] = [{} for _ in calcs]  # flow -> {resource: the rate it allows the flow}
+    settled = False
+    for _ in range(_SHARE_ROUNDS):
+        settled = True
+        for k, us in users.items():  # Gauss-Seidel: each resource sees the bounds the ones before it set
+            wants = [v * min([alone[i], *[r for kk, r in bound[i].items() if kk != k]]) for i, v in us]
+            level = _fill_level(caps[k], wants)
+            for (i, v), want in zip(us, wants, strict=True):
+                was = bound[i].get(k)
+                if want > level:
+                    now = bound[i][k] = level / v
+                    settled = settled and was is not None and abs(now - was) <= 1e-9 * was
+                elif was is not None:
+                    del bound[i][k]
+                    settled = False
+        if settled:
+            break
+    for i, c in enumerate(calcs):
+        c.rate = min([alone[i], *bound[i].values()])
+    if not settled:  # no fixed point: whatever is still over its capacity cuts its flows in proportion
+        load = _loads(calcs, len(caps))
+        for c in calcs:
+            c.rate *= min([1.0, *[caps[k] / load[k] for k, _ in c.uses if load[k] > caps[k]]])
 
 
 def _loads(calcs: list[FlowCalc], n: int) -> list[float]:

@@ -1,5 +1,6 @@
-"""An aggressor and its victim in the base model: flows share a host's resources by their demand, wait behind each
-other's packets at a busy shared resource, and share the caches that churn loads; no quirk."""
+"""An aggressor and its victim in the base model: flows share each resource of a host max-min (it serves them
+round-robin), wait behind each other's packets at a busy shared resource, and share the caches that churn loads;
+no quirk."""
 
 from __future__ import annotations
 
@@ -49,3 +50,27 @@ def test_an_aggressors_mr_churn_slows_a_small_message_victim_and_not_itself() ->
     assert after.flows[1].msg_rate < 0.5 * before.flows[1].msg_rate
     assert after.flows[0].bps > 0.95 * before.flows[0].bps
     assert after.truth == ("base:churn",) and before.truth == ()
+
+
+def test_a_flow_that_asks_less_than_an_equal_share_of_a_link_gets_all_it_asks() -> None:
+    """A link serves its flows round-robin, so it shares max-min: a flow held below half the link by its own READ
+    window (512 B READs on one QP) keeps its rate beside a WRITE aggressor, which takes the rest; cut in
+    proportion to what each asked, it kept about 0.8 of it."""
+    windowed = flow("b", "a", opcodes=("READ",), sizes=(512,))
+    alone = _run(windowed).flows[0]
+    shared = _run(windowed, flow(sizes=(65536,), qps=8))
+    assert shared.flows[0].bps > 0.97 * alone.bps
+    line = SimTarget("cx6-200g").describe().line_rate_bps
+    assert shared.flows[0].bps + shared.flows[1].bps > 0.85 * line
+
+
+def test_a_flow_that_uses_a_saturated_resource_lightly_is_not_held_by_it() -> None:
+    """Two WRITE flows a -> b over-subscribe a's wire and PCIe reads; a flow b -> a mixing atomics into its WRITEs
+    reads 8 B of a's memory per atomic there. Its share of those resources is all it asks, so it keeps its line
+    rate: it was cut to about half when every flow of an over-subscribed resource was cut in proportion."""
+    back = flow("b", "a", opcodes=("ATOMIC_FA", "WRITE"), sizes=(65536,))
+    alone = _run(back).flows[0]
+    shared = _run(flow(sizes=(65536,), qps=8), back, BANDWIDTH)
+    assert shared.flows[1].bps > 0.95 * alone.bps
+    assert 0.8 < shared.flows[0].bps / shared.flows[2].bps < 1.25
+    assert shared.truth == ()
