@@ -538,8 +538,8 @@ def _payload_into(flow: Flow) -> tuple[_Landing, ...]:
     requests = flow.requests()
     reads = tuple(b for op, b in requests if op == "READ")
     pushes = tuple(b for op, b in requests if op != "READ")
-    if not reads or not pushes:
-        return (_Landing(flow.payload_receiver.host, flow.sizes, 1.0, 1.0),)
+    if not reads or not pushes:  # the cycle's own sizes: an atomic moves 8 B whatever the size pattern says
+        return (_Landing(flow.payload_receiver.host, tuple(b for _, b in requests), 1.0, 1.0),)
     nbytes = sum(b for _, b in requests)
     packets = sum(rocev2.packets(b, flow.mtu) for _, b in requests)
     ends = ((flow.client.host, reads, flow.server.host), (flow.server.host, pushes, flow.client.host))

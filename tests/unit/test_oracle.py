@@ -325,6 +325,16 @@ def test_an_atomic_flow_at_the_atomic_ceiling_is_not_low_throughput() -> None:
     assert not o.judge(one_flow_run(mixed, 0.9 * 80e6), mixed).anomalous
 
 
+def test_an_atomic_moves_its_8_bytes_whatever_size_the_pattern_gives_it() -> None:
+    """Request i takes opcodes[i % 2] and sizes[i % 2]: every atomic of this cycle takes the 64 KiB size and moves
+    8 B, every WRITE 512 B. At 0.95 of the bits/s ceiling of what it moves it is clean; it was judged low against
+    the ceiling of 64 KiB messages, which it never sends."""
+    mixed = Workload((Flow(A, B, opcodes=("ATOMIC_FA", "WRITE"), sizes=(65536, 512), mtu=4096, qps=8),))
+    moved = CEIL.payload_bps("oneway", [8, 512], 4096)
+    v = Oracle(load_catalog("mlx5"), CEIL).judge(one_flow_run(mixed, 0.95 * moved / (260 * 8)), mixed)
+    assert not v.anomalous and v.evidence["throughput"]["b"]["bps_ceiling"] == pytest.approx(moved)
+
+
 def test_atomic_flows_into_one_responder_share_its_atomic_rate() -> None:
     two = Workload((Flow(A, B, opcodes=("ATOMIC_FA",), sizes=(8,), qps=64, mr_size=4096),
                     Flow(B, B, opcodes=("ATOMIC_CS",), sizes=(8,), qps=64, mr_size=4096)))
