@@ -152,13 +152,15 @@ class Sizes:
         """The edge between the current single size (anomalous) and ``end`` (not), as a condition, bisected on
         ``rungs``.
 
-        When the original pattern ``sizes`` held no message beyond the edge's side, it cannot tell whether the
-        anomaly needs every message on this side of the edge or only one: one probe of the case with a message
-        of ``end`` size added decides (kept: only the largest, or smallest, message matters)."""
+        When the original pattern ``sizes`` held no message as far out as ``end`` (which the anomaly lost), it may
+        hold none beyond the edge either, and then cannot tell whether the anomaly needs every message on this
+        side of the edge or only one: one probe of the case with a message of ``end`` size added decides (kept:
+        only the largest, or smallest, message matters). Messages between ``end`` and the case's size do not
+        decide it, since the edge may lie below them (a pattern of 185 KiB to 2 MiB READs whose edge is 16 KiB)."""
         v = current[d.name][0]
         lower = end < v
         pattern = list(sizes)
-        if (min(sizes) >= v) if lower else (max(sizes) <= v):
+        if (min(sizes) > end) if lower else (max(sizes) < end):
             mix = sorted([end, v])
             if self._shrink.test({**current, d.name: mix}, f"sizes -> {mix} (one message beyond)", recheck=False):
                 pattern.append(end)

@@ -446,11 +446,13 @@ def test_a_size_edge_from_one_size_is_told_apart_as_largest_or_every_message() -
         f = features(SPACE.build(point))
         return PAUSE if f.opcode == "READ" and f.min_msg >= 16384 else CLEAN
 
-    start = {**SPACE.simplest(), "op": "RC_READ", "sizes": [1 << 20]}
-    for planted_fn, feature in ((large_read, "max_msg"), (all_large_read, "min_msg")):
-        result = Minimizer(SPACE, planted_fn, MinimizeSettings()).run(start, PAUSE)
-        sizes = [c for c in result.mfs.conditions if c.feature in ("max_msg", "min_msg")]
-        assert [(c.feature, c.op, c.value) for c in sizes] == [(feature, ">=", 16384)], result.mfs.describe()
+    # so do patterns whose every message is above the edge, though not of one size (185 KiB to 2 MiB READs)
+    for pattern in ([1 << 20], [2103808, 189440, 304156]):
+        start = {**SPACE.simplest(), "op": "RC_READ", "sizes": pattern}
+        for planted_fn, feature in ((large_read, "max_msg"), (all_large_read, "min_msg")):
+            result = Minimizer(SPACE, planted_fn, MinimizeSettings()).run(start, PAUSE)
+            sizes = [c for c in result.mfs.conditions if c.feature in ("max_msg", "min_msg")]
+            assert [(c.feature, c.op, c.value) for c in sizes] == [(feature, ">=", 16384)], result.mfs.describe()
 
 
 def two_pauses(point: Any) -> Verdict:
