@@ -381,7 +381,7 @@ def _kind_caps(profile: Profile) -> list[float]:
 
 def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: dict[str, tuple[float, float]]
               ) -> tuple[list[float], list[float]]:
-    """Proportional water-filling of request rates over the hosts' resources and each flow's own limits (see
+    """Water-filling of request rates over the hosts' resources and each flow's own limits (see
     the module docstring); labels each flow with the base-model limits that hold it well below its ceiling, and
     leaves in its ``uses`` the resources it uses.
 
