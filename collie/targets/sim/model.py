@@ -516,22 +516,26 @@ def _fair_shares(calcs: list[FlowCalc], caps: list[float]) -> None:
 
     A shared resource serves its flows round-robin, a packet (or byte) each, so it shares its capacity max-min in
     its own units: a flow that asks less than an equal share gets all it asks, the others split the rest equally.
-    A flow that uses a congested resource lightly (an atomic's 8 B result against a saturated wire) is not held by
-    it. Each flow's demand on a resource is its rate as every *other* resource allows it; rounds over the resources,
-    each seeing the bounds the ones before it set (Gauss-Seidel, from no bound), reach the fixed point: the rates.
+    A flow that uses a congested resource lightly (its atomics' 8 B reads against a saturated PCIe read direction)
+    is not held by it. Each flow's demand on a resource is its rate as every *other* resource allows it; rounds
+    over the resources, each seeing the bounds the ones before it set (Gauss-Seidel, from no bound), reach the
+    fixed point: the rates.
 
     Invariants: no rate rises above what the flow gets alone; no resource ends over its capacity (after
     ``_SHARE_ROUNDS`` rounds without a fixed point, every over-subscribed resource's flows are cut in proportion).
     """
     load = _loads(calcs, len(caps))
-    if all(ld <= cap * 1.000001 for ld, cap in zip(load, caps, strict=True)):
-        return  # nothing over-subscribed: every flow gets what it gets alone
+    # rates never rise above what the flows get alone, so only a resource over-subscribed at those can bind
+    over = {k for k, (ld, cap) in enumerate(zip(load, caps, strict=True)) if ld > cap * 1.000001}
+    if not over:
+        return
     alone = [c.rate for c in calcs]
     use: dict[int, dict[int, float]] = {}  # resource -> {flow: its usage per request}
     for i, c in enumerate(calcs):
         for k, v in c.uses:
-            on = use.setdefault(k, {})
-            on[i] = on.get(i, 0.0) + v
+            if k in over:
+                on = use.setdefault(k, {})
+                on[i] = on.get(i, 0.0) + v
     users = {k: list(on.items()) for k, on in use.items()}
     bound: list[dict[int, float]] = [{} for _ in calcs]  # flow -> {resource: the rate it allows the flow}
     settled = False
