@@ -553,10 +553,13 @@ class Chain:
         """Replace known anomaly ``index``'s MFS by ``mfs``, widened to take in the find of ``trial`` just past
         its edges; its case moves to ``moved`` (its old case moved to the find's values, which kept the
         anomaly, with ``evidence``) when the old case would be off the widened edges and ``moved`` sits at them
-        (:func:`~collie.minimize.off_edges`: a case that sat at an edge, or at an edge still open, follows it;
-        one at its simplest value inside an upper edge stays), else it stays."""
+        (:func:`~collie.minimize.off_edges`; a wide condition of an edge still open does not count, the case moves
+        there when it is finished: a case that sat at an edge, or at an edge still open, follows it; one at its
+        simplest value inside an upper edge stays), else it stays."""
         old = self.known[index]
-        follows = bool(off_edges(self.space, mfs, old.point)) and not off_edges(self.space, mfs, moved)
+        still_open = {c for e in self._open if e.anomaly_id == old.anomaly_id for c in e.minimizer.open_conditions()}
+        follows = bool(off_edges(self.space, mfs, old.point)) and \
+            not [c for c in off_edges(self.space, mfs, moved) if c not in still_open]
         self._replace_mfs(old, mfs, 0, moved if follows else None, evidence if follows else None)
         self._hit(self.registry.get(old.anomaly_id), HitKind.WIDENED, signature, trial, widened=mfs.describe(),
                   cost=cost)

@@ -215,6 +215,10 @@ class Minimizer:
         """At most how many probes :meth:`finish` takes (with the confirmation of a case it moves)."""
         return self._shrink.open_cost()
 
+    def open_conditions(self) -> frozenset[Condition]:
+        """The wide conditions standing in for the edges left open (the case need not sit at them yet)."""
+        return frozenset(c for edge in self._shrink.open for c in edge.wide)
+
     def finish(self, result: MinimizeResult) -> MinimizeResult:
         """``result`` of a deferred :meth:`run` with every open edge finished on its case.
 

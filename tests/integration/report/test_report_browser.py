@@ -113,7 +113,7 @@ def test_the_html_report_loads_offline_and_shows_every_card_and_plot(browser: An
         link = row.find_element(By.TAG_NAME, "a")
         assert link.get_attribute("href").endswith("#" + card.get_attribute("id"))
         cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
-        assert cells[1].startswith("host ") and cells[1].endswith(("(receiver)", "(sender)")), cells
+        assert cells[1].startswith("host ") and cells[1].endswith(("(receiver)", "(sender)", "(victim)")), cells
         assert "x its threshold" in cells[4], cells
     _screenshot(driver, html, "simulated.png")
 

@@ -17,6 +17,7 @@ from collie.campaign import AnomalyRecord, Campaign, CampaignSummary
 from collie.campaign import budget as budget_module
 from collie.events import AnomalyFound, KnownAnomaly, MfsFinished, TrialFinished, Warned
 from collie.mfs import MFS, Condition
+from collie.minimize import off_edges
 from collie.model.features import features
 from collie.model.space import load_space
 from collie.model.workload import Workload
@@ -325,6 +326,30 @@ def test_a_find_just_past_a_known_edge_widens_that_mfs(tmp_path: Path) -> None:
     assert "qps_total >= 100" in slow[0].mfs.describe()
     saved = json.loads((tmp_path / "c" / "anomalies" / slow[0].anomaly_id / "mfs.json").read_text())
     assert saved["text"] == slow[0].mfs.describe()
+
+
+TWO_EDGE_PROFILE = SIDE_PROFILE.split("[[quirk]]")[0].replace('"side-findings"', '"two-edges"') + """
+[[quirk]]
+id = "t-read-qps-batch"
+summary = "READ on 50+ QPs with post lists of 12+ crawls"
+cause = "made up"
+when = ["opcode == READ", "qps_total >= 50", "batch >= 12"]
+symptom = { throughput = 0.3 }
+diagnostics = ["sim_qpc_cache_miss"]
+"""
+
+
+def test_a_widened_mfs_takes_its_case_along_while_its_other_edges_are_open(tmp_path: Path) -> None:
+    # the first find's edges are left open (deferred; its QP edge wide at 64, between 45 that lost and 181); a
+    # find at 55 QPs widens it while its post-list edge is still open: the case moves to 55 QPs (its post list
+    # moves when that edge is finished), so it sits at every edge of the finished MFS (it stayed at 181)
+    read = {**paper_space().simplest(), "op": "RC_READ", "batch": 64}
+    events: list[Any] = []
+    summary = _scripted(tmp_path, TWO_EDGE_PROFILE, [{**read, "qps": 181}, {**read, "qps": 55}], 80, events)
+    assert [e for e in events if isinstance(e, KnownAnomaly) and e.widened]
+    (slow,) = [a for a in summary.anomalies if a.signature.startswith("low_throughput")]
+    assert slow.mfs is not None and "qps_total >= 55" in slow.mfs.describe()
+    assert off_edges(paper_space(), slow.mfs, slow.point) == [], (slow.mfs.describe(), slow.point)
 
 
 NEIGHBOUR_PROFILE = EDGE_PROFILE.replace('"edge"', '"edge-neighbour"') + """
