@@ -172,6 +172,7 @@ class Minimizer:
         # a change is kept only if the run shows the same leading symptom (kind and end)
         self._signature = verdict.leading
         self._shrink.defer = defer
+        self._verbs.checks = []
         # a point of a smaller or older space (workloads/paper.toml, a case recorded before a dimension existed:
         # no mix, no rq_depth) lacks some dimensions; each starts where the point's workload has it
         current = {**self.space.point_of(self.space.build(point)), **point}
@@ -212,8 +213,10 @@ class Minimizer:
         return len(self._shrink.open)
 
     def open_cost(self) -> int:
-        """At most how many probes :meth:`finish` takes (with the confirmation of a case it moves)."""
-        return self._shrink.open_cost()
+        """At most how many probes :meth:`finish` takes (with the confirmation of a case it moves, and the verb
+        checks repeated there)."""
+        moves = any(e.places_case for e in self._shrink.open)
+        return self._shrink.open_cost() + (2 * len(self._verbs.checks) if moves else 0)
 
     def open_conditions(self) -> frozenset[Condition]:
         """The wide conditions standing in for the edges left open (the case need not sit at them yet)."""
@@ -227,17 +230,22 @@ class Minimizer:
         the finished condition replaces the wide one. An edge that placed the case (found from the dimension's
         simplest value) moves the case to the finished edge, the simplest value that keeps the condition, as a
         run without deferral leaves it; a case that moved is confirmed again (``required`` of ``runs``), and if
-        it does not hold up the confirmed case of ``result`` stays. A wide condition no longer in ``result.mfs``
-        (a campaign widened it to take in a confirmed point beyond it) is left as it is, and so is the case on
-        its dimension, and the finished edges of the dimensions it would have moved on are put at its values (a
-        narrower region, the one confirmed, so the case still sits at its edges). Raises whatever the probe
-        raises (a spent budget): the edges not finished then stay open.
+        it does not hold up the confirmed case of ``result`` stays. On a moved case that holds up, the verb checks
+        of the run are repeated: those that now lose the anomaly add their conditions. A wide condition no longer
+        in ``result.mfs`` (a campaign widened it to take in a confirmed point beyond it) is left as it is, and so
+        is the case on its dimension, and the finished edges of the dimensions it would have moved on are put at
+        its values (a narrower region, the one confirmed, so the case still sits at its edges). Raises whatever
+        the probe raises (a spent budget): the edges not finished then stay open.
         """
         conditions, case = self._shrink.finish_edges(list(result.mfs.conditions), dict(result.point))
         point, confirmed = result.point, result.confirmed
         if case != result.point:
             if self._shrink.confirm(case):
                 point, confirmed = case, True
+                # the verb checks ran on the case at its open edges: at the finished ones another anomaly of the
+                # same symptom may no longer keep a verb alternative
+                self._current = case
+                conditions = superseded(conditions + self._verbs.recheck(case, conditions))
             else:
                 conditions = self._edges_at(conditions, result.point, {n for n in case if case[n] != point.get(n)})
         return MinimizeResult(MFS(result.mfs.signature, tuple(conditions)), point, confirmed,

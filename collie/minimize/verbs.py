@@ -30,6 +30,30 @@ class Verbs:
     def __init__(self, space: SearchSpace, shrink: Shrinker[Condition]) -> None:
         self.space = space
         self._shrink = shrink
+        #: the verb checks of the last run and the conditions each implies when it loses the anomaly (repeated
+        #: by :meth:`recheck` on a case that moved to its finished edges)
+        self.checks: list[tuple[Check[Condition], list[Condition]]] = []
+
+    def _check(self, check: Check[Condition], implies: list[Condition]) -> None:
+        """Queue ``check`` of a verb half with the shrinker's checks of the simplified case, and remember it."""
+        self._shrink.far.append(check)
+        self.checks.append((check, implies))
+
+    def recheck(self, case: dict[str, Any], conditions: list[Condition]) -> list[Condition]:
+        """The verb checks of the last run repeated on ``case``, a case moved to the finished edges of a deferred
+        run: the conditions of those that lose the anomaly there, which ``conditions`` lacks.
+
+        A half whose alternative kept the anomaly on the case at its open edges (a UD SEND case on 181 QPs moved
+        to RC, where another pause with the same diagnostic counter fires from 64 QPs) may lose it at the
+        finished ones (32 QPs); one probe per check whose conditions are missing, rechecked on a loss."""
+        out: list[Condition] = []
+        for check, implies in self.checks:
+            if all(c in conditions for c in implies):
+                continue
+            if self._shrink.test({**case, check.name: check.value},
+                                 f"{check.name} -> {check.value} (at the finished edges)") is False:
+                out += [c for c in check.lost(case) if c not in conditions and c not in out]
+        return out
 
     def categorical(self, d: Choice, current: dict[str, Any], final: bool = False) -> list[Condition] | None:
         """Conditions of an unordered choice (None: its probe could not run, unless ``final``, where that reads
@@ -51,9 +75,9 @@ class Verbs:
         if d.name == "op":
             # the verb is not necessary, but its transport or opcode may be: checked at the end, with the far sides
             for others, condition in _verb_halves(d, simplest):
-                lost = partial(self._masked_then, d.name, others[0], others[1:],
-                               self._verb_conditions(d, [condition], current))
-                self._shrink.far.append(Check(d.name, others[0], lost, alone=True))
+                implies = self._verb_conditions(d, [condition], current)
+                lost = partial(self._masked_then, d.name, others[0], others[1:], implies)
+                self._check(Check(d.name, others[0], lost, alone=True), implies)
         return []
 
     def _verb(self, d: Choice, current: dict[str, Any], lost: bool) -> list[Condition]:
@@ -70,7 +94,7 @@ class Verbs:
         """
         value = current[d.name]
         necessary: list[Condition] = []
-        checks: list[Check[Condition]] = []
+        checks: list[tuple[Check[Condition], list[Condition]]] = []
         keeping: list[Condition] = []  # each half that kept: its value's part or its keeping alternative's
         halves = _verb_halves(d, value)
         for others, condition in halves:
@@ -90,8 +114,9 @@ class Verbs:
             # symptom (a UD SEND case moved to RC SEND meeting an RC SEND anomaly): checked again on the
             # simplified case, with the far sides
             rest = [v for v in others if v != kept]
-            then = partial(self._masked_then, d.name, kept, rest, self._verb_conditions(d, [condition], current))
-            checks.append(Check(d.name, kept, then, alone=True))
+            implies = self._verb_conditions(d, [condition], current)
+            then = partial(self._masked_then, d.name, kept, rest, implies)
+            checks.append((Check(d.name, kept, then, alone=True), implies))
         simplest = d.simplest()
         if lost and all(c.holds({c.feature: _half_value(c, simplest)}) for c in necessary):
             # each half moved alone kept the anomaly, both moved (the simplest verb) lost it: a half whose parts
@@ -101,7 +126,8 @@ class Verbs:
             if not excluding:
                 return self._verb_conditions(d, [c for _, c in halves], current)
             necessary = [c for c in necessary if c.feature != excluding[0].feature] + excluding
-        self._shrink.far.extend(checks)
+        for check, implies in checks:
+            self._check(check, implies)
         return self._verb_conditions(d, necessary, current)
 
     def _verb_conditions(self, d: Choice, necessary: list[Condition], current: Mapping[str, Any]

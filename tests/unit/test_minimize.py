@@ -455,6 +455,29 @@ def test_a_size_edge_from_one_size_is_told_apart_as_largest_or_every_message() -
             assert [(c.feature, c.op, c.value) for c in sizes] == [(feature, ">=", 16384)], result.mfs.describe()
 
 
+def test_verb_checks_are_repeated_on_a_case_moved_to_its_finished_edges() -> None:
+    # a UD SEND pause from 32 QPs and queues of 64, an RC SEND one from 64 QPs and queues of 128 (the same symptom
+    # and, here, no diagnostic counter to tell them apart). Deferred, the case stays on 181 QPs while its QP
+    # edge is open, where RC SEND keeps the pause: the transport reads free. Moved to the finished edge (32
+    # QPs), RC SEND loses it: the transport is a condition after all
+    def ud_and_rc(point: Any) -> Verdict:
+        f = features(SPACE.build(point))
+        ud = f.transport == "UD" and f.qps_total >= 32 and f.wq_depth >= 64
+        rc = f.transport == "RC" and f.qps_total >= 64 and f.wq_depth >= 128
+        return PAUSE if f.opcode == "SEND" and (ud or rc) else CLEAN
+
+    start = {**SPACE.simplest(), "op": "UD_SEND", "qps": 181, "wq_depth": 1024, "sizes": [256]}
+    m = Minimizer(SPACE, ud_and_rc, MinimizeSettings(search_bisect_steps=1))
+    deferred = m.run(start, PAUSE, defer=True)
+    assert m.open_edges and "transport" not in deferred.mfs.describe()
+    budget = m.open_cost()
+    finished = m.finish(deferred)
+    assert finished.experiments - deferred.experiments <= budget
+    assert finished.point["qps"] == 32 and finished.confirmed
+    assert "transport == UD" in finished.mfs.describe(), finished.mfs.describe()
+    assert not ud_and_rc({**finished.point, "op": "RC_SEND"}).anomalous
+
+
 def two_pauses(point: Any) -> Verdict:
     """Pause for RC WRITE and RC READ alike on 100+ QPs (two anomalies of one symptom); RC SEND does not."""
     f = features(SPACE.build(point))
