@@ -77,7 +77,9 @@ Deferred edges (``run(..., defer=True)``, what a campaign does): an edge gets on
 bisection steps while the search waits. An edge still open then stands in the MFS at the near end of its
 bracket on the side that lost the anomaly (a wider region than the true one: exclusion stays conservative and
 the search does not meet the same anomaly again just inside the edge); :meth:`Minimizer.finish` later takes the
-remaining steps and the refine probe on the confirmed case and puts the finished edge in its place.
+remaining steps and the refine probe on the confirmed case and puts the finished edge in its place, and on a
+case that moved there repeats the checks of the verb's halves (another anomaly of the same symptom may have kept
+an alternative at the open edges only).
 :meth:`Minimizer.open_cost` bounds what finishing costs, so a campaign can keep that much of its budget.
 """
 
