@@ -111,8 +111,9 @@ def test_diagnostic_chains_reach_a_counter_only_anomaly(tmp_path: Path) -> None:
     experiments on at least two of four seeds.
 
     In the whole space that is a margin, not a certainty: the starved receivers and churn of the base model take
-    much of the budget, and the first rare find comes late (seeds 0-9 reach one on 6 of them, after 330-1079
-    experiments; dev/search-experiments.md, 2026-12-07). Each seed's campaign stops at its first rare find: the
+    much of the budget, and the first rare find comes late (seeds 0-9 reach one on 6 of them, seeds 0, 1, 3, 5,
+    7 and 9, after 453-1217 experiments, measured on 2026-12-07 with the simulator's fair shares;
+    dev/search-experiments.md). Each seed's campaign stops at its first rare find: the
     same answer as running all of its budget, at a fraction of the cost."""
     reached = []
     for seed in range(4):

@@ -486,8 +486,7 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
         for c in calcs:
             c.rate *= c.eff
         return [], []
-    _fair_shares(calcs, caps)
-    load = _loads(calcs, len(caps))
+    load = _fair_shares(calcs, caps)
     for c in calcs:
         c.rate *= c.eff
     return load, caps
@@ -511,8 +510,9 @@ def _fill_level(cap: float, demands: list[float]) -> float:
     return math.inf  # not reached: the demands do not fit
 
 
-def _fair_shares(calcs: list[FlowCalc], caps: list[float]) -> None:
-    """Cut the flows' rates (each at what it would get alone) to each resource's fair shares.
+def _fair_shares(calcs: list[FlowCalc], caps: list[float]) -> list[float]:
+    """Cut the flows' rates (each at what it would get alone) to each resource's fair shares; return each
+    resource's load at the rates it leaves (:func:`_loads`).
 
     A shared resource serves its flows round-robin, a packet (or byte) each, so it shares its capacity max-min in
     its own units: a flow that asks less than an equal share gets all it asks, the others split the rest equally.
@@ -528,7 +528,7 @@ def _fair_shares(calcs: list[FlowCalc], caps: list[float]) -> None:
     # rates never rise above what the flows get alone, so only a resource over-subscribed at those can bind
     over = {k for k, (ld, cap) in enumerate(zip(load, caps, strict=True)) if ld > cap * 1.000001}
     if not over:
-        return
+        return load
     alone = [c.rate for c in calcs]
     use: dict[int, dict[int, float]] = {}  # resource -> {flow: its usage per request}
     for i, c in enumerate(calcs):
@@ -560,6 +560,7 @@ def _fair_shares(calcs: list[FlowCalc], caps: list[float]) -> None:
         load = _loads(calcs, len(caps))
         for c in calcs:
             c.rate *= min([1.0, *[caps[k] / load[k] for k, _ in c.uses if load[k] > caps[k]]])
+    return _loads(calcs, len(caps))
 
 
 def _loads(calcs: list[FlowCalc], n: int) -> list[float]:
