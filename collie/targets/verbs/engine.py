@@ -172,7 +172,14 @@ class Engine:
         self._readers.append(reader)
 
     def wait_for_counters(self) -> None:
-        """Wait until every counter reading started at an edge has finished; raise the first one's error."""
+        """Wait until every counter reading started at an edge has finished; raise the first one's error.
+
+        A worker that :attr:`holds` server ends keeps reposting receives meanwhile: the clients on the other
+        host are draining, and a SEND of theirs that finds no receive for longer than the RNR timer allows
+        (``ethtool`` and ``rdma`` take hundreds of ms under emulation) would end in IBV_WC_RNR_RETRY_EXC_ERR.
+        """
+        if self.holds:
+            self._serve_until(lambda: not any(reader.is_alive() for reader in self._readers))
         for reader in self._readers:
             reader.join()
         if self._reader_errors:
@@ -444,6 +451,10 @@ class Engine:
 
     def linger(self, stop: Callable[[], bool]) -> None:
         """Keep the server ends alive (receives reposted) until ``stop()`` or ``timing.linger`` s after the end."""
+        self._serve_until(stop)
+
+    def _serve_until(self, stop: Callable[[], bool]) -> None:
+        """Repost receives until ``stop()`` or ``timing.linger`` s after the measured interval's end."""
         end = self.t_hi + int(self.job.timing.linger * 1e9)
         while time.monotonic_ns() < end and not stop():
             if not (self.rcqs and self._poll_recv()):
@@ -591,10 +602,10 @@ def run_job(pv: Pyverbs, job: WorkerJob, sync: Any = None) -> WorkerReport:
         engine.run(start_ns)
         if job.verify:
             engine.read_back()
+        engine.wait_for_counters()
         stats, errors = engine.stats(job.verify)
         report = WorkerReport(worker=job.worker, setup_s=setup_s, stats=stats, errors=errors,
                               interval_ns=(engine.t_lo, engine.t_hi))
-        engine.wait_for_counters()
         if len(engine.counters) == 2:
             (ta, a), (tb, b) = engine.counters
             report = replace(report, counters_before=a, counters_after=b, counter_seconds=(tb - ta) / 1e9)
