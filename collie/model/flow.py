@@ -241,10 +241,10 @@ def flow_to_dict(flow: Flow) -> dict[str, Any]:
 
 def _endpoint_from(value: Any, where: str) -> Endpoint:
     if isinstance(value, str):
-        return Endpoint(host=_host_name(value, where))
+        return Endpoint(host=host_name(value, where))
     expect_type(value, dict, where, 'a host name or a table like { host = "a", memory = "local" }')
     check_fields(value, where, ("host", "memory"), required=("host",))
-    host = _host_name(expect_type(value["host"], str, f"{where}.host", "a host name"), f"{where}.host")
+    host = host_name(expect_type(value["host"], str, f"{where}.host", "a host name"), f"{where}.host")
     memory = value.get("memory", "local")
     if memory not in MEMORY_PLACEMENTS:
         raise InputError(f"{where}.memory: {memory!r} is not a memory placement; use one of "
@@ -252,7 +252,8 @@ def _endpoint_from(value: Any, where: str) -> Endpoint:
     return Endpoint(host=host, memory=memory)
 
 
-def _host_name(name: str, where: str) -> str:
+def host_name(name: str, where: str) -> str:
+    """``name`` when it can name a host (letters, digits, ``-``, ``_``, ``.``); else :class:`InputError`."""
     if not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise InputError(f"{where}: {name!r} is not a host name (letters, digits, '-', '_', '.')")
     return name

@@ -1,14 +1,18 @@
 """The resolved description of one experiment: who sends what to whom, with which verbs resources.
 
 A :class:`Workload` is a tuple of :class:`~collie.model.flow.Flow` records over named hosts (a flow, its ends and
-its legal values are in :mod:`collie.model.flow`).
+its legal values are in :mod:`collie.model.flow`), or a collective :class:`~collie.model.patterns.Pattern` over
+N ranks and the flows it expands into (its connections, :meth:`Workload.of_pattern`).
 
 Invariants:
     * every record is a frozen dataclass; workloads are hashable and compare by value;
     * :meth:`Workload.key` depends only on the flows (not their order, name or description), so two files that
       describe the same experiment deduplicate; it is computed once per instance (the flows are frozen), and so
       is anything derived from the flows through :meth:`Workload.derived`;
-    * ``Workload.from_toml(w.to_toml()) == w`` and likewise for JSON (lossless round trip).
+    * ``Workload.from_toml(w.to_toml()) == w`` and likewise for JSON (lossless round trip);
+    * a workload with a pattern has exactly the pattern's connections as flows, and its key is the pattern's
+      (a workload of plain flows keeps the key it always had); changing its flows (:meth:`Workload.with_flows`)
+      makes it a workload of plain flows.
 
 The file format is documented in ``docs/workloads.md``.
 """
@@ -30,6 +34,7 @@ from collie.codec import check_fields, expect_type
 from collie.errors import InputError
 from collie.model.constraints import validate_flows
 from collie.model.flow import FLOW_DEFAULTS, OMITTED_AT_DEFAULT, Flow, flow_from_dict, flow_to_dict, hosts_of
+from collie.model.patterns import Pattern, pattern_from_dict, pattern_to_dict
 from collie.tomlio import parse_toml, read_text, read_toml
 
 _T = TypeVar("_T")
@@ -94,11 +99,18 @@ def _canonical_json(f: Flow) -> str:
 
 @dataclass(frozen=True)
 class Workload:
-    """One experiment: flows over named hosts, plus a name and description that do not affect identity."""
+    """One experiment: flows over named hosts (or a pattern's connections, with the pattern), plus a name and
+    description that do not affect identity."""
 
     flows: tuple[Flow, ...]
     name: str = field(default="", compare=False)
     description: str = field(default="", compare=False)
+    pattern: Pattern | None = None
+
+    @classmethod
+    def of_pattern(cls, pattern: Pattern, name: str = "", description: str = "") -> Workload:
+        """The workload that runs ``pattern``: its connections as flows."""
+        return cls(flows=pattern.connections(), name=name, description=description, pattern=pattern)
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -119,12 +131,14 @@ class Workload:
 
     def key(self) -> str:
         """A stable 16-hex-digit identity of the experiment (flows only, order-independent): the SHA-256 of the
-        flows' sorted canonical JSON forms (``json.dumps(flow_to_dict(f), sort_keys=True)``)."""
+        flows' sorted canonical JSON forms (``json.dumps(flow_to_dict(f), sort_keys=True)``); for a pattern, of
+        ``pattern`` and the pattern's canonical JSON form (its flows follow from it)."""
         memo = self.__dict__  # computed once, kept beside the (frozen) fields, as a cached property would
         key: str | None = memo.get("_key")
         if key is None:
-            key = memo["_key"] = hashlib.sha256("\n".join(sorted(map(_canonical, self.flows))).encode()
-                                                ).hexdigest()[:16]
+            text = ("pattern " + json.dumps(pattern_to_dict(self.pattern), sort_keys=True)
+                    if self.pattern is not None else "\n".join(sorted(map(_canonical, self.flows))))
+            key = memo["_key"] = hashlib.sha256(text.encode()).hexdigest()[:16]
         return key
 
     def derived(self, compute: Callable[[Workload], _T]) -> _T:
@@ -145,7 +159,10 @@ class Workload:
             out["name"] = self.name
         if self.description:
             out["description"] = self.description
-        out["flows"] = [flow_to_dict(f) for f in self.flows]
+        if self.pattern is not None:
+            out["pattern"] = pattern_to_dict(self.pattern)
+        else:
+            out["flows"] = [flow_to_dict(f) for f in self.flows]
         return out
 
     def to_toml(self) -> str:
@@ -163,13 +180,21 @@ class Workload:
             ConstraintError: an illegal combination (e.g. UD with READ).
         """
         expect_type(data, dict, source, "a table")
-        check_fields(data, source, ("name", "description", "flows"), required=("flows",))
+        check_fields(data, source, ("name", "description", "flows", "pattern"))
+        name = expect_type(data.get("name", ""), str, f"{source}: name", "a string")
+        desc = expect_type(data.get("description", ""), str, f"{source}: description", "a string")
+        if ("flows" in data) == ("pattern" in data):
+            raise InputError(f"{source}: a workload needs either [[flows]] tables or one [pattern] table"
+                             + (", not both" if "flows" in data else ""))
+        if "pattern" in data:
+            pattern = pattern_from_dict(data["pattern"], f"{source}: pattern")
+            w = cls.of_pattern(pattern, name, desc)
+            validate_flows(w.flows, f"{source}: pattern")
+            return w
         flows_raw = expect_type(data["flows"], list, f"{source}: flows", "a list of [[flows]] tables")
         if not flows_raw:
             raise InputError(f"{source}: flows: a workload needs at least one [[flows]] table")
         flows = tuple(flow_from_dict(f, f"{source}: flows[{i}]") for i, f in enumerate(flows_raw))
-        name = expect_type(data.get("name", ""), str, f"{source}: name", "a string")
-        desc = expect_type(data.get("description", ""), str, f"{source}: description", "a string")
         validate_flows(flows, source)
         return cls(flows=flows, name=name, description=desc)
 
@@ -194,4 +219,5 @@ class Workload:
         return cls.from_dict(read_toml(p), str(p))
 
     def with_flows(self, flows: tuple[Flow, ...]) -> Workload:
-        return replace(self, flows=flows)
+        """This workload with ``flows`` instead of its own: a workload of plain flows (no pattern)."""
+        return replace(self, flows=flows, pattern=None)

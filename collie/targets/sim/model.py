@@ -47,7 +47,7 @@ from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
 from collie.targets.sim.churn import HostChurn, flow_figures, host_churn, miss_slots, xlate_working_set
 from collie.targets.sim.noise import Draws
-from collie.targets.sim.profile import Profile
+from collie.targets.sim.profile import Fault, FaultKind, Profile
 from collie.targets.sim.quirks import Quirk, soft_fraction
 
 #: RoCEv2 bytes on the wire per packet around the payload (L1 + L2 + IPv4 + UDP + BTH + ICRC).
@@ -198,6 +198,8 @@ class Compiled:
         self.precursors: Final = tuple((q.precursor, tuple(_PRECURSOR[d] for d in q.diagnostics))
                                        for q in self.quirks)
         self.kind_caps: Final = _kind_caps(profile)
+        #: per host with faults, its resources' offsets and the factors their capacities keep
+        self.fault_caps: Final = _fault_caps(profile)
         self.line: Final = nic.line_rate_gbps * 1e9
         self.line_mbps: Final = nic.line_rate_gbps * 1e3
         self.base_latency_us: Final = nic.base_latency_us
@@ -379,6 +381,20 @@ def _kind_caps(profile: Profile) -> list[float]:
             nic.atomic_mops * 1e6 or pcie]
 
 
+#: The host resources each kind of fault scales.
+_FAULT_RESOURCES: Final = {FaultKind.PORT_SPEED: (WIRE_TX, WIRE_RX),
+                           FaultKind.PCIE: (PCIE_RD, LOOP_PCIE_RD, PCIE_WR),
+                           FaultKind.FAR_NUMA: (PCIE_RD, LOOP_PCIE_RD, PCIE_WR)}
+
+
+def _fault_caps(profile: Profile) -> dict[str, tuple[tuple[Fault, tuple[int, ...]], ...]]:
+    """Per host with faults, each fault with the resource offsets it scales."""
+    out: dict[str, list[tuple[Fault, tuple[int, ...]]]] = {}
+    for fault in profile.faults:
+        out.setdefault(fault.host, []).append((fault, _FAULT_RESOURCES[fault.kind]))
+    return {h: tuple(v) for h, v in out.items()}
+
+
 def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: dict[str, tuple[float, float]]
               ) -> tuple[list[float], list[float]]:
     """Water-filling of request rates over the hosts' resources and each flow's own limits (see
@@ -396,6 +412,11 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
     """
     first = {h: i * _KINDS for i, h in enumerate(hosts)}
     caps = model.kind_caps * len(hosts)  # resource id -> capacity
+    if model.fault_caps:
+        for h in hosts:
+            for fault, offsets in model.fault_caps.get(h, ()):
+                for k in offsets:
+                    caps[first[h] + k] *= fault.factor
     churning: dict[int, tuple[float, float]] = {first[h]: s for h, s in slots.items()} if slots else {}
     inf = math.inf
     for c in calcs:
@@ -768,8 +789,17 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     setup = (m.setup_base_s + qps_sides * m.setup_qp_us * 1e-6 + mrs_sides * m.setup_mr_us * 1e-6
              + pinned * 8 / model.setup_pin_bps) * (1.0 + 0.05 * (draw() - 0.5))
     labels = [lb for c in calcs for lb in c.labels]
+    faults = _faults_felt(model, calcs, list(hosts)) if model.fault_caps else ()
     return built(Outcome, {"flows": tuple(out_flows), "hosts": tuple(out_hosts), "setup_s": setup,
-                           "fired": tuple([q.id for q in fired]) + (tuple(dict.fromkeys(labels)) if labels else ())})
+                           "fired": tuple([q.id for q in fired]) + (tuple(dict.fromkeys(labels)) if labels else ())
+                           + faults})
+
+
+def _faults_felt(model: Compiled, calcs: list[FlowCalc], hosts: list[str]) -> tuple[str, ...]:
+    """The ids of the faults on resources some flow of the run used (the run's ground truth)."""
+    used = {k for c in calcs for k, _ in c.uses}
+    return tuple(fault.id for i, h in enumerate(hosts) for fault, offsets in model.fault_caps.get(h, ())
+                 if any(i * _KINDS + k in used for k in offsets))
 
 
 def _shared_waits(calcs: list[FlowCalc], load: list[float], caps: list[float], n_host: int, line: float

@@ -18,10 +18,11 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from enum import Enum
 from pathlib import Path
 from typing import Any, Final
 
-from collie.codec import check_fields, expect_type
+from collie.codec import Reader, check_fields, expect_type
 from collie.errors import InputError
 from collie.targets.sim.quirks import GPU_PLACEMENTS, Conditions, Quirk, parse_quirks
 from collie.tomlio import parse_toml
@@ -104,6 +105,47 @@ class ModelParams:
     fw_cmd_us: float
 
 
+class FaultKind(Enum):
+    """What a declared fault does to its host (each scales the capacity of some of its resources)."""
+
+    #: the host's switch port (its link) runs at ``factor`` of line rate: wire TX and RX
+    PORT_SPEED = "port_speed"
+    #: a narrower or older PCIe link (Gen3 x8 in a Gen4 x16 fleet: 0.25): DMA reads and writes
+    PCIE = "pcie"
+    #: the NIC's buffers on the far NUMA node: DMA reads and writes cross the socket link
+    FAR_NUMA = "far_numa"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One host of a fleet that is not like the others (ground truth for tests and benchmarks only).
+
+    Attributes:
+        host: a host of the profile.
+        kind: what is wrong with it.
+        factor: the fraction of their capacity its affected resources keep, in (0, 1].
+    """
+
+    host: str
+    kind: FaultKind
+    factor: float
+
+    @property
+    def id(self) -> str:
+        """How ``RunResult.truth`` names it when it shaped a run: ``fault:h3:port_speed``."""
+        return f"fault:{self.host}:{self.kind.value}"
+
+
+#: Most hosts a profile may declare (a fleet).
+MAX_HOSTS: Final = 4096
+
+
+def host_names(n: int) -> tuple[str, ...]:
+    """The names of a fleet of ``n`` hosts: ``h0`` .. ``h{n-1}``, zero-padded so they sort in order."""
+    width = len(str(n - 1))
+    return tuple(f"h{i:0{width}d}" for i in range(n))
+
+
 @dataclass(frozen=True)
 class Profile:
     """A fully resolved simulated subsystem."""
@@ -120,6 +162,7 @@ class Profile:
     model: ModelParams
     active_quirks: tuple[Quirk, ...]
     inactive_quirks: tuple[tuple[Quirk, str], ...] = ()
+    faults: tuple[Fault, ...] = ()
 
     @functools.cached_property
     def conditions(self) -> Conditions:
@@ -137,7 +180,7 @@ class Profile:
 # ---------------------------------------------------------------------------------------------------- loading
 
 _TOP: Final = ("name", "description", "dialect", "hosts", "quirks", "nic", "pcie", "host", "cache", "model",
-               "quirk")
+               "quirk", "faults")
 _NIC: Final = {
     "model": (str, None), "firmware": (str, ""), "driver": (str, None),
     "line_rate_gbps": (float, None), "msg_rate_mpps": (float, None), "loopback_gbps": (float, 0.0),
@@ -286,7 +329,11 @@ def parse_profile(text: str, source: str) -> Profile:
     dialect = DIALECTS[dialect_raw]
     hosts_raw = data.get("hosts", ["a", "b"])
     where = _loc(source, text, None, "hosts")
-    expect_type(hosts_raw, list, where, "a list of host names")
+    if isinstance(hosts_raw, int) and not isinstance(hosts_raw, bool):
+        if not 2 <= hosts_raw <= MAX_HOSTS:
+            raise InputError(f"{where}: a fleet of {hosts_raw} hosts is out of range; allowed is 2 to {MAX_HOSTS}")
+        hosts_raw = list(host_names(hosts_raw))
+    expect_type(hosts_raw, list, where, "a list of host names or a number of hosts")
     if not hosts_raw or not all(isinstance(h, str) and _NAME_RE.match(h) for h in hosts_raw) or \
             len(set(hosts_raw)) != len(hosts_raw):
         raise InputError(f"{where}: expected a list of distinct host names like [\"a\", \"b\"], "
@@ -374,9 +421,31 @@ def parse_profile(text: str, source: str) -> Profile:
             inactive.append((q, why))
         else:
             active.append(q)
+    faults = _faults(data.get("faults", []), tuple(hosts_raw), _loc(source, text, None, "faults"))
     return Profile(name=name, description=description, source=source, dialect=dialect,
                    hosts=tuple(hosts_raw), nic=nic, pcie=pcie, host=host, cache=cache, model=model,
-                   active_quirks=tuple(active), inactive_quirks=tuple(inactive))
+                   active_quirks=tuple(active), inactive_quirks=tuple(inactive), faults=faults)
+
+
+def _faults(raw: Any, hosts: tuple[str, ...], where: str) -> tuple[Fault, ...]:
+    """The ``[[faults]]`` tables: each a host of the profile, a kind and a factor in (0, 1]; a host at most once
+    per kind."""
+    items = Reader(where).items(raw, "a list of [[faults]] tables")
+    out: list[Fault] = []
+    for i, item in enumerate(items):
+        t = Reader(where).at(i).table(item, ("host", "kind", "factor"), ("host", "kind", "factor"))
+        host = t.text("host")
+        if host not in hosts:
+            t.at("host").fail(f"{host!r} is not a host of this profile")
+        kind = t.choice("kind", FaultKind, "a fault kind")
+        factor = t.number("factor")
+        if not 0 < factor <= 1:
+            t.at("factor").fail(f"the fraction of capacity left must be in (0, 1], got {factor}")
+        fault = Fault(host, kind, factor)
+        if any(f.id == fault.id for f in out):
+            t.at("host").fail(f"{host} already has a {kind.value} fault")
+        out.append(fault)
+    return tuple(out)
 
 
 def _unmet(q: Quirk, pcie: Pcie, host: HostSpec) -> str:

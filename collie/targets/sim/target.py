@@ -8,12 +8,16 @@ Invariants:
       sequence of workloads agree exactly, and so does a campaign resumed from its journal;
     * ``RunResult.truth`` lists the ids of the quirks that fired, then the ``base:<limit>`` labels of the
       base-model limits that held a flow down (``Outcome.fired``; tests and benchmarks only); with
-      ``record_truth=False`` it is always empty and nothing else in the result changes.
+      ``record_truth=False`` it is always empty and nothing else in the result changes;
+    * on a fleet profile (hosts ``h0``, ``h1``, ...), a two-host workload's roles ``a`` and ``b`` are played by
+      its first two hosts, as an inventory without ``[place]`` plays them; the result names the roles, and is
+      the one a two-host profile of the same subsystem gives.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from types import TracebackType
 from typing import Self
 
@@ -28,10 +32,12 @@ from collie.targets.sim.noise import Draws
 from collie.targets.sim.profile import Profile, load_profile
 
 _DRIVERS = {"mlx5": "mlx5", "bnxt_re": "bnxt_re", "rxe": "rxe"}
+#: The roles of a two-host workload.
+ROLES = ("a", "b")
 
 
 class SimTarget:
-    """A simulated two-host RDMA subsystem described by a profile (see docs/sim-profiles.md).
+    """A simulated RDMA subsystem of two hosts, or a fleet, described by a profile (see docs/sim-profiles.md).
 
     Args:
         profile: a built-in profile name, a path to a ``.toml`` profile, a :class:`Profile`, or None for the
@@ -93,6 +99,17 @@ class SimTarget:
             hosts=p.hosts, details=details, max_rd_atomic=nic.max_rd_atomic,
         )
 
+    def _placed(self, workload: Workload) -> tuple[Workload, dict[str, str]]:
+        """``workload`` with its roles played by a fleet's first two hosts (see the invariants), and each of
+        those hosts' role; ``workload`` itself and ``{}`` when it names hosts of the profile."""
+        hosts = self.profile.hosts
+        if not set(workload.hosts) <= set(ROLES) or set(ROLES) & set(hosts) or len(hosts) < len(ROLES):
+            return workload, {}
+        host = dict(zip(ROLES, hosts, strict=False))
+        flows = tuple(replace(f, client=replace(f.client, host=host[f.client.host]),
+                              server=replace(f.server, host=host[f.server.host])) for f in workload.flows)
+        return workload.with_flows(flows), {h: role for role, h in host.items()}
+
     def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:
         """Simulate one experiment of ``duration`` measured seconds; ``repetition`` picks its noise (see the
         module's invariants).
@@ -103,7 +120,8 @@ class SimTarget:
         """
         if not duration > 0:
             raise ValueError(f"duration must be positive, got {duration}")
-        check_supported(self.profile, workload)
+        placed, names = self._placed(workload)
+        check_supported(self.profile, placed)
         key = workload.key()
         if repetition is None:
             rep = self._runs.get(key, 0)
@@ -113,7 +131,11 @@ class SimTarget:
         else:
             rep = repetition
         draws = Draws(self.seed, key, rep)
-        out = simulate(self._model, workload, features(workload), duration, draws)
+        out = simulate(self._model, placed, features(workload), duration, draws)
+        if names:
+            out = replace(out, flows=tuple(replace(f, client=names[f.client], server=names[f.server])
+                                           for f in out.flows),
+                          hosts=tuple(replace(h, host=names[h.host]) for h in out.hosts))
         if self.pace > 0:
             time.sleep(self.pace * duration)
         return built(RunResult, {

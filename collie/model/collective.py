@@ -1,0 +1,164 @@
+"""A collective's figures from one run of its pattern: its time, algbw and busbw, and each rank's and link's.
+
+A target runs a pattern's connections (:meth:`~collie.model.patterns.Pattern.connections`) as flows and measures
+each one's payload rate and latency (:class:`~collie.targets.base.FlowResult`). :func:`collective` plays the
+pattern's steps over those figures: a rank starts step ``k + 1`` when its own transfers of step ``k`` are done
+and every transfer of step ``k`` sent to it has arrived (:mod:`collie.model.patterns`).
+
+A transfer of ``b`` bytes on connection ``c`` takes ``max(b / rate_c, lat_c)``: its bytes at the connection's
+rate, and never less than one WR's completion latency (``lat_c``, the median; under load it includes queueing
+that the rate already accounts for, so it is a floor, not a term added). On the simulator every connection's
+rate is its steady share with every other connection active, which is what each step of these patterns has; on
+real devices the connections run at once for the whole interval, and the steps are played over those rates.
+
+As nccl-tests defines them (its ``doc/PERFORMANCE.md``), with ``S`` the pattern's ``size`` and ``t`` the
+collective's time: ``algbw = S / t`` and ``busbw = algbw x factor`` (all-reduce ``2(n-1)/n``, all-to-all
+``(n-1)/n``; the factor of every kind is in :mod:`collie.model.patterns`). Figures are in GB/s (10^9 bytes per
+second), as nccl-tests prints them.
+
+Invariants:
+    * a connection that moved nothing makes the collective's time infinite and its algbw and busbw 0;
+    * with every connection at one rate and latency, every rank's and link's figure is the same (a fault-free
+      ring is homogeneous), and ``busbw`` equals a link's rate when latency is negligible.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from collie.model.patterns import Pattern
+
+
+class Measured(Protocol):
+    """What :func:`collective` reads of one connection's measurement (a target's ``FlowResult`` has it)."""
+
+    @property
+    def flow(self) -> int: ...
+
+    @property
+    def bps(self) -> float: ...
+
+    @property
+    def lat_p50_us(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class LinkFigure:
+    """One connection: ``src_rank`` on host ``src`` sends to ``dst_rank`` on ``dst`` at ``gbs`` GB/s."""
+
+    connection: int
+    src_rank: int
+    dst_rank: int
+    src: str
+    dst: str
+    gbs: float
+
+    @property
+    def name(self) -> str:
+        """``h3->h4`` (``h3:1->h4:0`` when a host holds several ranks: host and rank on it)."""
+        return f"{self.src}->{self.dst}"
+
+
+@dataclass(frozen=True)
+class RankFigure:
+    """One rank: what it sent and received per second of its own transfers (GB/s; 0 when it had none)."""
+
+    rank: int
+    host: str
+    send_gbs: float
+    recv_gbs: float
+
+
+@dataclass(frozen=True)
+class CollectiveResult:
+    """The figures of one run of a pattern (see the module docstring).
+
+    Attributes:
+        time_s: the collective's time (seconds; ``inf`` when a connection moved nothing).
+        algbw_gbs, busbw_gbs: as nccl-tests (GB/s).
+        links: every connection's figure, in connection order.
+        ranks: every rank's figure, in rank order.
+        spread: ``(median - slowest) / median`` of the links' rates (0: homogeneous).
+    """
+
+    time_s: float
+    algbw_gbs: float
+    busbw_gbs: float
+    links: tuple[LinkFigure, ...]
+    ranks: tuple[RankFigure, ...]
+    spread: float
+
+    @property
+    def slowest_link(self) -> LinkFigure:
+        return min(self.links, key=lambda link: (link.gbs, link.connection))
+
+    @property
+    def median_link_gbs(self) -> float:
+        return statistics.median(link.gbs for link in self.links)
+
+
+def collective(pattern: Pattern, flows: Sequence[Measured]) -> CollectiveResult:
+    """Play ``pattern``'s steps over the rates and latencies its connections got in one run.
+
+    Args:
+        pattern: the pattern run.
+        flows: that run's flow results (``flow`` indexes the pattern's connections; one per connection).
+
+    Raises:
+        ValueError: ``flows`` does not hold one result per connection of ``pattern``.
+    """
+    pairs = pattern.pairs()
+    by_flow = {f.flow: f for f in flows}
+    if sorted(by_flow) != list(range(len(pairs))):
+        raise ValueError(f"{len(flows)} flow results for a pattern of {len(pairs)} connections")
+    rate = np.array([by_flow[i].bps / 8 for i in range(len(pairs))])  # bytes/s
+    lat = np.array([by_flow[i].lat_p50_us * 1e-6 for i in range(len(pairs))])
+    src = np.array([s for s, _ in pairs])
+    dst = np.array([d for _, d in pairs])
+    n = pattern.ranks
+    ready = np.zeros(n)
+    sent = np.zeros(n)  # bytes each rank sent / received over the collective
+    got = np.zeros(n)
+    send_s = np.zeros(n)  # seconds each rank spent sending / receiving (its transfers' durations, per step)
+    recv_s = np.zeros(n)
+    with np.errstate(divide="ignore"):
+        for step in pattern.steps():
+            conn = np.array([t.connection for t in step])
+            nbytes = np.array([t.bytes for t in step], dtype=float)
+            took = np.maximum(lat[conn], np.where(rate[conn] > 0, nbytes / rate[conn], math.inf))
+            start = ready[src[conn]]
+            done = start + took
+            send_done = ready.copy()
+            recv_done = ready.copy()
+            np.maximum.at(send_done, src[conn], done)
+            np.maximum.at(recv_done, dst[conn], done)
+            np.add.at(sent, src[conn], nbytes)
+            np.add.at(got, dst[conn], nbytes)
+            send_s += send_done - ready
+            recv_s += recv_done - ready
+            ready = np.maximum(send_done, recv_done)
+    total = float(ready.max())
+    algbw = pattern.size / total / 1e9 if 0 < total < math.inf else 0.0
+    links = tuple(LinkFigure(i, s, d, _rank_name(pattern, s), _rank_name(pattern, d), float(rate[i]) / 1e9)
+                  for i, (s, d) in enumerate(pairs))
+    ranks = tuple(RankFigure(r, pattern.host_of(r), _per_s(sent[r], send_s[r]), _per_s(got[r], recv_s[r]))
+                  for r in range(n))
+    median = statistics.median(link.gbs for link in links)
+    spread = (median - min(link.gbs for link in links)) / median if median > 0 else 0.0
+    return CollectiveResult(time_s=total, algbw_gbs=algbw, busbw_gbs=algbw * pattern.busbw_factor,
+                            links=links, ranks=ranks, spread=spread)
+
+
+def _per_s(nbytes: float, seconds: float) -> float:
+    return float(nbytes / seconds / 1e9) if 0 < seconds < math.inf else 0.0
+
+
+def _rank_name(pattern: Pattern, rank: int) -> str:
+    host = pattern.host_of(rank)
+    return host if pattern.ranks_per_host == 1 else f"{host}:{rank % pattern.ranks_per_host}"
