@@ -40,6 +40,14 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
       that passed its threshold by more. Without a solo baseline no isolation is judged. The victim's traffic
       stays in its receiver's low-throughput judgement: the ceiling bounds what all the flows into a host get
       together (leaving it out would make an aggressor sharing the link fairly look low).
+    * **Straggler** (``straggler``): in a run of a collective pattern (``Workload.pattern``), a connection slower
+      than ``1 - straggler_margin`` x the median of the pattern's connections (:mod:`collie.model.collective`:
+      every link of a ring or an all-to-all should perform alike). A host with slow links to two or more other
+      hosts is named for all of them (end ``host``: its port, NIC or PCIe, in and out), the host with the most
+      peers first; each slow link left names its sending host (end ``link``), since the two ends of slow links
+      between two hosts alone cannot be told apart. Its value is the slowest link's fraction of the median; the
+      links are in ``Symptom.link`` and the collective's figures (time, algbw, busbw, every link) in
+      ``evidence["collective"]``. A re-run confirms it as it confirms every anomaly.
     * An ``engine_bound`` run (the traffic engine, not the subsystem, was the limit) or a run with errors is
       never anomalous.
 
@@ -60,12 +68,17 @@ from collie.collectors.catalog import Catalog
 from collie.collectors.normalize import NormalizedCounters, Work, normalize
 from collie.metrics import DIAG_PREFIX, THROUGHPUT
 from collie.model import rocev2
+from collie.model.collective import CollectiveResult, LinkFigure, collective
 from collie.model.features import features
 from collie.model.flow import ATOMIC_OPCODES, Flow
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, RunResult
 
-SYMPTOM_ORDER: Final = ("pause", "low_throughput", "loss", "retransmission", "rnr", "isolation")
+SYMPTOM_ORDER: Final = ("pause", "low_throughput", "loss", "retransmission", "rnr", "isolation", "straggler")
+#: Symptom kinds whose value is a fraction that is anomalous *below* its threshold.
+BELOW_THRESHOLD: Final = frozenset(("low_throughput", "straggler"))
+#: Most links a verdict's evidence lists one by one (beyond it: the slow ones and the figures).
+EVIDENCE_LINKS: Final = 64
 #: Opcodes that take a slot of a QP's READ/atomic window (``max_rd_atomic``) for a round trip.
 WINDOWED: Final = frozenset({"READ", *ATOMIC_OPCODES})
 DIRECTION_KINDS: Final = ("oneway", "bidirectional", "loopback")
@@ -76,7 +89,7 @@ class Thresholds:
     """Oracle thresholds (preset ``[oracle]`` table): ``loss_*`` judge loss and retransmission counters,
     ``rnr_*`` receiver-starvation counters (events/s above ``margin x`` the clean baseline plus the floor),
     ``isolation_*`` a victim's slowdown against its solo baseline: its fair share over its bits/s, and its p99
-    latency over its solo p99."""
+    latency over its solo p99; ``straggler_margin`` how far below its pattern's median link a link is slow."""
 
     pause_ratio: float = 0.001
     throughput_fraction: float = 0.8
@@ -86,6 +99,7 @@ class Thresholds:
     rnr_floor_per_s: float = 10.0
     isolation_slowdown: float = 1.5
     isolation_latency: float = 3.0
+    straggler_margin: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -179,6 +193,7 @@ class Symptom:
         source: where ``counter`` was read (``ethtool``, ``hw``, ...).
         read_on: the host ``counter`` was read on when it is not ``host`` (an ``rnr`` symptom resting on the RNR
             NAKs its requester received); ``""``: on ``host``.
+        link: the slow links of a ``straggler`` (``h2->h3, h3->h4``); ``""`` for other kinds.
     """
 
     kind: str
@@ -190,6 +205,15 @@ class Symptom:
     estimate: bool = False
     source: str = ""
     read_on: str = ""
+    link: str = ""
+
+    @property
+    def strength(self) -> float:
+        """How far past its threshold it is: 1.0 at the threshold, 2.0 twice as far (a kind anomalous below its
+        threshold, :data:`BELOW_THRESHOLD`: the threshold over the value)."""
+        if self.kind in BELOW_THRESHOLD:
+            return self.threshold / max(self.value, 1e-6)
+        return self.value / max(self.threshold, 1e-12)
 
     @property
     def counter_host(self) -> str:
@@ -197,8 +221,9 @@ class Symptom:
         return self.read_on or self.host
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, ``read_on`` only when set (so a symptom of an older record writes back as it was)."""
-        return {k: v for k, v in asdict(self).items() if k != "read_on" or v}
+        """Every field, ``read_on`` and ``link`` only when set (a symptom of an older record writes back as it
+        was)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("read_on", "link") or v}
 
 
 @dataclass(frozen=True)
@@ -363,6 +388,8 @@ class Oracle:
         fraction = self._throughput(run, workload, symptoms, evidence)
         if workload.isolation:
             self._isolation(run, workload, symptoms, evidence, levels)
+        if workload.pattern is not None and run.flows:
+            self._straggler(collective(workload.pattern, run.flows), symptoms, evidence, levels)
         if fraction > 0:
             levels["low_throughput@receiver"] = t.throughput_fraction / fraction
         metrics: dict[str, float] = {THROUGHPUT: fraction}
@@ -370,13 +397,13 @@ class Oracle:
         if run.engine_bound or run.errors:
             evidence["not_judged"] = "engine-bound run" if run.engine_bound else "run had errors"
             return Verdict(False, (), 0.0, "", metrics, evidence)  # no levels: the run says nothing of them
-        symptoms.sort(key=lambda s: (SYMPTOM_ORDER.index(s.kind), -s.value / max(s.threshold, 1e-12)))
+        symptoms.sort(key=_order)
         kinds: list[str] = []
         for s in symptoms:
             tag = f"{s.kind}@{s.end}"
             if tag not in kinds:
                 kinds.append(tag)
-        score = max((_strength(s) for s in symptoms), default=0.0)
+        score = max((s.strength for s in symptoms), default=0.0)
         return Verdict(bool(symptoms), tuple(symptoms), score, "+".join(kinds), metrics, evidence,
                        dict(levels))
 
@@ -484,6 +511,32 @@ class Oracle:
                 symptoms.append(Symptom("isolation", host, "victim", value, limit))
         evidence["isolation"] = readings
 
+    def _straggler(self, figures: CollectiveResult, symptoms: list[Symptom], evidence: dict[str, Any],
+                   levels: dict[str, float]) -> None:
+        """Append the straggler symptoms of a pattern's run (see the module docstring); record its figures."""
+        floor = 1.0 - self.thresholds.straggler_margin
+        median = figures.median_link_gbs
+        slow = [link for link in figures.links if median > 0 and link.gbs < floor * median]
+        evidence["collective"] = _collective_evidence(figures, slow)
+        if median > 0:
+            levels["straggler@link"] = floor * median / max(figures.slowest_link.gbs, 1e-12)
+        left = sorted(slow, key=lambda lk: lk.gbs)
+        while left:  # a host with slow links to two or more peers is named for all of them, the most first
+            peers: dict[str, set[str]] = defaultdict(set)
+            for link in left:
+                peers[link.src].add(link.dst)
+                peers[link.dst].add(link.src)
+            host, count = max(((h, len(p - {h})) for h, p in peers.items()),
+                              key=lambda kv: (kv[1], kv[0] == left[0].src, kv[0]))
+            if count < 2:
+                break
+            mine = [link for link in left if host in (link.src, link.dst)]
+            left = [link for link in left if link not in mine]
+            symptoms.append(Symptom("straggler", host, "host", mine[0].gbs / median, floor,
+                                    link=", ".join(link.name for link in mine)))
+        for link in left:
+            symptoms.append(Symptom("straggler", link.src, "link", link.gbs / median, floor, link=link.name))
+
     def _limit_fractions(self, kind: str, flows: list[Flow], results: list[FlowResult]) -> dict[str, float]:
         """The fractions of their own READ/atomic limits that ``flows`` into one host reached, by the bound in
         words: their windows (each capped by the atomic rate) when every flow has one, and the shared atomic
@@ -554,6 +607,17 @@ def _atomic_share(flow: Flow) -> float:
     return sum(op in ATOMIC_OPCODES for op, _ in requests) / len(requests)
 
 
+def _collective_evidence(figures: CollectiveResult, slow: list[LinkFigure]) -> dict[str, Any]:
+    """A pattern run's figures for reports: every link's GB/s when there are few, else the slow ones; a time that
+    never ended (a connection moved nothing) is None."""
+    shown = figures.links if len(figures.links) <= EVIDENCE_LINKS else slow
+    return {"time_s": figures.time_s if figures.time_s < math.inf else None,
+            "algbw_gbs": figures.algbw_gbs, "busbw_gbs": figures.busbw_gbs,
+            "median_link_gbs": figures.median_link_gbs, "spread": figures.spread,
+            "slowest_link": figures.slowest_link.name, "slow_links": [link.name for link in slow],
+            "links": {link.name: link.gbs for link in shown}}
+
+
 def _strongest_pause_counter(n: NormalizedCounters) -> str:
     """The counter behind the largest TX pause ratio (a priority's, or the link's global pause)."""
     ratios = {f"pause_ratio_tx_p{p}": r for p, r in n.pause_ratio_tx.items()}
@@ -603,7 +667,7 @@ def _delta_of(h: HostResult, name: str) -> float | None:
     return None
 
 
-def _strength(s: Symptom) -> float:
-    if s.kind == "low_throughput":
-        return s.threshold / max(s.value, 1e-6)
-    return s.value / max(s.threshold, 1e-12)
+def _order(s: Symptom) -> tuple[int, float]:
+    """Symptoms by kind, then (stragglers) the strongest first, or (every other kind, as journals recorded
+    them) the highest value over threshold first."""
+    return SYMPTOM_ORDER.index(s.kind), -(s.strength if s.kind == "straggler" else s.value / max(s.threshold, 1e-12))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,8 @@ from collie.cli.render import emit, format_option, render
 from collie.cli.verdict_view import moved_counters, sentence, symptom_rows, throughput_rows, verdict_dict
 from collie.errors import InputError
 from collie.events import counted
+from collie.model.collective import CollectiveResult, RankFigure
+from collie.model.patterns import Pattern
 from collie.model.units import format_bytes
 from collie.model.workload import Workload
 from collie.oracle import Oracle, Verdict
@@ -85,6 +89,39 @@ def churn_rows(workload: Workload, result: RunResult) -> list[dict[str, Any]]:
     return rows
 
 
+#: Ranks ``collie run`` lists one by one; a larger pattern shows the slowest this many.
+SHOWN_RANKS = 32
+
+
+def collective_rows(pattern: Pattern, figures: CollectiveResult) -> list[dict[str, Any]]:
+    """The collective's row, as nccl-tests prints one (size, time, algbw, busbw) with the spread and slowest link."""
+    return [{
+        "pattern": pattern.kind.value,
+        "ranks": pattern.ranks,
+        "size": format_bytes(pattern.size),
+        "time [us]": round(figures.time_s * 1e6, 1) if figures.time_s < math.inf else "never ended",
+        "algbw [GB/s]": round(figures.algbw_gbs, 2),
+        "busbw [GB/s]": round(figures.busbw_gbs, 2),
+        "median link [GB/s]": round(figures.median_link_gbs, 2),
+        "spread": f"{figures.spread:.1%}",
+        "slowest link": f"{figures.slowest_link.name} ({figures.slowest_link.gbs:.2f} GB/s)",
+    }]
+
+
+def rank_rows(figures: CollectiveResult) -> list[dict[str, Any]]:
+    """One row per rank (the slowest :data:`SHOWN_RANKS` of a larger pattern): what it sent and received per
+    second of its own transfers."""
+    ranks = list(figures.ranks)
+    if len(ranks) > SHOWN_RANKS:
+        ranks = sorted(ranks, key=_worst_gbs)[:SHOWN_RANKS]
+    return [{"rank": r.rank, "host": r.host, "send [GB/s]": round(r.send_gbs, 2), "recv [GB/s]": round(r.recv_gbs, 2)}
+            for r in ranks]
+
+
+def _worst_gbs(rank: RankFigure) -> float:
+    return min((x for x in (rank.send_gbs, rank.recv_gbs) if x > 0), default=0.0)
+
+
 def host_rows(result: RunResult) -> list[dict[str, Any]]:
     """One row per host: NIC rates and the counters that moved."""
     return [{
@@ -127,6 +164,8 @@ def run(target_spec: TargetSpec, workload_file: Path, duration: float, seed: int
     workload, result, oracle, verdict = ran.workload, ran.result, ran.oracle, ran.verdict
     if fmt == "json":
         out: dict[str, Any] = {"workload": workload.to_dict(), "key": workload.key(), **result.to_dict()}
+        if ran.collective is not None:
+            out["collective"] = collective_dict(ran.collective)
         if verdict is not None and oracle is not None:
             out["verdict"] = verdict_dict(verdict, oracle, result.duration_s)
             out["calibration"] = {"runs": ran.calibration, "ceilings": oracle.ceilings.to_dict(),
@@ -134,6 +173,10 @@ def run(target_spec: TargetSpec, workload_file: Path, duration: float, seed: int
         emit(render(out, "json"))
         return
     title = f"{workload.name or workload_file.name} on {target_spec} ({duration:g} s, setup {result.setup_s:.2f} s)"
+    if workload.pattern is not None and ran.collective is not None and fmt == "table":
+        emit(render(collective_rows(workload.pattern, ran.collective), fmt, title=f"{title}: the collective"))
+        emit(render(rank_rows(ran.collective), fmt, title="ranks"))
+        title = "connections"
     emit(render(flow_rows(workload, result), fmt, title=title))
     if fmt == "table":
         emit(render(host_rows(result), fmt, title="hosts"))
@@ -144,6 +187,13 @@ def run(target_spec: TargetSpec, workload_file: Path, duration: float, seed: int
             emit(f"error: {err}")
         if verdict is not None:
             emit_verdict(verdict, oracle, result.duration_s, ran.calibration)
+
+
+def collective_dict(figures: CollectiveResult) -> dict[str, Any]:
+    """The collective's figures for ``--format json`` (a time that never ended is null)."""
+    out = asdict(figures)
+    out["time_s"] = figures.time_s if figures.time_s < math.inf else None
+    return out
 
 
 def emit_verdict(verdict: Verdict, oracle: Oracle | None, duration_s: float, calibration: int) -> None:

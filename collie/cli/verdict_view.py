@@ -15,9 +15,7 @@ from collie.oracle import Oracle, Symptom, Verdict
 def strength(symptom: Symptom) -> float:
     """How far past its threshold ``symptom`` is: 1.0 at the threshold, 2.0 twice as far (for low throughput:
     the threshold fraction over the fraction measured)."""
-    if symptom.kind == "low_throughput":
-        return symptom.threshold / max(symptom.value, 1e-6)
-    return symptom.value / max(symptom.threshold, 1e-12)
+    return symptom.strength
 
 
 def magnitude(symptom: Symptom, oracle: Oracle | None = None) -> str:
@@ -30,6 +28,9 @@ def magnitude(symptom: Symptom, oracle: Oracle | None = None) -> str:
     if symptom.kind == "low_throughput":
         return (f"{symptom.value:.1%} of the calibrated ceiling (threshold {symptom.threshold:.0%}, {x} below "
                 f"it)")
+    if symptom.kind == "straggler":
+        return (f"{symptom.link} at {symptom.value:.1%} of the pattern's median link (threshold "
+                f"{symptom.threshold:.0%}, {x} below it)")
     if symptom.kind == "isolation":
         return (f"victim slowed {symptom.value:.3g}x against its fair share or its p99 alone (threshold "
                 f"{symptom.threshold:.3g}x, {x})")

@@ -50,7 +50,11 @@ class Measured(Protocol):
 
 @dataclass(frozen=True)
 class LinkFigure:
-    """One connection: ``src_rank`` on host ``src`` sends to ``dst_rank`` on ``dst`` at ``gbs`` GB/s."""
+    """One connection: ``src_rank`` on host ``src`` sends to ``dst_rank`` on ``dst`` at ``gbs`` GB/s.
+
+    Attributes:
+        name: ``h3->h4``; ``h3:1->h4:0`` when a host holds several ranks (host, then the rank's place on it).
+    """
 
     connection: int
     src_rank: int
@@ -58,11 +62,7 @@ class LinkFigure:
     src: str
     dst: str
     gbs: float
-
-    @property
-    def name(self) -> str:
-        """``h3->h4`` (``h3:1->h4:0`` when a host holds several ranks: host and rank on it)."""
-        return f"{self.src}->{self.dst}"
+    name: str
 
 
 @dataclass(frozen=True)
@@ -145,8 +145,8 @@ def collective(pattern: Pattern, flows: Sequence[Measured]) -> CollectiveResult:
             ready = np.maximum(send_done, recv_done)
     total = float(ready.max())
     algbw = pattern.size / total / 1e9 if 0 < total < math.inf else 0.0
-    links = tuple(LinkFigure(i, s, d, _rank_name(pattern, s), _rank_name(pattern, d), float(rate[i]) / 1e9)
-                  for i, (s, d) in enumerate(pairs))
+    links = tuple(LinkFigure(i, s, d, pattern.host_of(s), pattern.host_of(d), float(rate[i]) / 1e9,
+                             f"{_rank_name(pattern, s)}->{_rank_name(pattern, d)}") for i, (s, d) in enumerate(pairs))
     ranks = tuple(RankFigure(r, pattern.host_of(r), _per_s(sent[r], send_s[r]), _per_s(got[r], recv_s[r]))
                   for r in range(n))
     median = statistics.median(link.gbs for link in links)

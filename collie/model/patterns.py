@@ -248,6 +248,9 @@ def check_pattern(p: Pattern, where: str) -> None:
     if p.kind is PatternKind.ALL_TO_ALL and n * (n - 1) > MAX_CONNECTIONS:
         raise InputError(f"{where}.hosts: an all_to_all over {n} ranks has {n * (n - 1)} connections; "
                          f"at most {MAX_CONNECTIONS} (about {int((MAX_CONNECTIONS) ** 0.5)} ranks)")
+    if p.flow.victim:
+        raise InputError(f"{where}.flow.victim: a pattern's connections are its own tenants; an isolation "
+                         "experiment is a workload of [[flows]]")
     pulls = sorted(set(p.flow.opcodes) - PUSH_OPCODES)
     if pulls:
         raise InputError(f"{where}.flow.opcode: a pattern's ranks push their data to each other "

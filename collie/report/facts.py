@@ -54,7 +54,7 @@ _FLAGS: Final = {
 #: Each symptom kind in a headline.
 _SYMPTOMS: Final = {"pause": "PFC pause", "low_throughput": "low throughput", "loss": "loss",
                     "retransmission": "retransmissions", "rnr": "receiver not ready",
-                    "isolation": "victim slowed by its aggressor"}
+                    "isolation": "victim slowed by its aggressor", "straggler": "straggler"}
 #: A counter's catalog unit as a report writes it beside its value.
 UNIT_WORDS: Final = {"bytes": "bytes", "octets/4": "4-byte words", "packets": "packets", "frames": "frames",
                      "us": "µs", "ms": "ms", "percent": "%", "events": "events"}
@@ -319,6 +319,8 @@ def symptom_size(s: Symptom | None) -> str:
         return f"{s.value:,.0f} RNR NAKs/s of {s.counter}"
     if s.kind == "isolation":
         return f"slowed {s.value:.3g}x against its share alone"
+    if s.kind == "straggler":
+        return f"{s.link} at {s.value:.0%} of the median link"
     return f"{s.value:,.0f} events/s of {s.counter}"
 
 
@@ -340,6 +342,8 @@ def symptom_text(s: Symptom | None, machines: Machines = LOCAL) -> str:
         return f"{head}: {size}, below the {s.threshold:.0%} threshold"
     if s.kind == "isolation":
         return f"{head}: {size}, {s.value / max(s.threshold, 1e-12):.1f}x the threshold of {s.threshold:.3g}x"
+    if s.kind == "straggler":
+        return f"{head}: {size}, below the {s.threshold:.0%} threshold"
     where = f" counted on {machines.label(s.read_on)}" if s.read_on else ""
     return f"{head}: {size}{where}, {s.value / max(s.threshold, 1e-12):.1f}x the limit of {s.threshold:,.0f}/s"
 

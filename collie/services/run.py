@@ -8,6 +8,7 @@ from pathlib import Path
 from collie import calibrate
 from collie.errors import TargetError
 from collie.experiment import run_and_judge
+from collie.model.collective import CollectiveResult, collective
 from collie.model.workload import Workload
 from collie.oracle import Oracle, Verdict
 from collie.preset import DEFAULT_PRESET, load_preset
@@ -27,6 +28,7 @@ class WorkloadRun:
         oracle: the oracle that judged it (None: not judged).
         verdict: its verdict on ``result`` (None: not judged).
         calibration: the calibration runs the oracle cost.
+        collective: a pattern's figures (time, algbw, busbw, each rank and link); None for plain flows.
     """
 
     workload: Workload
@@ -34,6 +36,7 @@ class WorkloadRun:
     oracle: Oracle | None
     verdict: Verdict | None
     calibration: int
+    collective: CollectiveResult | None = None
 
 
 def run_workload(target_spec: TargetSpec, workload_file: Path, *, duration: float, seed: int, pace: float, judge: bool,
@@ -65,6 +68,8 @@ def run_workload(target_spec: TargetSpec, workload_file: Path, *, duration: floa
         raise TargetError(f"{target_spec} cannot run this workload: {experiment.detail}") from None
     if experiment.error is not None:
         raise experiment.error
-    assert experiment.result is not None
-    return WorkloadRun(workload, experiment.result, oracle, experiment.verdict,
-                       calibration.runs if calibration is not None else 0)
+    result = experiment.result
+    assert result is not None
+    figures = collective(workload.pattern, result.flows) if workload.pattern is not None and result.flows else None
+    return WorkloadRun(workload, result, oracle, experiment.verdict,
+                       calibration.runs if calibration is not None else 0, figures)

@@ -189,7 +189,7 @@ def test_an_engine_bound_or_failed_run_is_never_rnr_anomalous() -> None:
 
 
 def test_rnr_comes_after_the_other_symptoms_in_a_signature() -> None:
-    assert SYMPTOM_ORDER[-3:] == ("retransmission", "rnr", "isolation")
+    assert SYMPTOM_ORDER[3:] == ("retransmission", "rnr", "isolation", "straggler")
     v = oracle().judge(run(30e9, 0.9e6, {"out_of_buffer": 50_000.0, "out_of_sequence": 50_000.0}), W)
     assert v.signature == "low_throughput@receiver+loss@receiver+rnr@receiver"
     assert [s.kind for s in v.symptoms] == ["low_throughput", "loss", "rnr"]

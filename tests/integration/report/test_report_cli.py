@@ -121,7 +121,7 @@ def test_json_follows_its_documented_schema(campaign: Path, tmp_path: Path) -> N
         _check(a["magnitude"], (int, float), "magnitude")
         assert a["symptom"]["kind"] in SYMPTOM_ORDER
         assert set(a["symptom"]) == {"kind", "host", "end", "value", "threshold", "counter", "estimate", "source",
-                                     "read_on"}
+                                     "read_on", "link"}
         assert a["leading"] == a["signature"].split("+")[0] or a["evidence_of"] == "case"
         assert a["mfs"] is None or set(a["mfs"]) == {"text", "words", "conditions"}  # None: not minimized
         assert set(a["case"]) == {"key", "name", "flows", "toml"}
