@@ -41,11 +41,13 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
       stays in its receiver's low-throughput judgement: the ceiling bounds what all the flows into a host get
       together (leaving it out would make an aggressor sharing the link fairly look low).
     * **Straggler** (``straggler``): in a run of a collective pattern (``Workload.pattern``), a connection slower
-      than ``1 - straggler_margin`` x the median of the pattern's connections (:mod:`collie.model.collective`:
+      than ``1 - straggler_margin`` x the pattern's reference link rate, the median of its faster half of links
+      (:func:`collie.model.collective.reference_gbs`: it stays a healthy link's rate while up to half the links
+      are slow; :mod:`collie.model.collective`:
       every link of a ring or an all-to-all should perform alike). A host with slow links to two or more other
       hosts is named for all of them (end ``host``: its port, NIC or PCIe, in and out), the host with the most
       peers first; each slow link left names its sending host (end ``link``), since the two ends of slow links
-      between two hosts alone cannot be told apart. Its value is the slowest link's fraction of the median; the
+      between two hosts alone cannot be told apart. Its value is the slowest link's fraction of the reference; the
       links are in ``Symptom.link`` and the collective's figures (time, algbw, busbw, every link) in
       ``evidence["collective"]``. A re-run confirms it as it confirms every anomaly.
     * An ``engine_bound`` run (the traffic engine, not the subsystem, was the limit) or a run with errors is
@@ -89,7 +91,7 @@ class Thresholds:
     """Oracle thresholds (preset ``[oracle]`` table): ``loss_*`` judge loss and retransmission counters,
     ``rnr_*`` receiver-starvation counters (events/s above ``margin x`` the clean baseline plus the floor),
     ``isolation_*`` a victim's slowdown against its solo baseline: its fair share over its bits/s, and its p99
-    latency over its solo p99; ``straggler_margin`` how far below its pattern's median link a link is slow."""
+    latency over its solo p99; ``straggler_margin`` how far below its pattern's reference link a link is slow."""
 
     pause_ratio: float = 0.001
     throughput_fraction: float = 0.8
@@ -515,7 +517,7 @@ class Oracle:
                    levels: dict[str, float]) -> None:
         """Append the straggler symptoms of a pattern's run (see the module docstring); record its figures."""
         floor = 1.0 - self.thresholds.straggler_margin
-        median = figures.median_link_gbs
+        median = figures.reference_gbs
         slow = [link for link in figures.links if median > 0 and link.gbs < floor * median]
         evidence["collective"] = _collective_evidence(figures, slow)
         if median > 0:
@@ -613,7 +615,8 @@ def _collective_evidence(figures: CollectiveResult, slow: list[LinkFigure]) -> d
     shown = figures.links if len(figures.links) <= EVIDENCE_LINKS else slow
     return {"time_s": figures.time_s if figures.time_s < math.inf else None,
             "algbw_gbs": figures.algbw_gbs, "busbw_gbs": figures.busbw_gbs,
-            "median_link_gbs": figures.median_link_gbs, "spread": figures.spread,
+            "median_link_gbs": figures.median_link_gbs, "reference_gbs": figures.reference_gbs,
+            "spread": figures.spread,
             "slowest_link": figures.slowest_link.name, "slow_links": [link.name for link in slow],
             "links": {link.name: link.gbs for link in shown}}
 

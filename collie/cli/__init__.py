@@ -50,6 +50,7 @@ def _register() -> None:
     from collie.cli.case_cmd import minimize, replay
     from collie.cli.ci_cmd import ci
     from collie.cli.counters_cmd import counters
+    from collie.cli.fleet_cmd import fleet
     from collie.cli.hosts_cmd import hosts
     from collie.cli.report_cmd import report
     from collie.cli.run_cmd import run
@@ -66,6 +67,7 @@ def _register() -> None:
     main.add_command(hosts)
     main.add_command(ci)
     main.add_command(report)
+    main.add_command(fleet)
 
 
 _register()

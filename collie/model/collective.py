@@ -102,6 +102,24 @@ class CollectiveResult:
     def median_link_gbs(self) -> float:
         return statistics.median(link.gbs for link in self.links)
 
+    @property
+    def reference_gbs(self) -> float:
+        """What a healthy link of this run gets: :func:`reference_gbs` of its links."""
+        return reference_gbs([link.gbs for link in self.links])
+
+
+def reference_gbs(rates: Sequence[float]) -> float:
+    """The rate a healthy link gets among ``rates``: the median of their faster half (the upper quartile, by
+    linear interpolation). It stays a healthy link's rate while up to half the links are slow (two slow hosts of
+    eight slow half a ring's links), where the median would fall between slow and healthy.
+
+    Raises:
+        ValueError: ``rates`` is empty.
+    """
+    if not rates:
+        raise ValueError("no rates to take a reference of")
+    return statistics.quantiles(rates, n=4, method="inclusive")[2] if len(rates) > 1 else float(rates[0])
+
 
 def collective(pattern: Pattern, flows: Sequence[Measured]) -> CollectiveResult:
     """Play ``pattern``'s steps over the rates and latencies its connections got in one run.

@@ -6,12 +6,14 @@ events (:mod:`collie.events`, and :class:`~collie.services.events.Note`) through
     * :mod:`collie.services.cases` - a saved case replayed (:func:`replay_case`) or minimized
       (:func:`minimize_case`) on the target it was found on;
     * :mod:`collie.services.run` - one experiment and its verdict (:func:`run_workload`);
+    * :mod:`collie.services.fleet` - a fleet check (:func:`fleet_check`): rounds of collective patterns over
+      every host, measured and localised, not judged by the oracle;
     * :func:`check_new_folder` - a folder given to write a campaign or a case into, checked before anything runs;
     * :mod:`collie.services.campaigns` - a campaign planned (:func:`plan_campaign`,
       :func:`plan_resumed_campaign`) and opened (:func:`open_campaign`), and the CI gate's (:func:`plan_gate`,
       :func:`open_gate`).
 
-Every experiment they run is :func:`collie.experiment.run_and_judge`'s; every oracle they calibrate,
+Every other experiment they run is :func:`collie.experiment.run_and_judge`'s; every oracle they calibrate,
 :func:`collie.calibrate.calibrate_target`'s.
 """
 
@@ -39,10 +41,11 @@ from collie.services.cases import (
     save_minimized,
 )
 from collie.services.events import Note, ServiceEvent, ServiceListener
+from collie.services.fleet import fleet_check
 from collie.services.run import WorkloadRun, run_workload
 from collie.storage.files import check_new_folder
 
 __all__ = ["CampaignPlan", "LocatedCase", "MinimizePlan", "Minimized", "Note", "OpenedGate", "Replay",
            "ResumeOptions", "ServiceEvent", "ServiceListener", "WorkloadRun", "case_oracle", "check_new_folder",
-           "locate_case", "minimize_case", "open_campaign", "open_gate", "plan_campaign", "plan_gate",
+           "fleet_check", "locate_case", "minimize_case", "open_campaign", "open_gate", "plan_campaign", "plan_gate",
            "plan_minimize", "plan_resumed_campaign", "replay_case", "run_workload", "save_minimized"]

@@ -211,3 +211,33 @@ def test_the_comparison_page_loads_offline_and_shows_every_anomaly(browser: Any,
         words, key = (td.text for td in row.find_elements(By.TAG_NAME, "td")[:2])
         assert words.startswith(("calibrate-", "a victim alone")) or (" " in words and "QP" in words), (words, key)
     _screenshot(driver, html, "compare.png")
+
+
+def test_the_fleet_check_page_loads_offline_with_its_heat_map(browser: Any, tmp_path: Path) -> None:
+    """``collie fleet check --html``: the page of a simulated fleet with two faulty hosts, in the browser."""
+    from selenium.webdriver.common.by import By
+
+    from tests.integration.test_fleet_cli import faulty_fleet
+
+    html = tmp_path / "fleet.html"
+    r = run_cli("fleet", "check", "--target", f"sim:{faulty_fleet(tmp_path)}", "--html", str(html))
+    assert r.returncode == 1, r.stderr
+    driver: Any = browser
+    driver.get_log("performance")
+    driver.get(html.as_uri())
+    assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
+    assert [u for u in _requests(driver) if u != html.as_uri() and not u.startswith("data:")] == []
+    assert driver.execute_script("return document.scripts.length") == 0
+    assert driver.find_element(By.ID, "simulated").is_displayed()
+    cards = driver.find_elements(By.CSS_SELECTOR, "div.card.suspect")
+    assert sorted(c.get_attribute("data-host") for c in cards) == ["h05", "h11"]
+    heat = driver.find_element(By.ID, "heatmap")
+    assert heat.is_displayed() and heat.size["width"] > 400
+    cells = heat.find_elements(By.CSS_SELECTOR, "td[title]")
+    # a measured cell of a faulty host's link is red, a healthy one green (as the browser computed them)
+    rgb = {c.get_attribute("title").split(":")[0]:
+           [int(x) for x in re.findall(r"\d+", c.value_of_css_property("background-color"))[:3]] for c in cells}
+    red, green = rgb["h04 -> h05"], rgb["h00 -> h01"]
+    assert red[0] > 2 * red[1] and green[1] > 2 * green[0], (red, green)
+    if os.environ.get("COLLIE_REPORT_SHOTS"):
+        driver.save_screenshot(str(Path(os.environ["COLLIE_REPORT_SHOTS"]) / "fleet.png"))

@@ -1,0 +1,129 @@
+"""Localising slow hosts of simulated fleets: collie's fleet check beside the published two-round pairing scheme.
+
+For each fleet size and each number of injected faults (0, 1, 2; each of a random kind and host), over many
+random draws, runs
+
+* **collie** (:func:`collie.fleet.check_fleet`): two rings, then one confirmation round of pairs if needed;
+* **two-round pairing** (DLRover's straggler detection, as published: pair the hosts and time each pair; re-pair
+  the hosts of slow pairs with hosts of fast ones and time again; a host slow in both rounds is a straggler):
+  pairs exchange traffic both ways, a pair is slow when its slower link is below ``1 - margin`` x the round's
+  median, the same margin as collie's.
+
+and prints per fleet and method: the fraction of draws localised exactly (suspects == the faulty hosts), the
+hosts wrongly named per draw, rounds (= experiments: every round is one experiment over the whole fleet) against
+all pairs one by one, and the CPU time per draw.
+
+    PYTHONPATH=. python bench/localize.py --sizes 8,32,128 --draws 40
+    PYTHONPATH=. python bench/localize.py --sizes 1024 --draws 4
+
+Fault kinds and factors (each slows a 200G host's links well past the 20 % margin): a port at half speed, PCIe at
+a quarter (Gen3 x8 in a Gen4 x16 fleet), buffers on the far NUMA node at half the PCIe bandwidth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from collie.fleet import RoundKind, check_fleet
+from collie.model.collective import LinkFigure, collective
+from collie.model.flow import Endpoint, Flow
+from collie.model.patterns import Pattern, PatternKind
+from collie.model.workload import Workload
+from collie.targets.sim import SimTarget, load_profile
+from collie.targets.sim.profile import Fault, FaultKind, host_names
+
+FLOW = Flow(Endpoint("a"), Endpoint("b"), sizes=(1 << 20,), mr_size=1 << 20, qps=2)
+FACTORS = {FaultKind.PORT_SPEED: 0.5, FaultKind.PCIE: 0.25, FaultKind.FAR_NUMA: 0.5}
+MARGIN = 0.2
+
+
+def runner(target: SimTarget, size: int) -> Callable[[RoundKind, tuple[str, ...]], tuple[LinkFigure, ...]]:
+    def run(kind: RoundKind, order: tuple[str, ...]) -> tuple[LinkFigure, ...]:
+        pk = PatternKind.RING_ALLREDUCE if kind is RoundKind.RING else PatternKind.PAIRWISE
+        p = Pattern(pk, order, size, flow=FLOW)
+        return collective(p, target.run(Workload.of_pattern(p), 1.0).flows).links
+    return run
+
+
+def two_round_pairing(run: Callable[[RoundKind, tuple[str, ...]], tuple[LinkFigure, ...]], hosts: list[str],
+                      rng: random.Random) -> tuple[set[str], int]:
+    """DLRover's scheme (see the module docstring): the hosts slow in both rounds, and the rounds used."""
+    order = hosts[:]
+    rng.shuffle(order)
+    if len(order) % 2:
+        order = order[:-1]
+
+    def slow_hosts(pairs: list[str]) -> set[str]:
+        links = run(RoundKind.PAIRS, tuple(pairs))
+        median = statistics.median(link.gbs for link in links)
+        worst: dict[frozenset[str], float] = {}
+        for link in links:
+            key = frozenset((link.src, link.dst))
+            worst[key] = min(worst.get(key, link.gbs), link.gbs)
+        return {h for pair, gbs in worst.items() if gbs < (1 - MARGIN) * median for h in pair}
+
+    first = slow_hosts(order)
+    if not first:
+        return set(), 1
+    fast = [h for h in order if h not in first]
+    slow = [h for h in order if h in first]
+    pairs: list[str] = []
+    for i, h in enumerate(slow):  # each slow host beside a fast one (fast hosts reused if too few)
+        pairs += [h, fast[i % len(fast)]] if fast else [h, slow[(i + 1) % len(slow)]]
+    used = set(pairs)
+    pairs += [h for h in fast if h not in used][:len([h for h in fast if h not in used]) // 2 * 2]
+    if len(set(pairs)) < len(pairs):  # a fast host reused: run the re-pairing in as many rounds as needed
+        second: set[str] = set()
+        rounds = 1
+        for k in range(0, len(slow), max(1, len(fast))):
+            chunk = slow[k:k + max(1, len(fast))]
+            sub = [x for i, h in enumerate(chunk) for x in (h, fast[i % len(fast)] if fast else h)]
+            second |= slow_hosts(sub)
+            rounds += 1
+        return first & second, rounds
+    return first & slow_hosts(pairs), 2
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="8,32,128")
+    ap.add_argument("--draws", type=int, default=40)
+    ap.add_argument("--size", type=int, default=64 << 20, help="bytes per rank")
+    args = ap.parse_args()
+    base = load_profile("fleet8-cx6")
+    print(f"{'hosts':>5} {'faults':>6} {'method':<18} {'exact':>7} {'wrong/draw':>10} {'rounds':>6} "
+          f"{'all pairs':>9} {'CPU s/draw':>10}")
+    for n in (int(x) for x in args.sizes.split(",")):
+        hosts = list(host_names(n))
+        for nfaults in (0, 1, 2):
+            stats: dict[str, list[tuple[bool, int, int, float]]] = {"collie": [], "two-round pairing": []}
+            for draw in range(args.draws):
+                rng = random.Random(f"{n}-{nfaults}-{draw}")
+                bad = rng.sample(hosts, nfaults)
+                faults = tuple(Fault(h, kind, FACTORS[kind])
+                               for h, kind in zip(bad, (rng.choice(list(FACTORS)) for _ in bad), strict=True))
+                target = SimTarget(replace(base, hosts=tuple(hosts), faults=faults), seed=draw)
+                run = runner(target, args.size)
+                t0 = time.process_time()
+                result = check_fleet(run, hosts, MARGIN, seed=draw)
+                t1 = time.process_time()
+                named = {s.host for s in result.suspects}
+                stats["collie"].append((named == set(bad), len(named - set(bad)), result.experiments, t1 - t0))
+                t0 = time.process_time()
+                named, rounds = two_round_pairing(run, hosts, rng)
+                t1 = time.process_time()
+                stats["two-round pairing"].append((named == set(bad), len(named - set(bad)), rounds, t1 - t0))
+            for method, rows in stats.items():
+                exact = sum(r[0] for r in rows) / len(rows)
+                print(f"{n:>5} {nfaults:>6} {method:<18} {exact:>7.1%} {statistics.mean(r[1] for r in rows):>10.2f} "
+                      f"{statistics.mean(r[2] for r in rows):>6.2f} {n * (n - 1) // 2:>9} "
+                      f"{statistics.mean(r[3] for r in rows):>10.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""The fleet check's schedule and localisation on synthetic fleets: links slow wherever they touch a slow host
+(a port, NIC or PCIe fault slows both ways), healthy links at one rate. No simulator: the rule alone."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from collie.fleet import RoundKind, check_fleet, ring_orders
+from collie.model.collective import LinkFigure
+
+HEALTHY = 22.9
+
+
+def fleet(n: int) -> list[str]:
+    return [f"h{i:02d}" for i in range(n)]
+
+
+class Fake:
+    """A fleet whose ``slow`` hosts get ``factor`` of the healthy rate on every link they are an end of."""
+
+    def __init__(self, slow: dict[str, float]) -> None:
+        self.slow = slow
+        self.rounds: list[tuple[RoundKind, tuple[str, ...]]] = []
+
+    def __call__(self, kind: RoundKind, order: tuple[str, ...]) -> tuple[LinkFigure, ...]:
+        self.rounds.append((kind, order))
+        n = len(order)
+        pairs = [(i, (i + 1) % n) for i in range(n)] if kind is RoundKind.RING else \
+            [p for i in range(0, n - 1, 2) for p in ((i, i + 1), (i + 1, i))]
+        out = []
+        for c, (s, d) in enumerate(pairs):
+            src, dst = order[s], order[d]
+            rate = HEALTHY * min(self.slow.get(src, 1.0), self.slow.get(dst, 1.0))
+            out.append(LinkFigure(c, s, d, src, dst, rate, f"{src}->{dst}"))
+        return tuple(out)
+
+
+def test_a_clean_fleet_takes_one_ring() -> None:
+    run = Fake({})
+    result = check_fleet(run, fleet(16))
+    assert result.suspects == () and result.experiments == 1 and run.rounds[0][0] is RoundKind.RING
+
+
+def test_one_slow_host_is_named_in_two_rounds_beside_a_healthy_partner() -> None:
+    run = Fake({"h05": 0.5})
+    result = check_fleet(run, fleet(16))
+    assert [s.host for s in result.suspects] == ["h05"] and result.experiments == 2
+    kind, order = run.rounds[1]
+    assert kind is RoundKind.PAIRS
+    # the implicated hosts h04, h05, h06 each beside a host the ring cleared
+    pairs = [order[i:i + 2] for i in range(0, len(order), 2)]
+    assert {p[0] for p in pairs[:3]} == {"h04", "h05", "h06"}
+    assert all(p[1] not in ("h04", "h05", "h06") for p in pairs)
+    (s,) = result.suspects
+    assert s.worst == pytest.approx(0.5) and any("round 2 (pairs)" in e for e in s.evidence)
+
+
+@pytest.mark.parametrize(("n", "bad"), [(8, ("h01", "h02")), (8, ("h01", "h03")), (8, ("h00", "h04")),
+                                        (16, ("h02", "h05", "h06")), (16, ("h01", "h03", "h05"))])
+def test_many_faults_on_a_small_fleet_are_all_named_and_nothing_else(n: int, bad: tuple[str, ...]) -> None:
+    result = check_fleet(Fake(dict.fromkeys(bad, 0.5)), fleet(n))
+    assert sorted(s.host for s in result.suspects) == sorted(bad)
+    assert result.experiments <= 4
+
+
+def test_every_pair_of_faults_on_ten_hosts_is_localised_exactly() -> None:
+    hosts = fleet(10)
+    for bad in itertools.combinations(hosts, 2):
+        for seed in range(2):
+            result = check_fleet(Fake(dict.fromkeys(bad, 0.4)), hosts, seed=seed)
+            assert sorted(s.host for s in result.suspects) == sorted(bad), (bad, seed, result.rounds)
+
+
+def test_the_second_ring_shares_no_neighbours_with_the_first() -> None:
+    for n in (8, 32, 257):
+        first, second = ring_orders(fleet(n), seed=3)
+        near = {frozenset((first[i], first[(i + 1) % n])) for i in range(n)}
+        assert sorted(second) == sorted(first)
+        assert not any(frozenset((second[i], second[(i + 1) % n])) in near for i in range(n))
+
+
+def test_a_slowdown_within_the_margin_is_not_a_suspect() -> None:
+    assert check_fleet(Fake({"h03": 0.85}), fleet(8), margin=0.2).suspects == ()
+    assert [s.host for s in check_fleet(Fake({"h03": 0.85}), fleet(8), margin=0.1).suspects] == ["h03"]
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least 3 hosts, got 2"):
+        check_fleet(Fake({}), fleet(2))
+    with pytest.raises(ValueError, match="margin must be in"):
+        check_fleet(Fake({}), fleet(4), margin=1.0)
+    assert check_fleet(Fake({}), fleet(4)).matrix()[("h00", "h01")] == HEALTHY
