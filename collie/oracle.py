@@ -40,11 +40,10 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
       that passed its threshold by more. Without a solo baseline no isolation is judged. The victim's traffic
       stays in its receiver's low-throughput judgement: the ceiling bounds what all the flows into a host get
       together (leaving it out would make an aggressor sharing the link fairly look low).
-    * **Straggler** (``straggler``): in a run of a collective pattern (``Workload.pattern``), a connection slower
-      than ``1 - straggler_margin`` x the pattern's reference link rate, the median of its faster half of links
-      (:func:`collie.model.collective.reference_gbs`: it stays a healthy link's rate while up to half the links
-      are slow; :mod:`collie.model.collective`:
-      every link of a ring or an all-to-all should perform alike). A host with slow links to two or more other
+    * **Straggler** (``straggler``): in a run of a collective pattern (``Workload.pattern``; every link of a ring
+      or an all-to-all should perform alike), a connection slower than ``1 - straggler_margin`` x the pattern's
+      reference link rate, the median of its faster half of links (:func:`collie.model.collective.reference_gbs`:
+      it stays a healthy link's rate while up to half the links are slow). A host with slow links to two or more other
       hosts is named for all of them (end ``host``: its port, NIC or PCIe, in and out), the host with the most
       peers first; each slow link left names its sending host (end ``link``), since the two ends of slow links
       between two hosts alone cannot be told apart. Its value is the slowest link's fraction of the reference; the
@@ -517,11 +516,11 @@ class Oracle:
                    levels: dict[str, float]) -> None:
         """Append the straggler symptoms of a pattern's run (see the module docstring); record its figures."""
         floor = 1.0 - self.thresholds.straggler_margin
-        median = figures.reference_gbs
-        slow = [link for link in figures.links if median > 0 and link.gbs < floor * median]
+        reference = figures.reference_gbs
+        slow = [link for link in figures.links if reference > 0 and link.gbs < floor * reference]
         evidence["collective"] = _collective_evidence(figures, slow)
-        if median > 0:
-            levels["straggler@link"] = floor * median / max(figures.slowest_link.gbs, 1e-12)
+        if reference > 0:
+            levels["straggler@link"] = floor * reference / max(figures.slowest_link.gbs, 1e-12)
         left = sorted(slow, key=lambda lk: lk.gbs)
         while left:  # a host with slow links to two or more peers is named for all of them, the most first
             peers: dict[str, set[str]] = defaultdict(set)
@@ -534,10 +533,10 @@ class Oracle:
                 break
             mine = [link for link in left if host in (link.src, link.dst)]
             left = [link for link in left if link not in mine]
-            symptoms.append(Symptom("straggler", host, "host", mine[0].gbs / median, floor,
+            symptoms.append(Symptom("straggler", host, "host", mine[0].gbs / reference, floor,
                                     link=", ".join(link.name for link in mine)))
         for link in left:
-            symptoms.append(Symptom("straggler", link.src, "link", link.gbs / median, floor, link=link.name))
+            symptoms.append(Symptom("straggler", link.src, "link", link.gbs / reference, floor, link=link.name))
 
     def _limit_fractions(self, kind: str, flows: list[Flow], results: list[FlowResult]) -> dict[str, float]:
         """The fractions of their own READ/atomic limits that ``flows`` into one host reached, by the bound in

@@ -97,6 +97,9 @@ def load_preset(name_or_path: str = DEFAULT_PRESET) -> Preset:
     for k, v in oracle_raw.items():
         expect_type(v, (int, float), f"{where}: oracle.{k}", "a number")
     thresholds = Thresholds(**{k: float(v) for k, v in oracle_raw.items()})
+    for k in ("throughput_fraction", "straggler_margin"):  # fractions: a value outside (0, 1) judges nothing
+        if not 0 < getattr(thresholds, k) < 1:
+            raise InputError(f"{where}: oracle.{k}: must be between 0 and 1, got {getattr(thresholds, k)}")
     min_raw = expect_type(raw.get("minimize", {}), dict, f"{where}: minimize", "a table")
     check_fields(min_raw, f"{where}: minimize", _MIN)
     enabled = expect_type(min_raw.get("enabled", True), bool, f"{where}: minimize.enabled", "true or false")

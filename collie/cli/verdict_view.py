@@ -29,7 +29,7 @@ def magnitude(symptom: Symptom, oracle: Oracle | None = None) -> str:
         return (f"{symptom.value:.1%} of the calibrated ceiling (threshold {symptom.threshold:.0%}, {x} below "
                 f"it)")
     if symptom.kind == "straggler":
-        return (f"{symptom.link} at {symptom.value:.1%} of the pattern's median link (threshold "
+        return (f"{symptom.link} at {symptom.value:.1%} of the pattern's reference link (threshold "
                 f"{symptom.threshold:.0%}, {x} below it)")
     if symptom.kind == "isolation":
         return (f"victim slowed {symptom.value:.3g}x against its fair share or its p99 alone (threshold "

@@ -320,7 +320,7 @@ def symptom_size(s: Symptom | None) -> str:
     if s.kind == "isolation":
         return f"slowed {s.value:.3g}x against its share alone"
     if s.kind == "straggler":
-        return f"{s.link} at {s.value:.0%} of the median link"
+        return f"{s.link} at {s.value:.0%} of the reference link"
     return f"{s.value:,.0f} events/s of {s.counter}"
 
 

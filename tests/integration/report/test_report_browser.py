@@ -57,6 +57,15 @@ def page(tmp_path_factory: pytest.TempPathFactory, campaign: Path) -> tuple[Path
     return campaign, html
 
 
+def _open_offline(driver: Any, html: Path) -> None:
+    """Open ``html``: it loads with no console error, asks for nothing but itself, and holds no script."""
+    driver.get_log("performance")  # drop what came before
+    driver.get(html.as_uri())
+    assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
+    assert [u for u in _requests(driver) if u != html.as_uri() and not u.startswith("data:")] == []
+    assert driver.execute_script("return document.scripts.length") == 0
+
+
 def _requests(driver: Any) -> list[str]:
     urls = []
     for entry in driver.get_log("performance"):
@@ -193,11 +202,7 @@ def test_the_comparison_page_loads_offline_and_shows_every_anomaly(browser: Any,
     r = run_cli("report", "--compare", str(campaign), str(hostile), "-o", str(html))
     assert r.returncode == 0, r.stderr
     driver: Any = browser
-    driver.get_log("performance")
-    driver.get(html.as_uri())
-    assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
-    assert [u for u in _requests(driver) if u != html.as_uri() and not u.startswith("data:")] == []
-    assert driver.execute_script("return document.scripts.length") == 0
+    _open_offline(driver, html)
     cards = driver.find_elements(By.CSS_SELECTOR, ".card")
     assert len(cards) == len(list((campaign / "anomalies").iterdir()))  # the same campaign: all still present
     cpu = next(row for row in driver.find_elements(By.CSS_SELECTOR, "table.fingerprints tr")
@@ -223,11 +228,7 @@ def test_the_fleet_check_page_loads_offline_with_its_heat_map(browser: Any, tmp_
     r = run_cli("fleet", "check", "--target", f"sim:{faulty_fleet(tmp_path)}", "--html", str(html))
     assert r.returncode == 1, r.stderr
     driver: Any = browser
-    driver.get_log("performance")
-    driver.get(html.as_uri())
-    assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
-    assert [u for u in _requests(driver) if u != html.as_uri() and not u.startswith("data:")] == []
-    assert driver.execute_script("return document.scripts.length") == 0
+    _open_offline(driver, html)
     assert driver.find_element(By.ID, "simulated").is_displayed()
     cards = driver.find_elements(By.CSS_SELECTOR, "div.card.suspect")
     assert sorted(c.get_attribute("data-host") for c in cards) == ["h05", "h11"]

@@ -239,6 +239,8 @@ def test_a_campaign_runs_its_preset_with_its_own_strategy() -> None:
         ("speed = 3\n", "unknown field 'speed'"),
         ("[oracle]\npause = 0.1\n", "unknown field 'pause'"),
         ('[oracle]\npause_ratio = "high"\n', "expected a number"),
+        ("[oracle]\nstraggler_margin = 1.5\n", "oracle.straggler_margin: must be between 0 and 1, got 1.5"),
+        ("[oracle]\nthroughput_fraction = 0\n", "oracle.throughput_fraction: must be between 0 and 1, got 0.0"),
         ("[minimize]\nruns = 2\nrequired = 3\n", "must be between 1 and runs"),
         ("[minimize]\nfar_side = 1\n", "expected true or false"),
         ("[minimize]\nruns = 2.5\n", "expected an integer"),
