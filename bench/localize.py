@@ -17,7 +17,8 @@ all pairs one by one, and the CPU time per draw.
     PYTHONPATH=. python bench/localize.py --sizes 1024 --draws 4
 
 Fault kinds and factors (each slows a 200G host's links well past the 20 % margin): a port at half speed, PCIe at
-a quarter (Gen3 x8 in a Gen4 x16 fleet), buffers on the far NUMA node at half the PCIe bandwidth.
+a quarter (Gen3 x8 in a Gen4 x16 fleet), buffers on the far NUMA node at half the PCIe bandwidth, a link losing
+1 % of its packets (RC's go-back-N makes that a quarter of the rate).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from collie.targets.sim import SimTarget, load_profile
 from collie.targets.sim.profile import Fault, FaultKind, host_names
 
 FLOW = Flow(Endpoint("a"), Endpoint("b"), sizes=(1 << 20,), mr_size=1 << 20, qps=2)
-FACTORS = {FaultKind.PORT_SPEED: 0.5, FaultKind.PCIE: 0.25, FaultKind.FAR_NUMA: 0.5}
+FACTORS = {FaultKind.PORT_SPEED: 0.5, FaultKind.PCIE: 0.25, FaultKind.FAR_NUMA: 0.5, FaultKind.LOSSY_LINK: 0.99}
 MARGIN = 0.2
 
 

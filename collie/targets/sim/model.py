@@ -27,9 +27,11 @@ Base model (no quirk can be seen in it):
 
 Invariants:
     * pure: the result depends only on (profile, workload, features, duration, noise draws);
-    * no pause above the setup blip (< 0.01 % of the duration) and no loss unless a quirk fired;
+    * no pause above the setup blip (< 0.01 % of the duration) and no loss unless a quirk fired or a flow
+      crosses a host's lossy link (a fault of the profile);
     * ``Outcome.fired`` lists the fired quirks' ids, then a ``base:<limit>`` label for each base-model limit
-      above that holds a flow below 0.9 of what it would get without it (tests and benchmarks only);
+      above that holds a flow below 0.9 of what it would get without it, then the ``fault:HOST:KIND`` of each
+      fault of the profile that shaped the run (tests and benchmarks only);
     * counters are consistent with the rates (bytes = rate x duration, packets likewise, both hosts).
 """
 
@@ -200,6 +202,8 @@ class Compiled:
         self.kind_caps: Final = _kind_caps(profile)
         #: per host with faults, its resources' offsets and the factors their capacities keep
         self.fault_caps: Final = _fault_caps(profile)
+        #: per host with a lossy link, the fraction of packets it loses
+        self.link_losses: Final = _link_losses(profile)
         self.line: Final = nic.line_rate_gbps * 1e9
         self.line_mbps: Final = nic.line_rate_gbps * 1e3
         self.base_latency_us: Final = nic.base_latency_us
@@ -381,18 +385,29 @@ def _kind_caps(profile: Profile) -> list[float]:
             nic.atomic_mops * 1e6 or pcie]
 
 
-#: The host resources each kind of fault scales.
+#: The host resources each kind of fault scales (a lossy link scales none: it loses packets, see
+#: :data:`GO_BACK_N_PACKETS`).
 _FAULT_RESOURCES: Final = {FaultKind.PORT_SPEED: (WIRE_TX, WIRE_RX),
                            FaultKind.PCIE: (PCIE_RD, LOOP_PCIE_RD, PCIE_WR),
                            FaultKind.FAR_NUMA: (PCIE_RD, LOOP_PCIE_RD, PCIE_WR)}
+#: Packets an RC requester resends per packet lost on a lossy link (go-back-N from the lost PSN: what was in
+#: flight behind it). A flow through a link losing a fraction ``p`` keeps ``(1 - p) / (1 + p x this)`` of its
+#: rate: 1 % loss costs about a quarter.
+GO_BACK_N_PACKETS: Final = 32
 
 
 def _fault_caps(profile: Profile) -> dict[str, tuple[tuple[Fault, tuple[int, ...]], ...]]:
-    """Per host with faults, each fault with the resource offsets it scales."""
+    """Per host with faults that scale capacities, each fault with the resource offsets it scales."""
     out: dict[str, list[tuple[Fault, tuple[int, ...]]]] = {}
     for fault in profile.faults:
-        out.setdefault(fault.host, []).append((fault, _FAULT_RESOURCES[fault.kind]))
+        if fault.kind in _FAULT_RESOURCES:
+            out.setdefault(fault.host, []).append((fault, _FAULT_RESOURCES[fault.kind]))
     return {h: tuple(v) for h, v in out.items()}
+
+
+def _link_losses(profile: Profile) -> dict[str, float]:
+    """Per host with a lossy link, the fraction of its packets lost."""
+    return {f.host: 1.0 - f.factor for f in profile.faults if f.kind is FaultKind.LOSSY_LINK}
 
 
 def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: dict[str, tuple[float, float]]
@@ -625,6 +640,7 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     fired: list[Quirk] = [q for q, p in prox if p == 1.0]
     thr = 1.0
     loss = 0.0
+    lossy = model.link_losses
     for q in fired:
         thr *= q.symptom.throughput
         loss = 1.0 - (1.0 - loss) * (1.0 - q.symptom.loss)
@@ -679,7 +695,11 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
 
         # a paused receiver takes at most (1 - pause) of what it could; the quirk's factor is the other bound
         factor = 1.0 - pause_host[c.dst] if c.dst in pause_host else 1.0
-        factor = (factor if factor < thr else thr) * (1.0 - loss)
+        flow_loss = loss
+        if lossy and not c.loopback and (c.src in lossy or c.dst in lossy):
+            link = 1.0 - (1.0 - lossy.get(c.src, 0.0)) * (1.0 - lossy.get(c.dst, 0.0))
+            flow_loss = 1.0 - (1.0 - loss) * (1.0 - link * (1.0 + GO_BACK_N_PACKETS) / (1.0 + link * GO_BACK_N_PACKETS))
+        factor = (factor if factor < thr else thr) * (1.0 - flow_loss)
         c.rate *= factor * global_noise * (1.0 - amp * 0.5 * ((draws[i] + draws[i + 1]) * 0.5))
         i += 2
         r = c.rate
@@ -711,8 +731,8 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
             supply = c.refill * c.n_recv
             if demand > supply:
                 _starve(c, f, model, demand, supply, cl, sv)
-        if loss:
-            lost = r * pkts * loss / (1.0 - loss)
+        if flow_loss:
+            lost = r * pkts * flow_loss / (1.0 - flow_loss)
             d.lost_rx += lost
             s.lost_tx += lost
 
@@ -789,17 +809,20 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     setup = (m.setup_base_s + qps_sides * m.setup_qp_us * 1e-6 + mrs_sides * m.setup_mr_us * 1e-6
              + pinned * 8 / model.setup_pin_bps) * (1.0 + 0.05 * (draw() - 0.5))
     labels = [lb for c in calcs for lb in c.labels]
-    faults = _faults_felt(model, calcs, list(hosts)) if model.fault_caps else ()
+    faults = _faults_felt(model, calcs, list(hosts)) if model.fault_caps or lossy else ()
     return built(Outcome, {"flows": tuple(out_flows), "hosts": tuple(out_hosts), "setup_s": setup,
                            "fired": tuple([q.id for q in fired]) + (tuple(dict.fromkeys(labels)) if labels else ())
                            + faults})
 
 
 def _faults_felt(model: Compiled, calcs: list[FlowCalc], hosts: list[str]) -> tuple[str, ...]:
-    """The ids of the faults on resources some flow of the run used (the run's ground truth)."""
+    """The ids of the faults on resources some flow of the run used, or on links it crossed (the run's ground
+    truth)."""
     used = {k for c in calcs for k, _ in c.uses}
-    return tuple(fault.id for i, h in enumerate(hosts) for fault, offsets in model.fault_caps.get(h, ())
-                 if any(i * _KINDS + k in used for k in offsets))
+    crossed = {h for c in calcs if not c.loopback for h in (c.src, c.dst)}
+    return tuple(fault.id for i, h in enumerate(hosts) for fault in model.profile.faults if fault.host == h
+                 and (h in crossed if fault.kind is FaultKind.LOSSY_LINK
+                      else any(i * _KINDS + k in used for k in _FAULT_RESOURCES[fault.kind])))
 
 
 def _shared_waits(calcs: list[FlowCalc], load: list[float], caps: list[float], n_host: int, line: float

@@ -114,6 +114,9 @@ class FaultKind(Enum):
     PCIE = "pcie"
     #: the NIC's buffers on the far NUMA node: DMA reads and writes cross the socket link
     FAR_NUMA = "far_numa"
+    #: a lossy link (a dirty fibre, a bad cable): each packet in or out of the host arrives with probability
+    #: ``factor``; RC resends what follows a lost packet (go-back-N), counted as loss and retransmission
+    LOSSY_LINK = "lossy_link"
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,8 @@ class Fault:
     Attributes:
         host: a host of the profile.
         kind: what is wrong with it.
-        factor: the fraction of their capacity its affected resources keep, in (0, 1].
+        factor: the fraction of their capacity its affected resources keep, in (0, 1] (a lossy link: the
+            fraction of packets that arrive).
     """
 
     host: str

@@ -92,3 +92,31 @@ def test_a_bad_fleet_or_fault_is_one_sentence(hosts: str, faults: str, says: str
     with pytest.raises(InputError) as exc:
         parse_profile(profile_text(hosts, faults), "f.toml")
     assert says in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_lossy_link_slows_its_links_by_go_back_n_and_shows_in_loss_counters() -> None:
+    w = ring(host_names(8))
+    base = fleet(8).run(w, 1.0)
+    lossy = fleet(8, Fault("h3", FaultKind.LOSSY_LINK, 0.99)).run(w, 1.0)  # 1 % of packets lost
+    assert lossy.truth == ("fault:h3:lossy_link",)
+    rate = {f.flow: f.bps for f in base.flows}
+    slowed = {w.flows[f.flow].client.host + "->" + w.flows[f.flow].server.host: f.bps / rate[f.flow]
+              for f in lossy.flows}
+    # (1 - p) / (1 + 32 p) at p = 1 %: about 0.75 on the links in and out of h3, the others untouched
+    assert slowed["h2->h3"] == pytest.approx(0.75, abs=0.03) and slowed["h3->h4"] == pytest.approx(0.75, abs=0.03)
+    assert all(v == pytest.approx(1.0, abs=0.03) for k, v in slowed.items() if "h3" not in k)
+    counters = lossy.host("h3").counters
+    assert counters["out_of_sequence"] > 0 and counters["local_ack_timeout_err"] > 0
+    assert base.host("h3").counters["out_of_sequence"] == 0
+    assert lossy.host("h0").counters["out_of_sequence"] == 0  # a host off the lossy link loses nothing
+
+
+def test_a_little_loss_hides_in_the_rates_but_not_in_the_oracles_loss_verdict() -> None:
+    from simhelpers import oracle_for
+
+    w = ring(host_names(8))
+    target = fleet(8, Fault("h3", FaultKind.LOSSY_LINK, 0.999))  # 0.1 %
+    oracle = oracle_for(fleet(8))
+    verdict = oracle.judge(target.run(w, 1.0), w)
+    assert not any(s.kind == "straggler" for s in verdict.symptoms)  # within the margin
+    assert {(s.kind, s.host) for s in verdict.symptoms if s.kind in ("loss", "retransmission")} >= {("loss", "h3")}
