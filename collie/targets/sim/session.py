@@ -40,7 +40,7 @@ class SimSession:
     def prepare(self, plan: RunPlan) -> list[dict[str, Any]]:
         """Record the plan; a workload the profile cannot run raises ``Unsupported`` here, before any host
         starts."""
-        check_supported(self._target.profile, plan.workload)
+        check_supported(self._target.profile, self._target.placed(plan.workload)[0])
         self._plan = plan
         self._at = None
         return []

@@ -100,7 +100,7 @@ class SimTarget:
             hosts=p.hosts, details=details, max_rd_atomic=nic.max_rd_atomic,
         )
 
-    def _placed(self, workload: Workload) -> tuple[Workload, dict[str, str]]:
+    def placed(self, workload: Workload) -> tuple[Workload, dict[str, str]]:
         """``workload`` with its roles played by a fleet's first two hosts (see the invariants), and each of
         those hosts' role; ``workload`` itself and ``{}`` when it names hosts of the profile."""
         hosts = self.profile.hosts
@@ -121,7 +121,7 @@ class SimTarget:
         """
         if not duration > 0:
             raise ValueError(f"duration must be positive, got {duration}")
-        placed, names = self._placed(workload)
+        placed, names = self.placed(workload)
         check_supported(self.profile, placed)
         key = workload.key()
         if repetition is None:

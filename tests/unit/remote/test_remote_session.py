@@ -58,12 +58,14 @@ def host(name: str = "h") -> Host:
     return Host(name=name, address="127.0.0.1", port=22, user="u", target=parse_host_target("sim:cx6-200g", "t"))
 
 
+@pytest.mark.parametrize("profile", ["cx6-200g", "fleet8-cx6"])
 @pytest.mark.parametrize("workload", [WORKLOAD, BIDI, INCAST], ids=["oneway", "bidirectional", "incast"])
-def test_two_sim_sessions_split_exactly_the_local_result(workload: Workload) -> None:
-    local = SimTarget("cx6-200g", seed=7).run(workload, 1.0, repetition=2)
+def test_two_sim_sessions_split_exactly_the_local_result(workload: Workload, profile: str) -> None:
+    """On a two-host profile, and on a fleet whose first two hosts play the roles."""
+    local = SimTarget(profile, seed=7).run(workload, 1.0, repetition=2)
     parts = []
     for roles in (("a",), ("b",)):
-        s = SimSession(SimTarget("cx6-200g", seed=7))
+        s = SimSession(SimTarget(profile, seed=7))
         assert s.prepare(plan(workload, roles, repetition=2)) == []
         s.connect([])
         s.start(100.0)
