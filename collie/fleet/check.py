@@ -40,6 +40,8 @@ ORDER_TRIES = 64
 
 
 class RoundKind(Enum):
+    """A round's pattern: a ring over its hosts in order, or pairs of consecutive hosts exchanging both ways."""
+
     RING = "ring"
     PAIRS = "pairs"
 

@@ -45,7 +45,7 @@ from typing import Any, Final
 from collie.codec import Reader, check_fields, expect_type
 from collie.errors import InputError
 from collie.model.flow import Endpoint, Flow, flow_from_dict, flow_to_dict, host_name
-from collie.model.units import format_bytes, parse_size
+from collie.model.units import parse_size
 
 
 class PatternKind(Enum):
@@ -159,11 +159,6 @@ class Pattern:
         """The transfers of each step, in step order (every connection in every step for these kinds)."""
         every = tuple(Transfer(i, self.transfer_bytes) for i in range(len(self.pairs())))
         return (every,) * self.step_count
-
-    def describe(self) -> str:
-        """One line for people: ``ring_allreduce over 4 ranks on 4 hosts, 64 MiB per rank``."""
-        placed = f"{self.ranks} ranks on {len(self.hosts)} hosts"
-        return f"{self.kind.value} over {placed}, {format_bytes(self.size)} per rank"
 
 
 def derangement(n: int, seed: int) -> tuple[int, ...]:
