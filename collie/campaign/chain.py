@@ -589,6 +589,7 @@ def _corpus(record: AnomalyRecord) -> bool:
 
 
 def _described(case: Workload, record: AnomalyRecord, mfs: MFS | None) -> Workload:
-    """``case`` named after ``record``, its description the signature and the MFS."""
-    return Workload(case.flows, name=record.anomaly_id,
-                    description=f"{record.signature}; MFS: {mfs.describe() if mfs else 'not minimized'}")
+    """``case`` named after ``record``, its description the signature and the MFS (its flows, or its pattern,
+    kept)."""
+    return dataclasses.replace(case, name=record.anomaly_id,
+                               description=f"{record.signature}; MFS: {mfs.describe() if mfs else 'not minimized'}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -361,8 +361,8 @@ def save_minimized(minimized: Minimized, out_dir: Path) -> None:
         InputError: the folder could not be written.
     """
     plan, verdict, result = minimized.plan, minimized.verdict, minimized.result
-    named = Workload(minimized.simplest.flows, name=out_dir.name,
-                     description=f"{verdict.signature}; MFS: {result.mfs.describe()}")
+    named = replace(minimized.simplest, name=out_dir.name,
+                    description=f"{verdict.signature}; MFS: {result.mfs.describe()}")
     record = CaseRecord(
         anomaly_id=out_dir.name, signature=verdict.signature, confirmed=result.confirmed, workload=named,
         mfs=result.mfs, target=TargetRecord(plan.located.spec, minimized.info), evidence=minimized.evidence,

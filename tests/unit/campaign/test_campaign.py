@@ -581,3 +581,17 @@ def test_finds_spend_their_symptoms_share_of_the_budget(tmp_path: Path) -> None:
     shares = campaign.budget.shares
     assert {a.signature.split("@")[0] for a in summary.anomalies} <= set(shares)
     assert sum(shares.values()) >= summary.minimize_experiments > 0
+
+
+def test_a_saved_case_keeps_its_pattern_and_gets_its_name() -> None:
+    """A case is named after its anomaly and described by its signature; a pattern's case stays a pattern (its
+    connections alone would be another experiment, with another key)."""
+    from collie.campaign.chain import _described
+    from collie.model.flow import Endpoint, Flow
+    from collie.model.patterns import Pattern, PatternKind
+
+    ring = Workload.of_pattern(Pattern(PatternKind.RING_ALLREDUCE, ("h0", "h1", "h2"), 1 << 20,
+                                       flow=Flow(Endpoint("a"), Endpoint("b"), sizes=(65536,))))
+    named = _described(ring, AnomalyRecord("A001-straggler", "straggler@host", None, {}, 1, True), None)
+    assert named.pattern == ring.pattern and named.key() == ring.key()
+    assert (named.name, named.description) == ("A001-straggler", "straggler@host; MFS: not minimized")
