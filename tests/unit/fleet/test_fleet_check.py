@@ -92,3 +92,23 @@ def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="margin must be in"):
         check_fleet(Fake({}), fleet(4), margin=1.0)
     assert check_fleet(Fake({}), fleet(4)).matrix()[("h00", "h01")] == HEALTHY
+
+
+def test_candidates_with_no_healthy_partner_left_are_all_named() -> None:
+    """Three hosts, all slowed on their links to one another except one pair: no host is cleared by the rings,
+    so the candidates that the rounds cannot pair with a healthy host are named, not dropped."""
+
+    def run(kind: RoundKind, order: tuple[str, ...]) -> tuple[LinkFigure, ...]:
+        n = len(order)
+        pairs = [(i, (i + 1) % n) for i in range(n)] if kind is RoundKind.RING else \
+            [p for i in range(0, n - 1, 2) for p in ((i, i + 1), (i + 1, i))]
+        out = []
+        for c, (s, d) in enumerate(pairs):
+            src, dst = order[s], order[d]
+            slow = {src, dst} != {"h00", "h01"}
+            out.append(LinkFigure(c, s, d, src, dst, HEALTHY * (0.5 if slow else 1.0), f"{src}->{dst}"))
+        return tuple(out)
+
+    result = check_fleet(run, fleet(3))
+    assert {s.host for s in result.suspects} >= {"h02"}
+    assert all(s.evidence for s in result.suspects)
