@@ -12,16 +12,10 @@ from typing import Any
 from collie.oracle import Oracle, Symptom, Verdict
 
 
-def strength(symptom: Symptom) -> float:
-    """How far past its threshold ``symptom`` is: 1.0 at the threshold, 2.0 twice as far (for low throughput:
-    the threshold fraction over the fraction measured)."""
-    return symptom.strength
-
-
 def magnitude(symptom: Symptom, oracle: Oracle | None = None) -> str:
     """The symptom's reading against the calibrated baseline, in words (``pause 9.96 % of the time (threshold
     0.1 %, 99.6x)``); ``oracle`` adds the clean baseline a loss, retransmission or RNR rate was compared with."""
-    x = f"{strength(symptom):.3g}x"
+    x = f"{symptom.strength:.3g}x"
     if symptom.kind == "pause":
         bound = "at most " if symptom.estimate else ""
         return f"paused {bound}{symptom.value:.3%} of the time (threshold {symptom.threshold:.2%}, {x})"
@@ -62,7 +56,7 @@ def symptom_rows(verdict: Verdict, oracle: Oracle | None = None) -> list[dict[st
     """One row per symptom, strongest first: kind, where, the counter it rests on and its source, magnitude."""
     return [{
         "symptom": s.kind, "host": s.host, "end": s.end, "counter": s.counter or "(measured traffic)",
-        "source": s.source or "-", "value": s.value, "threshold": s.threshold, "strength": round(strength(s), 3),
+        "source": s.source or "-", "value": s.value, "threshold": s.threshold, "strength": round(s.strength, 3),
         "magnitude": magnitude(s, oracle),
     } for s in verdict.symptoms]
 

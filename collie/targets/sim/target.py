@@ -63,6 +63,10 @@ class SimTarget:
         self._runs: dict[str, int] = {}
         self._model = Compiled(self.profile, dialect_counters(self.profile.dialect))
         self._spec = f"sim:{self.profile.name}"
+        hosts = self.profile.hosts
+        #: a fleet's hosts playing the roles (None: the profile names them, or has too few hosts)
+        self._roles = dict(zip(ROLES, hosts, strict=False)) \
+            if not set(ROLES) & set(hosts) and len(hosts) >= len(ROLES) else None
 
     def __enter__(self) -> Self:
         return self
@@ -103,10 +107,9 @@ class SimTarget:
     def placed(self, workload: Workload) -> tuple[Workload, dict[str, str]]:
         """``workload`` with its roles played by a fleet's first two hosts (see the invariants), and each of
         those hosts' role; ``workload`` itself and ``{}`` when it names hosts of the profile."""
-        hosts = self.profile.hosts
-        if not set(workload.hosts) <= set(ROLES) or set(ROLES) & set(hosts) or len(hosts) < len(ROLES):
+        if self._roles is None or not set(workload.hosts) <= self._roles.keys():
             return workload, {}
-        host = dict(zip(ROLES, hosts, strict=False))
+        host = self._roles
         flows = tuple(replace(f, client=replace(f.client, host=host[f.client.host]),
                               server=replace(f.server, host=host[f.server.host])) for f in workload.flows)
         return workload.with_flows(flows), {h: role for role, h in host.items()}

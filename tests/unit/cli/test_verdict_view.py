@@ -4,7 +4,7 @@ direction kinds a workload needs."""
 from __future__ import annotations
 
 from collie import calibrate
-from collie.cli.verdict_view import magnitude, moved_counters, sentence, strength, symptom_rows
+from collie.cli.verdict_view import magnitude, moved_counters, sentence, symptom_rows
 from collie.model.flow import Endpoint, Flow
 from collie.model.workload import Workload
 from collie.oracle import Ceilings, Oracle, Symptom, Verdict
@@ -26,7 +26,8 @@ def test_magnitudes_name_the_threshold_and_the_baseline() -> None:
     pause, loss = (magnitude(s, oracle) for s in v.symptoms)
     assert "5.000%" in pause and "50x" in pause
     assert "clean baseline 10/s" in loss and "limit 30/s" in loss
-    assert strength(Symptom("low_throughput", "b", "receiver", 0.4, 0.8)) == 2.0
+    assert Symptom("low_throughput", "b", "receiver", 0.4, 0.8).strength == 2.0
+    assert Symptom("straggler", "h3", "host", 0.5, 0.8).strength == 1.6
     assert sentence(v) == "ANOMALOUS: pause@receiver+loss@receiver (score 50)"
     assert [r["symptom"] for r in symptom_rows(v, oracle)] == ["pause", "loss"]
 

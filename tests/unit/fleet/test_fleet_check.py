@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import pytest
 
@@ -26,15 +27,16 @@ class Fake:
 
     def __call__(self, kind: RoundKind, order: tuple[str, ...]) -> tuple[LinkFigure, ...]:
         self.rounds.append((kind, order))
-        n = len(order)
-        pairs = [(i, (i + 1) % n) for i in range(n)] if kind is RoundKind.RING else \
-            [p for i in range(0, n - 1, 2) for p in ((i, i + 1), (i + 1, i))]
-        out = []
-        for c, (s, d) in enumerate(pairs):
-            src, dst = order[s], order[d]
-            rate = HEALTHY * min(self.slow.get(src, 1.0), self.slow.get(dst, 1.0))
-            out.append(LinkFigure(c, s, d, src, dst, rate, f"{src}->{dst}"))
-        return tuple(out)
+        return links(kind, order, lambda src, dst: HEALTHY * min(self.slow.get(src, 1.0), self.slow.get(dst, 1.0)))
+
+
+def links(kind: RoundKind, order: tuple[str, ...], rate: Callable[[str, str], float]) -> tuple[LinkFigure, ...]:
+    """A round's links (a ring over ``order``, or its consecutive pairs both ways), each at ``rate(src, dst)``."""
+    n = len(order)
+    pairs = [(i, (i + 1) % n) for i in range(n)] if kind is RoundKind.RING else \
+        [p for i in range(0, n - 1, 2) for p in ((i, i + 1), (i + 1, i))]
+    return tuple(LinkFigure(c, s, d, order[s], order[d], rate(order[s], order[d]), f"{order[s]}->{order[d]}")
+                 for c, (s, d) in enumerate(pairs))
 
 
 def test_a_clean_fleet_takes_one_ring() -> None:
@@ -99,15 +101,7 @@ def test_candidates_with_no_healthy_partner_left_are_all_named() -> None:
     so the candidates that the rounds cannot pair with a healthy host are named, not dropped."""
 
     def run(kind: RoundKind, order: tuple[str, ...]) -> tuple[LinkFigure, ...]:
-        n = len(order)
-        pairs = [(i, (i + 1) % n) for i in range(n)] if kind is RoundKind.RING else \
-            [p for i in range(0, n - 1, 2) for p in ((i, i + 1), (i + 1, i))]
-        out = []
-        for c, (s, d) in enumerate(pairs):
-            src, dst = order[s], order[d]
-            slow = {src, dst} != {"h00", "h01"}
-            out.append(LinkFigure(c, s, d, src, dst, HEALTHY * (0.5 if slow else 1.0), f"{src}->{dst}"))
-        return tuple(out)
+        return links(kind, order, lambda src, dst: HEALTHY * (1.0 if {src, dst} == {"h00", "h01"} else 0.5))
 
     result = check_fleet(run, fleet(3))
     assert {s.host for s in result.suspects} >= {"h02"}
