@@ -1,4 +1,15 @@
-"""``RemoteTarget``: the target behind ``--target remote:hosts.toml``; one run drives every placed host's agent.
+"""``RemoteTarget``: the target behind ``--target remote:hosts.toml``; one run drives the agents of the hosts its
+workload uses.
+
+A workload names its hosts in one of two ways:
+
+* by the roles ``a`` and ``b`` (every two-host workload): each role is played by its placed host
+  (:mod:`~collie.remote.placement`; taken out hosts are stood in for);
+* by the inventory's host names (an N-host pattern, a fleet check's rounds): each named host plays itself. On
+  verbs hosts the names are sent as they are; sim hosts simulate one fleet profile, and the inventory's i-th host
+  plays the profile's i-th host (``h0``, ``h1``, ...), so a run over hosts named like the profile's returns
+  exactly what ``sim:PROFILE`` returns. A named host taken out is not stood in for: workloads naming it are
+  ``Unsupported``.
 
 A run of one workload, every step driven on all agents at once (a thread per agent, never one round trip after
 another):
@@ -32,8 +43,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +60,15 @@ from collie.remote.errors import HostError
 from collie.remote.inventory import ROLES, Host, Inventory, TargetKind, load_inventory
 from collie.remote.launch import Launcher
 from collie.remote.placement import NoStandIn, check_profiles, place, replace
-from collie.targets.base import EndChurn, FlowResult, HostResult, RunResult, TargetInfo, Unsupported, with_churn
+from collie.targets.base import (
+    EndChurn,
+    FlowResult,
+    HostResult,
+    RunResult,
+    TargetInfo,
+    Unsupported,
+    with_churn,
+)
 from collie.targets.session import HostPart, RunPlan
 
 #: Runs in a row a host may fail before it is taken out.
@@ -57,6 +77,8 @@ MAX_FAILURES: Final = 3
 START_MARGIN_S: Final = 0.05
 MAX_WORKERS: Final = 64
 FINGERPRINT: Final = ("nic_model", "firmware", "driver", "kernel", "counter_dialect")
+#: A simulated fault's ground-truth label, ``fault:HOST:KIND`` (:class:`~collie.targets.sim.profile.Fault`).
+_FAULT_LABEL: Final = re.compile(r"fault:([^:]+):(.+)")
 
 T = TypeVar("T")
 
@@ -117,7 +139,7 @@ class RemoteTarget:
         self._pool = ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(self.inventory.hosts) + 1),
                                         thread_name_prefix="collie-remote")
         try:
-            failed = self._ensure_agents()
+            failed = self._ensure_agents(self._placed_hosts())
             if failed:
                 raise TargetUnavailable(_sentence([e for _, e in failed], "cannot be used") +
                                         "; see: collie hosts check --inventory "
@@ -144,9 +166,9 @@ class RemoteTarget:
     # ------------------------------------------------------------------------------------------ fingerprint
 
     def describe(self) -> TargetInfo:
-        """The fingerprint: kind ``remote``, hosts = the roles, NIC fields from the placed hosts' own targets
-        (``X / Y`` when the roles' hosts differ), and per role its host, address, skew and every fingerprint
-        field in ``details`` (``a.host``, ``a.nic_model``, ``a.profile``, ...)."""
+        """The fingerprint: kind ``remote``, hosts = the inventory's host names (in its order), NIC fields from
+        the placed hosts' own targets (``X / Y`` when the roles' hosts differ), and per role its host, address,
+        skew and every fingerprint field in ``details`` (``a.host``, ``a.nic_model``, ``a.profile``, ...)."""
         infos = {r: self._agent_of(r).info for r in ROLES}
         details: dict[str, str] = {}
         for r in ROLES:
@@ -168,7 +190,8 @@ class RemoteTarget:
         return TargetInfo(name=self.spec, kind="remote", nic_model=joined("nic_model"), firmware=joined("firmware"),
                           driver=joined("driver"), kernel=joined("kernel"), counter_dialect=first.counter_dialect,
                           line_rate_bps=min(i.line_rate_bps for i in infos.values()),
-                          msg_rate_pps=min(i.msg_rate_pps for i in infos.values()), hosts=ROLES, details=details,
+                          msg_rate_pps=min(i.msg_rate_pps for i in infos.values()),
+                          hosts=tuple(h.name for h in self.inventory.hosts), details=details,
                           max_rd_atomic=min(i.max_rd_atomic for i in infos.values()),
                           atomics=all(i.atomics for i in infos.values()))
 
@@ -190,20 +213,18 @@ class RemoteTarget:
         """
         if not duration > 0:
             raise InputError(f"duration {duration} is not a positive number of seconds")
-        strangers = [h for h in workload.hosts if h not in ROLES]
-        if strangers:
-            raise Unsupported(f"workload host {strangers[0]!r} is not a role of a remote target (roles: "
-                              f"{', '.join(ROLES)})")
+        used = self._hosts_of(workload)
         self._runs += 1
-        failed = self._ensure_agents()
+        failed = self._ensure_agents([self.inventory.host(n) for n in used])
         if failed:
             self._failed(failed)
-        # only the hosts of the roles the workload uses take part (a loopback workload: one host)
-        involved = {name: used for name, roles in self._roles().items()
-                    if (used := tuple(r for r in roles if r in workload.hosts))}
+        names = self._agent_names(used)
+        sent = _renamed(workload, names)
+        # each involved host with the names of the workload's hosts it plays, as its agent knows them
+        involved = {host: tuple(names[r] for r in roles) for host, roles in used.items()}
         agents = [self._agents[name] for name in involved]
         warmup = self._warmup(duration)
-        plans = {name: RunPlan(run=self._runs, workload=workload, roles=roles, warmup=warmup, duration=duration,
+        plans = {name: RunPlan(run=self._runs, workload=sent, roles=roles, warmup=warmup, duration=duration,
                                repetition=repetition) for name, roles in involved.items()}
         try:
             endpoints = self._step(agents, lambda a: a.client.prepare(plans[a.host.name]))
@@ -219,7 +240,65 @@ class RemoteTarget:
             self._abort_all(agents)
         for a in agents:
             self._failures[a.host.name] = 0
-        return self._merge(workload, duration, parts)
+        merged = self._merge(sent, duration, parts, involved)
+        return _renamed_result(dataclasses.replace(merged, workload_key=workload.key()), names)
+
+    def _hosts_of(self, workload: Workload) -> dict[str, tuple[str, ...]]:
+        """Each inventory host taking part in ``workload``'s run with the workload's hosts it plays (see the
+        module docstring): the placed hosts of the roles it uses, or the hosts it names.
+
+        Raises:
+            Unsupported: a workload host is neither a role nor a host of the inventory, the workload names both,
+                or it names a host taken out.
+        """
+        used = workload.hosts
+        if set(used) <= set(ROLES):
+            return {name: mine for name, roles in self._roles().items()
+                    if (mine := tuple(r for r in roles if r in used))}
+        roles = [h for h in used if h in ROLES]
+        if roles:
+            others = [h for h in used if h not in ROLES]
+            raise Unsupported(f"the workload names the role {roles[0]!r} and the host {others[0]!r}; a workload "
+                              f"on a remote target names the roles ({', '.join(ROLES)}) or the inventory's hosts, "
+                              "not both")
+        known = {h.name for h in self.inventory.hosts}
+        stranger = next((h for h in used if h not in known), None)
+        if stranger is not None:
+            raise Unsupported(f"workload host {stranger!r} is neither a role ({', '.join(ROLES)}) nor a host of "
+                              f"{self.inventory.path}")
+        gone = next((h for h in used if h in self.out), None)
+        if gone is not None:
+            raise Unsupported(f"host {gone!r} of {self.inventory.path} was taken out after failing "
+                              f"{self.max_failures} runs in a row; a workload naming it cannot run")
+        return {h: (h,) for h in used}
+
+    def _agent_names(self, used: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+        """Each workload host's name as the agents know it (see the module docstring): a role's is itself, a
+        verbs host's too, a sim host's the profile's host at its inventory position.
+
+        Raises:
+            Unsupported: named hosts mix simulated and verbs targets or simulator profiles, or a sim host's
+                position is beyond its profile's hosts.
+        """
+        played = [w for roles in used.values() for w in roles]
+        if set(played) <= set(ROLES):
+            return {w: w for w in played}
+        hosts = [self.inventory.host(n) for n in used]
+        targets = sorted({h.target.spec for h in hosts})
+        if all(h.target.kind is not TargetKind.SIM for h in hosts):
+            return {w: w for w in played}
+        if len(targets) > 1:
+            raise Unsupported(f"the workload's hosts run {' and '.join(targets)}; the hosts of one workload "
+                              "simulate one fleet (the same sim profile on every one) or run verbs on every one")
+        simulated = self._agents[hosts[0].name].info.hosts
+        position = {h.name: i for i, h in enumerate(self.inventory.hosts)}
+        beyond = next((h for h in hosts if position[h.name] >= len(simulated)), None)
+        if beyond is not None:
+            raise Unsupported(f"host {beyond.name!r} is host {position[beyond.name] + 1} of "
+                              f"{self.inventory.path}, and {targets[0]} simulates {len(simulated)} hosts; a "
+                              "workload naming it needs a fleet profile of that many hosts on every host (such as "
+                              "sim:fleet8-cx6, or a profile with hosts = N)")
+        return {h.name: simulated[position[h.name]] for h in hosts}
 
     def _warmup(self, duration: float) -> float:
         if self.warmup is not None:
@@ -228,7 +307,12 @@ class RemoteTarget:
             return 0.0
         return min(1.0, 0.25 * duration)  # the verbs target's own default_warmup
 
+    def _placed_hosts(self) -> list[Host]:
+        """The placed hosts, each once."""
+        return list({h.name: h for h in self.placement.values()}.values())
+
     def _roles(self) -> dict[str, tuple[str, ...]]:
+        """Each placed host's roles."""
         out: dict[str, list[str]] = {}
         for role, host in self.placement.items():
             out.setdefault(host.name, []).append(role)
@@ -298,19 +382,20 @@ class RemoteTarget:
                                     f"{exc}; the campaign cannot go on (fix the host, then continue with "
                                     f"--resume)") from None
         check_profiles(self.placement)
-        stand_in = self.placement[roles[0]].name
-        note = (f"; host {name!r} failed {self.max_failures} runs in a row and is taken out: role"
-                f"{'s' if len(roles) > 1 else ''} {', '.join(roles)} now on host {stand_in!r}")
+        note = f"; host {name!r} failed {self.max_failures} runs in a row and is taken out"
+        if roles:
+            note += (f": role{'s' if len(roles) > 1 else ''} {', '.join(roles)} now on host "
+                     f"{self.placement[roles[0]].name!r}")
         self.notes.append(note[2:])
         return note
 
     # ------------------------------------------------------------------------------------------ agents
 
-    def _ensure_agents(self) -> list[tuple[str, HostError]]:
-        """Start (again) every placed host's agent that is missing or broken, at once; the hosts that failed."""
+    def _ensure_agents(self, hosts: Collection[Host]) -> list[tuple[str, HostError]]:
+        """Start (again) the agent of every host of ``hosts`` that is missing or broken, at once; the hosts that
+        failed."""
         assert self._pool is not None
-        needed = [h for h in {h.name: h for h in self.placement.values()}.values()
-                  if h.name not in self._agents or self._agents[h.name].client.broken]
+        needed = [h for h in hosts if h.name not in self._agents or self._agents[h.name].client.broken]
         for h in needed:
             old = self._agents.pop(h.name, None)
             if old is not None:
@@ -333,7 +418,10 @@ class RemoteTarget:
             client.close()
             raise
 
-    def _merge(self, workload: Workload, duration: float, parts: Mapping[str, HostPart]) -> RunResult:
+    def _merge(self, workload: Workload, duration: float, parts: Mapping[str, HostPart],
+               involved: Mapping[str, tuple[str, ...]]) -> RunResult:
+        """The agents' parts as one result: each host's flows and HostResults of the workload hosts it plays
+        (``involved``, by inventory host)."""
         flows: dict[int, FlowResult] = {}
         hosts: dict[str, HostResult] = {}
         errors: list[str] = []
@@ -341,7 +429,7 @@ class RemoteTarget:
         arrived: dict[int, FlowResult] = {}
         churn: dict[int, list[EndChurn]] = {}
         for name, part in parts.items():
-            roles = set(self._roles()[name])
+            roles = set(involved[name])
             flows.update({f.flow: f for f in part.flows if f.client in roles})
             arrived.update({f.flow: f for f in part.flows if f.client not in roles and f.server in roles})
             hosts.update({h.host: h for h in part.hosts if h.host in roles})
@@ -359,13 +447,45 @@ class RemoteTarget:
             if i in flows:
                 flows[i] = with_churn(flows[i], ends)
         merged = tuple(flows[i] for i in range(len(workload.flows)))
-        if any(h.target.kind is TargetKind.VERBS for h in self.placement.values()):
+        if any(self.inventory.host(n).target.kind is TargetKind.VERBS for n in involved):
             hosts = _rates_from_flows(workload, merged, hosts)
         order = [h for h in _host_order(workload, parts) if h in hosts]
         return RunResult(workload_key=workload.key(), target=self.spec, duration_s=float(duration),
                          setup_s=max((p.setup_s for p in parts.values()), default=0.0), flows=merged,
                          hosts=tuple(hosts[h] for h in order), errors=tuple(errors),
                          engine_bound=any(p.engine_bound for p in parts.values()), truth=tuple(truth))
+
+
+def _renamed(workload: Workload, names: Mapping[str, str]) -> Workload:
+    """``workload`` with its hosts renamed by ``names`` (a pattern stays a pattern); itself when no name
+    changes."""
+    if all(k == v for k, v in names.items()):
+        return workload
+    if workload.pattern is not None:
+        pattern = dataclasses.replace(workload.pattern, hosts=tuple(names[h] for h in workload.pattern.hosts))
+        return dataclasses.replace(workload, pattern=pattern, flows=pattern.connections())
+    return workload.with_flows(tuple(
+        dataclasses.replace(f, client=dataclasses.replace(f.client, host=names[f.client.host]),
+                            server=dataclasses.replace(f.server, host=names[f.server.host]))
+        for f in workload.flows))
+
+
+def _renamed_result(result: RunResult, names: Mapping[str, str]) -> RunResult:
+    """``result`` of a workload sent renamed by ``names``, with the workload's own host names back (in flows,
+    host results and the simulator's ``fault:HOST:KIND`` truth)."""
+    if all(k == v for k, v in names.items()):
+        return result
+    back = {v: k for k, v in names.items()}
+
+    def fact(label: str) -> str:
+        fault = _FAULT_LABEL.fullmatch(label)
+        return f"fault:{back[fault[1]]}:{fault[2]}" if fault and fault[1] in back else label
+
+    return dataclasses.replace(
+        result, flows=tuple(dataclasses.replace(f, client=back[f.client], server=back[f.server])
+                            for f in result.flows),
+        hosts=tuple(dataclasses.replace(h, host=back[h.host]) for h in result.hosts),
+        truth=tuple(map(fact, result.truth)))
 
 
 def _host_order(workload: Workload, parts: Mapping[str, HostPart]) -> list[str]:

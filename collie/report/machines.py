@@ -120,9 +120,9 @@ def machines_of(info: TargetInfo | None, spec: str) -> Machines:
     kind = info.kind if info is not None else _kind(spec)
     details = info.details if info is not None else {}
     roles = info.hosts if info is not None and info.hosts else DEFAULT_ROLES
-    if kind == "remote":
+    if kind == "remote":  # its hosts are the inventory's; its fingerprint records the roles' hosts
         simulated = details.get("simulated") == "yes"
-        machines = {r: _remote(r, details) for r in roles if details.get(f"{r}.host")}
+        machines = {r: _remote(r, details) for r in DEFAULT_ROLES if details.get(f"{r}.host")}
         profiles = {details.get(f"{r}.profile", "") for r in machines}
         return Machines(simulated, bool(machines), machines, profiles.pop() if len(profiles) == 1 else "")
     device = device_of(spec)

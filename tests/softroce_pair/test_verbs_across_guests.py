@@ -1,7 +1,8 @@
 """Verbs flows across the two guests, verified where their data lands (issue #31): the remote target places role
 a on guest1 and b on guest2; each agent's verbs session verifies what lands on its host (pushes at the server,
 READs and the atomics' counters, read back over the QP, at the client), and a flow it could not verify is an
-error of the run."""
+error of the run. A ring all-reduce names the guests themselves (issue #35): two ranks each, every connection
+verified, its collective figures from what the guests measured."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from collie.model.collective import collective
 from collie.model.flow import Endpoint, Flow
+from collie.model.patterns import Pattern, PatternKind
 from collie.model.workload import Workload
 
 A, B = Endpoint("a"), Endpoint("b")
@@ -67,3 +70,20 @@ def test_churn_across_the_guests_runs_on_both_hosts(remote: Any) -> None:
           f"{f.qp_churn_p99_us:.0f} us; data {f.msg_rate:.0f} msg/s")
     assert f.msg_rate > 0 and 0 < f.mr_churn_per_s <= 100 * 1.05 and 0 < f.qp_churn_per_s <= 10 * 1.05
     assert f.mr_churn_p99_us >= f.mr_churn_us > 0 and f.qp_churn_p99_us >= f.qp_churn_us > 0
+
+
+def test_a_ring_over_the_two_guests_runs_verified_with_its_collective(remote: Any) -> None:
+    guests = tuple(h.name for h in remote.inventory.hosts)
+    pattern = Pattern(PatternKind.RING_ALLREDUCE, guests, 1 << 20, ranks_per_host=2,
+                      flow=Flow(A, B, sizes=(65536,), mtu=1024, mr_size=65536))
+    w = Workload.of_pattern(pattern)
+    r = remote.run(w, DURATION)
+    assert r.errors == (), r.errors  # every connection's data verified where it landed
+    assert [(f.client, f.server) for f in r.flows] == [(f.client.host, f.server.host) for f in w.flows]
+    figures = collective(pattern, r.flows)
+    print(f"\nring of 4 ranks over {', '.join(guests)}: busbw {figures.busbw_gbs:.3f} GB/s, links "
+          + ", ".join(f"{k.name} {k.gbs:.3f}" for k in figures.links))
+    assert len(figures.links) == 4 and all(k.gbs > 0 for k in figures.links) and figures.busbw_gbs > 0
+    counters = {h.host: h.counters for h in r.hosts}
+    assert sorted(counters) == sorted(guests)
+    assert all(c["sent_pkts"] > 0 and c["rcvd_pkts"] > 0 for c in counters.values())

@@ -72,7 +72,7 @@ def test_remote_sim_hosts_return_exactly_the_local_simulators_results(tmp_path: 
     local = SimTarget("cx6-200g", seed=11)
     with RemoteTarget(inv, seed=11, launcher=launcher) as t:
         info = t.describe()
-        assert (info.kind, info.hosts, info.name) == ("remote", ("a", "b"), f"remote:{inv}")
+        assert (info.kind, info.hosts, info.name) == ("remote", ("h0", "h1"), f"remote:{inv}")
         assert info.nic_model == local.describe().nic_model and info.line_rate_bps == local.describe().line_rate_bps
         assert (info.details["a.host"], info.details["b.host"], info.details["a.profile"]) == ("h0", "h1", "cx6-200g")
         assert info.details["simulated"] == "yes" and float(info.details["b.clock_skew_ms"]) == pytest.approx(0, abs=50)
@@ -177,7 +177,7 @@ def test_unsupported_on_any_host_is_unsupported_and_strangers_are_refused(tmp_pa
     with RemoteTarget(inv, launcher=launcher) as t:
         with pytest.raises(Unsupported):
             t.run(huge, 1.0)
-        with pytest.raises(Unsupported, match="workload host 'c' is not a role"):
+        with pytest.raises(Unsupported, match="names the role 'a' and the host 'c'"):
             t.run(stranger, 1.0)
         assert t.run(WORKLOADS[0], 1.0).flows  # nothing was counted against the hosts
 
@@ -246,7 +246,7 @@ def test_verbs_parts_merge_with_each_roles_rates_recomputed_from_every_flow(tmp_
                             setup_s=0.3, errors=("flow 0: 1 completions with RETRY_EXC_ERR",), interval=(1, 2)),
              "n1": HostPart(hosts=(host_result("b"),), flows=(flow(1, "b", "a", 4e9),), setup_s=0.5,
                             engine_bound=True, interval=(1, 2))}
-    r = t._merge(w, 1.0, parts)
+    r = t._merge(w, 1.0, parts, t._roles())
     assert [f.flow for f in r.flows] == [0, 1, 2] and r.setup_s == 0.5 and r.engine_bound
     a, b = r.host("a"), r.host("b")
     # a writes and sends to b, and the READ that b (its client) issues brings its payload from a: all from a to b
@@ -256,7 +256,7 @@ def test_verbs_parts_merge_with_each_roles_rates_recomputed_from_every_flow(tmp_
     assert r.errors == ("host 'n0': flow 0: 1 completions with RETRY_EXC_ERR",)
     assert r.target == f"remote:{inv}" and r.workload_key == w.key()
     with pytest.raises(Exception, match="no host reported flow 1 of the workload"):
-        t._merge(w, 1.0, {"n0": parts["n0"]})
+        t._merge(w, 1.0, {"n0": parts["n0"]}, t._roles())
 
 
 def test_a_flow_its_servers_host_reports_too_takes_rates_from_there_and_latencies_from_the_client(
@@ -274,7 +274,7 @@ def test_a_flow_its_servers_host_reports_too_takes_rates_from_there_and_latencie
     arrived = FlowResult(0, "a", "b", 6e6, 750.0, 750.0, 0.0, 0.0, 0.0)
     parts = {"n0": HostPart(hosts=(host,), flows=(sent,), setup_s=0.1),
              "n1": HostPart(hosts=(HostResult("b", 0.0, 0.0, 0.0, 0.0),), flows=(arrived,), setup_s=0.1)}
-    (f,) = t._merge(w, 1.0, parts).flows
+    (f,) = t._merge(w, 1.0, parts, t._roles()).flows
     assert (f.bps, f.pps, f.msg_rate) == (6e6, 750.0, 750.0)
     assert (f.lat_p50_us, f.lat_p99_us, f.lat_p999_us) == (5.0, 9.0, 12.0)
 
@@ -295,7 +295,7 @@ def test_a_flows_churn_is_made_of_both_hosts_reports_of_their_ends(tmp_path: Pat
     parts = {"n0": HostPart(hosts=(HostResult("a", 0.0, 0.0, 0.0, 0.0),), flows=(flow,), setup_s=0.1,
                             churn=(client,)),
              "n1": HostPart(hosts=(HostResult("b", 0.0, 0.0, 0.0, 0.0),), flows=(), setup_s=0.1, churn=(server,))}
-    (f,) = t._merge(w, 1.0, parts).flows
+    (f,) = t._merge(w, 1.0, parts, t._roles()).flows
     assert (f.mr_churn_per_s, f.mr_churn_us, f.mr_churn_p99_us) == (94.0, 500.0, 1500.0)
     assert (f.qp_churn_per_s, f.qp_churn_us, f.qp_churn_p99_us) == (10.0, 2000.0, 5000.0)
     assert f.bps == 8e9

@@ -1,0 +1,82 @@
+"""N-host workloads through real OpenSSH servers on 127.0.0.1 (tests/sshd_fixture.py): four sim hosts of the
+built-in faulty fleet (``sim:fleet8-cx6-faults``, whose h2 has half its port speed) run a ring all-reduce exactly
+as the local simulator does, and ``collie fleet check --target remote:`` names h2 with its evidence and leaves no
+agent behind."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.integration.remote.test_remote_campaign_sshd import no_agent_left
+from tests.sshd_fixture import SshdFarm, own_farm, ssh_home
+
+__all__ = ["ssh_home"]  # fixtures
+
+FLEET = "sim:fleet8-cx6-faults"
+RING = """name = "ring all-reduce over 4 hosts"
+
+[pattern]
+kind = "ring_allreduce"
+hosts = ["h0", "h1", "h2", "h3"]
+size = "64MiB"
+
+[pattern.flow]
+opcode = "WRITE"
+sizes = ["1MiB"]
+qps = 2
+"""
+
+
+@pytest.fixture
+def farm4(tmp_path: Path) -> Iterator[SshdFarm]:
+    with own_farm(tmp_path / "sshd", 4) as farm:
+        yield farm
+    no_agent_left(tmp_path / "sshd")
+
+
+def test_a_ring_over_four_remote_sim_hosts_is_the_local_simulators(farm4: SshdFarm, ssh_home: Path,
+                                                                    tmp_path: Path) -> None:
+    inventory = farm4.inventory(tmp_path / "hosts.toml", target=FLEET)
+    ring = tmp_path / "ring.toml"
+    ring.write_text(RING, encoding="utf-8")
+    runs = {spec: run_cli("run", "--target", spec, "--workload", str(ring), "--duration", "1", "--seed", "3",
+                          "--format", "json") for spec in (f"remote:{inventory}", FLEET)}
+    for r in runs.values():
+        assert r.returncode == 0, r.stderr
+    remote, local = (json.loads(r.stdout) for r in runs.values())
+    assert remote["collective"] == local["collective"]
+    assert remote["flows"] == local["flows"] and remote["hosts"] == local["hosts"]
+    assert remote["verdict"]["signature"] == local["verdict"]["signature"]
+    links = {link["name"]: link["gbs"] for link in remote["collective"]["links"]}
+    slow = [name for name, gbs in links.items() if gbs < 0.8 * max(links.values())]
+    assert slow and all("h2" in name.split("->") for name in slow)
+    assert "truth" not in remote and "fault:" not in json.dumps(remote)  # ground truth stays in the simulator
+    no_agent_left(tmp_path / "sshd")
+
+
+def test_fleet_check_over_four_remote_sim_hosts_names_the_slow_one(farm4: SshdFarm, ssh_home: Path,
+                                                                   tmp_path: Path) -> None:
+    inventory = farm4.inventory(tmp_path / "hosts.toml", target=FLEET)
+    html = tmp_path / "fleet.html"
+    r = run_cli("fleet", "check", "--target", f"remote:{inventory}", "--format", "json", "--html", str(html))
+    assert r.returncode == 1, r.stderr
+    data = json.loads(r.stdout)
+    assert [s["host"] for s in data["suspects"]] == ["h2"] and data["exit_code"] == 1
+    assert data["target"] == f"remote:{inventory}" and data["all_pairs"] == 6
+    assert all("h2" in e for e in data["suspects"][0]["evidence"])
+    assert 'data-host="h2"' in html.read_text(encoding="utf-8")
+    no_agent_left(tmp_path / "sshd")
+
+
+def test_fleet_check_over_a_two_host_profile_says_what_it_needs(farm4: SshdFarm, ssh_home: Path,
+                                                                tmp_path: Path) -> None:
+    inventory = farm4.inventory(tmp_path / "hosts.toml", target="sim:cx6-200g")
+    r = run_cli("fleet", "check", "--target", f"remote:{inventory}")
+    assert r.returncode == 3, r.stderr
+    assert "host 'h2' is host 3 of" in r.stderr and "simulates 2 hosts" in r.stderr
+    assert "Traceback" not in r.stderr
