@@ -18,7 +18,10 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
         ``A = atomic_ops x n / a`` for a cycle with ``a`` atomics: a mixed cycle is limited by its READ/atomic
         share;
       - when every flow into it has atomics: the calibrated atomic ceiling ``atomic_ops`` against the atomic
-        operations/s of all of them together (one responder executes them all).
+        operations/s of all of them together (one responder executes them all);
+      - in a collective pattern's run: what its senders could send it, each flow into it scaled up by its
+        sender's fraction of its own bits/s ceiling (a sender at its ceiling, the root of an outcast, explains
+        what each of its receivers misses; a slow sender does not).
 
       A bound whose calibration is missing (a record made before it was kept, a target without atomics) is
       not applied. The evidence names the bound the host came nearest to (``bound``).
@@ -42,8 +45,11 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
       together (leaving it out would make an aggressor sharing the link fairly look low).
     * **Straggler** (``straggler``): in a run of a collective pattern (``Workload.pattern``; every link of a ring
       or an all-to-all should perform alike), a connection slower than ``1 - straggler_margin`` x the pattern's
-      reference link rate, the median of its faster half of links (:func:`collie.model.collective.reference_gbs`:
-      it stays a healthy link's rate while up to half the links are slow). A host with slow links to two or more other
+      reference link rate, the median of the faster half of the links of its group, those whose ends carry the
+      same connections (:meth:`collie.model.collective.CollectiveResult.group_of`: a loopback link between two
+      ranks of one host is compared with loopback links, a host sending three connections over its port with
+      hosts sending three; :func:`collie.model.collective.reference_gbs`: it stays a healthy link's rate while up
+      to half the links are slow). A host with slow links to two or more other
       hosts is named for all of them (end ``host``: its port, NIC or PCIe, in and out), the host with the most
       peers first; each slow link left names its sending host (end ``link``), since the two ends of slow links
       between two hosts alone cannot be told apart. Its value is the slowest link's fraction of the reference; the
@@ -439,6 +445,9 @@ class Oracle:
             fractions.update(self._limit_fractions(kind, flows, results))
             judged[host] = ({"kind": kind, "bps": bps, "pps": pps, "bps_ceiling": bps_ceiling,
                              "pps_ceiling": pps_ceiling}, fractions)
+        if workload.pattern is not None:
+            for host, fraction in self._senders_bound(run, workload, into, judged).items():
+                judged[host][1]["what its senders could send"] = fraction
         own = {host: max(fractions.values()) for host, (_, fractions) in judged.items()}
         lowest = math.inf
         for host, (seen, fractions) in judged.items():
@@ -454,6 +463,35 @@ class Oracle:
                     and seen["pps"] < t.throughput_fraction * seen["pps_ceiling"] and frac < t.throughput_fraction:
                 symptoms.append(Symptom("low_throughput", host, "receiver", frac, t.throughput_fraction))
         return lowest if lowest < math.inf else 0.0
+
+    def _senders_bound(self, run: RunResult, workload: Workload,
+                       into: Mapping[str, list[tuple[FlowResult, _Landing]]],
+                       judged: Mapping[str, tuple[dict[str, Any], dict[str, float]]]) -> dict[str, float]:
+        """Each receiving host's fraction of what its senders could send it, in a pattern's run: each flow into
+        it scaled up by its sender's fraction of its own bits/s ceiling (what the sender sent over all its
+        connections, against the ceiling of its own kind, sizes and MTU), what arrives capped by the host's
+        ceiling. A sender at its ceiling explains what its receivers miss: in an outcast the root's port is
+        shared by every receiver, none of whom is low; a sender below it (a slow port) does not."""
+        sent: dict[str, float] = defaultdict(float)
+        sizes: dict[str, list[int]] = defaultdict(list)
+        mtus: dict[str, int] = {}
+        for fr in run.flows:  # a pattern's flows push: the client sends the payload
+            f = workload.flows[fr.flow]
+            sender = f.client.host
+            sent[sender] += fr.bps
+            sizes[sender] += f.sizes
+            mtus[sender] = min(mtus.get(sender, f.mtu), f.mtu)
+        rate: dict[str, float] = {}
+        for host, bps in sent.items():
+            ceiling = self.ceilings.payload_bps(direction_kind(workload, host), sizes[host], mtus[host])
+            rate[host] = bps / ceiling if ceiling else 0.0
+        out: dict[str, float] = {}
+        for host, (seen, _) in judged.items():
+            could = sum(r.bps * landing.bytes_share / rate[s] for r, landing in into[host]
+                        if (s := workload.flows[r.flow].client.host) in rate and rate[s] > 0)
+            if could > 0 and seen["bps_ceiling"]:
+                out[host] = seen["bps"] / min(could, seen["bps_ceiling"])
+        return out
 
     def _shared_bps_ceiling(self, kind: str, workload: Workload,
                             parts: list[tuple[FlowResult, _Landing]]) -> float:
@@ -516,12 +554,13 @@ class Oracle:
                    levels: dict[str, float]) -> None:
         """Append the straggler symptoms of a pattern's run (see the module docstring); record its figures."""
         floor = 1.0 - self.thresholds.straggler_margin
-        reference = figures.reference_gbs
-        slow = [link for link in figures.links if reference > 0 and link.gbs < floor * reference]
+        reference = figures.reference_of
+        slow = [link for link in figures.links if reference(link) > 0 and link.gbs < floor * reference(link)]
         evidence["collective"] = _collective_evidence(figures, slow)
-        if reference > 0:
-            levels["straggler@link"] = floor * reference / max(figures.slowest_link.gbs, 1e-12)
-        left = sorted(slow, key=lambda lk: lk.gbs)
+        fractions = [link.gbs / reference(link) for link in figures.links if reference(link) > 0]
+        if fractions:
+            levels["straggler@link"] = floor / max(min(fractions), 1e-12)
+        left = sorted(slow, key=lambda lk: lk.gbs / reference(lk))
         while left:  # a host with slow links to two or more peers is named for all of them, the most first
             peers: dict[str, set[str]] = defaultdict(set)
             for link in left:
@@ -533,10 +572,11 @@ class Oracle:
                 break
             mine = [link for link in left if host in (link.src, link.dst)]
             left = [link for link in left if link not in mine]
-            symptoms.append(Symptom("straggler", host, "host", mine[0].gbs / reference, floor,
+            symptoms.append(Symptom("straggler", host, "host", mine[0].gbs / reference(mine[0]), floor,
                                     link=", ".join(link.name for link in mine)))
         for link in left:
-            symptoms.append(Symptom("straggler", link.src, "link", link.gbs / reference, floor, link=link.name))
+            symptoms.append(Symptom("straggler", link.src, "link", link.gbs / reference(link), floor,
+                                    link=link.name))
 
     def _limit_fractions(self, kind: str, flows: list[Flow], results: list[FlowResult]) -> dict[str, float]:
         """The fractions of their own READ/atomic limits that ``flows`` into one host reached, by the bound in

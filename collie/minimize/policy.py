@@ -24,7 +24,7 @@ DRIVES: Final[Mapping[str, tuple[str, ...]]] = {
     "wq_depth": ("wq_depth",), "mtu": ("mtu",), "processes": ("processes", "qps_total"), "inline": ("inline",),
     "signal_every": ("signal_every",), "rq_depth": ("rq_depth",), "recv_batch": ("recv_batch",),
     "recv_sges": ("recv_sges",), "recv_delay_us": ("recv_delay_us",), "mr_churn": ("mr_churn",),
-    "qp_churn": ("qp_churn",),
+    "qp_churn": ("qp_churn",), "hosts": ("hosts",), "ranks_per_host": ("ranks_per_host",),
     "sizes": ("max_msg", "min_msg", "sizes", "size_mix", "line_tail", "tail_packet"),
 }
 #: The halves of a verb (``RC_READ``: transport ``RC``, opcode ``READ``), tested apart when the verb is necessary.
@@ -60,8 +60,8 @@ def categorical_conditions(space: SearchSpace, name: str, value: Any) -> list[Co
         if value == "local":
             return [Condition("remote_numa", "==", False), Condition("gpu", "==", False)]
         return [Condition("remote_numa" if value == "remote" else "gpu", "==", True)]
-    if name == "victim":
-        return [Condition("victim", "==", f.victim)]
+    if name in ("victim", "pattern"):
+        return [Condition(name, "==", getattr(f, name))]
     return []
 
 

@@ -1,4 +1,5 @@
-"""Shrinking the categorical dimensions: topology, the verb by its halves, and the opcode mix.
+"""Shrinking the categorical dimensions: topology, the verb by its halves, the collective pattern, and the opcode
+mix.
 
 A necessary verb has its transport and opcode tested apart (:data:`~collie.minimize.policy.VERB_PARTS`): the other
 opcodes on the same transport test the opcode, the same opcode on the other transports the transport. A half is
@@ -7,7 +8,8 @@ symptom masks this one decides nothing. A half whose alternative kept the anomal
 simplified case (a check probed alone), where a slip onto another anomaly is less likely. A simplest verb that
 lost while each half moved alone kept is excluded by the parts that kept of one half (``opcode in {SEND,
 SEND_IMM}``), else by the verb as found. The opcode mix goes none, then only READ with WRITE, then only the
-atomics, else as found.
+atomics, else as found. A necessary pattern is probed against each other pattern of the space on the same hosts:
+the condition names every pattern that kept the anomaly.
 """
 
 from __future__ import annotations
@@ -69,8 +71,11 @@ class Verbs:
             if kept is None and not final:
                 return None
             if not kept:
-                return self._verb(d, current, lost=True) if d.name == "op" else \
-                    categorical_conditions(self.space, d.name, value)
+                if d.name == "op":
+                    return self._verb(d, current, lost=True)
+                if d.name == "pattern":
+                    return self._patterns(d, current)
+                return categorical_conditions(self.space, d.name, value)
             current[d.name] = simplest
         if d.name == "op":
             # the verb is not necessary, but its transport or opcode may be: checked at the end, with the far sides
@@ -79,6 +84,17 @@ class Verbs:
                 lost = partial(self._masked_then, d.name, others[0], others[1:], implies)
                 self._check(Check(d.name, others[0], lost, alone=True), implies)
         return []
+
+    def _patterns(self, d: Choice, current: Mapping[str, Any]) -> list[Condition]:
+        """The patterns that keep an anomaly which needs one (its simplest value, no pattern, lost it): the case's
+        and every other of the space's that kept it on the same hosts and connection shape, one probe each
+        (``pattern in {all_to_all, ring_allreduce}``: a slow host slows every collective it takes part in)."""
+        value = current[d.name]
+        keeping = [value, *(v for v in d.values if v not in (value, d.simplest()) and
+                            self._shrink.test({**current, d.name: v}, f"{d.name} -> {v}"))]
+        if len(keeping) == 1:
+            return categorical_conditions(self.space, d.name, value)
+        return [Condition(d.name, "in", tuple(sorted(keeping)))]
 
     def _verb(self, d: Choice, current: dict[str, Any], lost: bool) -> list[Condition]:
         """Whether the transport, the opcode or both of the current verb are necessary.

@@ -24,6 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -63,6 +64,11 @@ class LinkFigure:
     dst: str
     gbs: float
     name: str
+
+    @property
+    def loopback(self) -> bool:
+        """Both ranks are on one host: the connection loops back through its NIC, never on the wire."""
+        return self.src == self.dst
 
 
 @dataclass(frozen=True)
@@ -104,8 +110,54 @@ class CollectiveResult:
 
     @property
     def reference_gbs(self) -> float:
-        """What a healthy link of this run gets: :func:`reference_gbs` of its links."""
-        return reference_gbs([link.gbs for link in self.links])
+        """What a healthy link between hosts of this run gets: :func:`reference_gbs` of those links (of every
+        link when every rank is on one host)."""
+        wire = [link.gbs for link in self.links if not link.loopback]
+        return reference_gbs(wire or [link.gbs for link in self.links])
+
+    def reference_of(self, link: LinkFigure) -> float:
+        """What a healthy link like ``link`` gets: :func:`reference_gbs` of its group, the links whose ends
+        carry the same connections (see :meth:`group_of`), ``link`` among them."""
+        return self._references[self.group_of(link)]
+
+    def group_of(self, link: LinkFigure) -> tuple[int, ...]:
+        """The links a healthy ``link`` performs like: loopback or not, between hosts of the same standing in the
+        pattern (:meth:`_standing`). Every link between hosts of a ring or an all-to-all is in one group, its
+        loopback links (two ranks of one host, a path that never reaches the wire) in another; a permutation of
+        several ranks per host gives its hosts different loads, whose links are not compared."""
+        return (int(link.loopback), self._standing[link.src], self._standing[link.dst])
+
+    @functools.cached_property
+    def _standing(self) -> dict[str, int]:
+        """Each host's class of structurally alike hosts: colour refinement (Weisfeiler-Lehman) of the graph of
+        connections, from one class, each round splitting hosts by their connections out, in and in loopback
+        and the classes of the hosts at their other ends, until no class splits. Hosts of one class get the
+        same share of a fair network, so their links are expected to perform alike."""
+        hosts = sorted({h for link in self.links for h in (link.src, link.dst)})
+        colour = dict.fromkeys(hosts, 0)
+        for _ in range(len(hosts)):
+            marks: dict[str, list[tuple[str, int]]] = {h: [] for h in hosts}
+            for link in self.links:
+                if link.loopback:
+                    marks[link.src].append(("loop", 0))
+                else:
+                    marks[link.src].append(("out", colour[link.dst]))
+                    marks[link.dst].append(("in", colour[link.src]))
+            signature = {h: (colour[h], tuple(sorted(marks[h]))) for h in hosts}
+            classes = {sig: i for i, sig in enumerate(sorted(set(signature.values())))}
+            refined = {h: classes[signature[h]] for h in hosts}
+            if len(classes) == len(set(colour.values())):
+                return refined
+            colour = refined
+        return colour
+
+    @functools.cached_property
+    def _references(self) -> dict[tuple[int, ...], float]:
+        """:func:`reference_gbs` of each group of links (:meth:`group_of`)."""
+        rates: dict[tuple[int, ...], list[float]] = {}
+        for link in self.links:
+            rates.setdefault(self.group_of(link), []).append(link.gbs)
+        return {group: reference_gbs(r) for group, r in rates.items()}
 
 
 def reference_gbs(rates: Sequence[float]) -> float:

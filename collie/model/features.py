@@ -15,6 +15,9 @@ Aggregation rules (for workloads of several flows):
       non-zero ``size mod 64`` (bytes in a message's partial last cache line; 0 when every size is whole lines)
       and the smallest payload of the last packet of a message of several packets (1 for MTU + 1 bytes; 0 when
       no message spans packets). "size mod 64 in 1..8" is ``line_tail >= 1 and line_tail <= 8``;
+    * ``pattern`` is the collective a workload runs (``ring_allreduce``, ...; ``none`` for a workload of flows),
+      ``ranks_per_host`` its ranks on each host (1 without a pattern), and ``hosts`` counts the hosts either
+      touches;
     * ``victim`` names the victim flow of an isolation experiment (``Flow.victim``: ``latency``, say; several
       joined by ``+``), ``none`` when no flow is one. Every other feature describes the aggressors only (the
       flows that are no victim): a condition on them, in a quirk or an MFS, means the same with a victim beside
@@ -36,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from operator import attrgetter
 from typing import Any, Final
 
@@ -95,6 +98,8 @@ class Features:
     qp_churn: int
     victim: str
     recv_gap_ns: int
+    pattern: str = "none"
+    ranks_per_host: int = 1
 
     def as_dict(self) -> dict[str, int | bool | str]:
         return asdict(self)
@@ -132,7 +137,11 @@ def _features(workload: Workload) -> Features:
     the flows."""
     every = workload.flows
     flows = [f for f in every if not f.victim] or every  # all victims: illegal, described
-    return _one_flow(flows[0], every) if len(flows) == 1 else _flows(flows, every)
+    found = _one_flow(flows[0], every) if len(flows) == 1 else _flows(flows, every)
+    pattern = workload.pattern
+    if pattern is None:
+        return found
+    return replace(found, pattern=pattern.kind.value, ranks_per_host=pattern.ranks_per_host)
 
 
 def _flows(flows: Sequence[Flow], every: tuple[Flow, ...]) -> Features:
@@ -239,6 +248,8 @@ def _flows(flows: Sequence[Flow], every: tuple[Flow, ...]) -> Features:
         "qp_churn": qp_churn,
         "victim": "+".join(sorted({f.victim for f in every if f.victim})) or "none",
         "recv_gap_ns": recv_gap_ns,
+        "pattern": "none",
+        "ranks_per_host": 1,
     })
 
 
@@ -300,6 +311,8 @@ def _one_flow(f: Flow, every: tuple[Flow, ...]) -> Features:
         "victim": "+".join(sorted({g.victim for g in every if g.victim})) or "none" if len(every) > 1 or f.victim
                   else "none",
         "recv_gap_ns": _recv_gap_ns(f),
+        "pattern": "none",
+        "ranks_per_host": 1,
     })
 
 

@@ -29,6 +29,10 @@ The busbw factor makes ``busbw = algbw x factor`` the bytes per second through t
 nccl-tests defines it for its collectives (all-reduce ``2(n-1)/n``, all-to-all ``(n-1)/n``; see
 ``docs/collectives.md``); the patterns nccl-tests does not have follow the same rule.
 
+A pattern of the search space places its ranks on *host roles* ``r0``, ``r1``, ... (:func:`rank_hosts`), as a
+two-host workload names the roles ``a`` and ``b``: a target plays role ``ri`` with its i-th host (a simulated
+fleet's ``hi``, an inventory's i-th host).
+
 Invariants:
     * a pattern is a frozen dataclass, hashable and compared by value; its expansion is a pure function of it;
     * every transfer of every step moves at least one byte over one of :meth:`Pattern.connections`;
@@ -38,6 +42,7 @@ Invariants:
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Final
@@ -69,6 +74,7 @@ MAX_CONNECTIONS: Final = 16384
 MAX_RANKS_PER_HOST: Final = 64
 SIZE_RANGE: Final = (1, 1 << 40)
 _TEMPLATE_HOSTS: Final = ("client", "server")
+_RANK_HOST: Final = re.compile(r"r(0|[1-9][0-9]*)")
 _FIELDS: Final = ("kind", "hosts", "ranks_per_host", "size", "seed", "flow")
 
 
@@ -137,11 +143,16 @@ class Pattern:
         chunk = self.transfer_bytes
         sizes = tuple(min(s, chunk) for s in self.flow.sizes)
         shaped = replace(self.flow, sizes=sizes)
+        clients = {h: replace(self.flow.client, host=h) for h in self.hosts}
+        servers = {h: replace(self.flow.server, host=h) for h in self.hosts}
+        between: dict[tuple[str, str], Flow] = {}  # connections between the same two hosts are equal flows
         out = []
         for src, dst in self.pairs():
-            client, server = self.host_of(src), self.host_of(dst)
-            out.append(replace(shaped, client=replace(self.flow.client, host=client),
-                               server=replace(self.flow.server, host=server)))
+            ends = (self.host_of(src), self.host_of(dst))
+            flow = between.get(ends)
+            if flow is None:
+                flow = between[ends] = replace(shaped, client=clients[ends[0]], server=servers[ends[1]])
+            out.append(flow)
         return tuple(out)
 
     @property
@@ -159,6 +170,17 @@ class Pattern:
         """The transfers of each step, in step order (every connection in every step for these kinds)."""
         every = tuple(Transfer(i, self.transfer_bytes) for i in range(len(self.pairs())))
         return (every,) * self.step_count
+
+
+def rank_hosts(n: int) -> tuple[str, ...]:
+    """The host roles ``r0`` .. ``r{n-1}`` of a search space's pattern over ``n`` hosts."""
+    return tuple(f"r{i}" for i in range(n))
+
+
+def rank_host_index(name: str) -> int | None:
+    """``i`` for the host role ``ri`` (``r0``, ``r12``; no leading zeros), None for any other name."""
+    found = _RANK_HOST.fullmatch(name)
+    return int(found[1]) if found else None
 
 
 def derangement(n: int, seed: int) -> tuple[int, ...]:

@@ -42,6 +42,7 @@ from collie.model.flow import (
     flow_from_dict,
     victim_name,
 )
+from collie.model.patterns import Pattern, PatternKind, check_pattern, rank_hosts
 from collie.model.units import format_bytes
 from collie.model.workload import Workload
 from collie.tomlio import read_toml
@@ -83,6 +84,10 @@ PARAMETERS: Final[Mapping[str, Any]] = {
     "mr_churn": 0,
     "qp_churn": 0,
     "victim": "none",
+    "pattern": "none",
+    "hosts": 2,
+    "ranks_per_host": 1,
+    "pattern_size": 1 << 26,
 }
 PARAMETER_HELP: Final[Mapping[str, str]] = {
     "op": "transport and the first opcode of each flow's pattern (RC_WRITE, RC_READ, RC_ATOMIC_FA, UD_SEND, ...)",
@@ -109,7 +114,18 @@ PARAMETER_HELP: Final[Mapping[str, str]] = {
     "qp_churn": "QPs each side creates and destroys per second during the traffic (0 = none)",
     "victim": "a victim flow ([victims.NAME] of the space file) beside the flows, from the client to the server "
               "of the first (none = no isolation experiment)",
+    "pattern": "a collective over hosts r0, r1, ... (ring_allreduce, all_to_all, incast, ...; none = the flows "
+               "direction makes): its connections take the flow shape the other parameters describe, and "
+               "direction and victim do not apply",
+    "hosts": "hosts a pattern's ranks are placed on (r0 .. r{hosts-1}); a target plays ri with its i-th host",
+    "ranks_per_host": "a pattern's ranks on each host (ranks on one host talk over loopback)",
+    "pattern_size": "a pattern's bytes per rank, as nccl-tests' size column",
 }
+#: The parameters of a collective pattern (searched by ``workloads/collective.toml``; the whole two-host space,
+#: ``workloads/default.toml``, leaves them at their defaults: no pattern).
+PATTERN_PARAMETERS: Final = ("pattern", "hosts", "ranks_per_host", "pattern_size")
+#: The values of ``pattern``: none (a workload of flows), then every collective kind.
+PATTERNS: Final = ("none", *(k.value for k in PatternKind))
 #: The order the minimizer shrinks a point's dimensions in, unless the space file's ``[minimize]`` table sets its own
 #: ``order`` (docs/search.md, "Minimizing"): the named dimensions one at a time, in this order; ``"*"`` stands for
 #: every dimension not named, simplified in groups. A name the space does not search is skipped.
@@ -161,6 +177,11 @@ class SearchSpace:
         minimal feature sets and reports speak of. A ``victim`` other than ``none``
         appends that victim flow, as declared, from the client to the server of the first flow. Only
         ``pinned_memory`` can still fail (see :meth:`validate`).
+
+        A ``pattern`` other than ``none`` makes the workload that collective over ``hosts`` host roles ``r0``,
+        ``r1``, ... with ``ranks_per_host`` ranks each and ``pattern_size`` bytes per rank, every connection
+        shaped as the point's flow from ``a`` to ``b`` would be (``direction`` and ``victim`` do not apply);
+        :meth:`problems` says when the pattern cannot be placed (an odd pairwise, a pulling opcode).
         """
         p = self.complete(point)
         transport, opcode = str(p["op"]).split("_", 1)
@@ -195,6 +216,9 @@ class SearchSpace:
                 mr_churn=p["mr_churn"], qp_churn=p["qp_churn"],
             )
 
+        if p["pattern"] != "none":
+            return Workload.of_pattern(Pattern(PatternKind(p["pattern"]), rank_hosts(p["hosts"]), p["pattern_size"],
+                                               p["ranks_per_host"], flow=flow("a", "b")))
         flows = tuple(flow(c, s) for c, s in DIRECTION_PAIRS[p["direction"]])
         if p["victim"] != "none":
             flows = (*flows, self._victim(p["victim"], flows[0]))
@@ -220,6 +244,8 @@ class SearchSpace:
                 their hosts, host pairs that are no direction, mixed memory placement, a victim that is not one
                 of the space's as declared beside the first flow).
         """
+        if workload.pattern is not None:
+            return self._pattern_point(workload.pattern)
         aggressors = tuple(f for f in workload.flows if not f.victim)
         victims = [f for f in workload.flows if f.victim]
         pairs = tuple((f.client.host, f.server.host) for f in aggressors)
@@ -231,13 +257,18 @@ class SearchSpace:
             raise InputError("this workload is not a point of the search space (its flows must be alike, on "
                              "hosts a and b, one-way, bidirectional, loopback or incast, with one memory "
                              "placement, and at most one victim, one of the space's [victims], beside the first)")
-        point = {"op": f"{f.transport}_{f.opcodes[0]}", "direction": direction, "qps": f.qps, "mrs": f.mrs,
-                 "mr_size": f.mr_size, "batch": f.batch, "sges": f.sges, "wq_depth": f.sq_depth, "mtu": f.mtu,
-                 "sizes": list(f.sizes), "memory": memories.pop(), "processes": f.processes, "inline": f.inline,
-                 "signal_every": f.signal_every, "burst": f.burst, "mix": list(f.opcodes[1:]),
-                 "rq_depth": f.rq_depth, "recv_batch": f.recv_batch, "recv_sges": f.recv_sges,
-                 "recv_delay_us": f.recv_delay_us, "mr_churn": f.mr_churn, "qp_churn": f.qp_churn,
-                 "victim": victims[0].victim if victims else "none"}
+        point = _flow_point(f, direction, memories.pop(), victims[0].victim if victims else "none")
+        return {k: v for k, v in point.items() if k in self.names}
+
+    def _pattern_point(self, pattern: Pattern) -> dict[str, Any]:
+        """The point of this space whose workload is ``pattern`` (placed on the host roles ``r0``, ...)."""
+        f = pattern.flow
+        if pattern.hosts != rank_hosts(len(pattern.hosts)) or f.client.memory != f.server.memory:
+            raise InputError("this pattern is not a point of the search space (a point's pattern places its ranks "
+                             "on the hosts r0, r1, ... in order, with one memory placement)")
+        point = {**_flow_point(f, PARAMETERS["direction"], f.client.memory, "none"),
+                 "pattern": pattern.kind.value, "hosts": len(pattern.hosts), "ranks_per_host": pattern.ranks_per_host,
+                 "pattern_size": pattern.size}
         return {k: v for k, v in point.items() if k in self.names}
 
     def _declared(self, victims: list[Flow], first: Flow) -> bool:
@@ -261,7 +292,13 @@ class SearchSpace:
                     found.append((d.name, msg))
         if found:
             return found
-        return violations(self.build(point).flows)
+        workload = self.build(point)
+        if workload.pattern is not None:
+            try:
+                check_pattern(workload.pattern, "pattern")
+            except InputError as exc:
+                return [("pattern", str(exc))]
+        return violations(workload.flows)
 
     def validate(self, point: Mapping[str, Any]) -> None:
         """Raise :class:`ConstraintError` naming the first problem of ``point``."""
@@ -380,11 +417,23 @@ class SearchSpace:
         return out
 
 
+def _flow_point(f: Flow, direction: str, memory: str, victim: str) -> dict[str, Any]:
+    """Every flow parameter of a point whose flows are shaped as ``f`` (in :data:`PARAMETERS` order)."""
+    return {"op": f"{f.transport}_{f.opcodes[0]}", "direction": direction, "qps": f.qps, "mrs": f.mrs,
+            "mr_size": f.mr_size, "batch": f.batch, "sges": f.sges, "wq_depth": f.sq_depth, "mtu": f.mtu,
+            "sizes": list(f.sizes), "memory": memory, "processes": f.processes, "inline": f.inline,
+            "signal_every": f.signal_every, "burst": f.burst, "mix": list(f.opcodes[1:]),
+            "rq_depth": f.rq_depth, "recv_batch": f.recv_batch, "recv_sges": f.recv_sges,
+            "recv_delay_us": f.recv_delay_us, "mr_churn": f.mr_churn, "qp_churn": f.qp_churn, "victim": victim}
+
+
 def constraint_rows() -> list[dict[str, str]]:
     """The named constraints, for ``collie space show``."""
     rows = [{"constraint": c.name, "rule": c.summary} for c in CONSTRAINTS]
     rows += [{"constraint": c.name, "rule": c.summary} for c in WORKLOAD_CONSTRAINTS]
     rows.append({"constraint": "pinned_memory", "rule": "each host pins at most 64G of MRs"})
+    rows.append({"constraint": "pattern", "rule": "a pattern's connections push (WRITE, WRITE_IMM, SEND, "
+                 "SEND_IMM; kv_scatter WRITE_IMM only); pairwise needs an even number of ranks"})
     return rows
 
 
@@ -397,7 +446,7 @@ _DIM_FIELDS: Final = {
     "opcodes": ("name", "kind", "values", "max_len", "help"),
 }
 _CHOICE_DOMAINS: Final[Mapping[str, tuple[Any, ...]]] = {
-    "op": OPS, "direction": DIRECTIONS, "memory": MEMORY_PLACEMENTS, "mtu": MTUS,
+    "op": OPS, "direction": DIRECTIONS, "memory": MEMORY_PLACEMENTS, "mtu": MTUS, "pattern": PATTERNS,
 }
 
 

@@ -5,11 +5,14 @@ A workload names its hosts in one of two ways:
 
 * by the roles ``a`` and ``b`` (every two-host workload): each role is played by its placed host
   (:mod:`~collie.remote.placement`; taken out hosts are stood in for);
-* by the inventory's host names (an N-host pattern, a fleet check's rounds): each named host plays itself. On
-  verbs hosts the names are sent as they are; sim hosts simulate one fleet profile, and the inventory's i-th host
-  plays the profile's i-th host (``h0``, ``h1``, ...), so a run over hosts named like the profile's returns
-  exactly what ``sim:PROFILE`` returns. A named host taken out is not stood in for: workloads naming it are
-  ``Unsupported``.
+* by the inventory's host names (an N-host pattern, a fleet check's rounds): each named host plays itself. A
+  named host taken out is not stood in for: workloads naming it are ``Unsupported``;
+* by the host roles ``r0``, ``r1``, ... (a pattern of the search space): role ``ri`` is played by the i-th host
+  of the inventory not taken out (so a host taken out is stood in for by the hosts after it).
+
+On verbs hosts the workload's names are sent as they are; sim hosts simulate one fleet profile, and the
+inventory's i-th host plays the profile's i-th host (``h0``, ``h1``, ...), so a run over hosts named like the
+profile's returns exactly what ``sim:PROFILE`` returns.
 
 A run of one workload, every step driven on all agents at once (a thread per agent, never one round trip after
 another):
@@ -43,7 +46,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import re
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -53,6 +55,7 @@ from types import TracebackType
 from typing import Final, Self, TypeVar
 
 from collie.errors import InputError, TargetError, TargetUnavailable
+from collie.model.patterns import rank_host_index
 from collie.model.workload import Workload
 from collie.remote.client import AgentClient
 from collie.remote.deploy import start_agent
@@ -77,8 +80,6 @@ MAX_FAILURES: Final = 3
 START_MARGIN_S: Final = 0.05
 MAX_WORKERS: Final = 64
 FINGERPRINT: Final = ("nic_model", "firmware", "driver", "kernel", "counter_dialect")
-#: A simulated fault's ground-truth label, ``fault:HOST:KIND`` (:class:`~collie.targets.sim.profile.Fault`).
-_FAULT_LABEL: Final = re.compile(r"fault:([^:]+):(.+)")
 
 T = TypeVar("T")
 
@@ -245,7 +246,8 @@ class RemoteTarget:
 
     def _hosts_of(self, workload: Workload) -> dict[str, tuple[str, ...]]:
         """Each inventory host taking part in ``workload``'s run with the workload's hosts it plays (see the
-        module docstring): the placed hosts of the roles it uses, or the hosts it names.
+        module docstring): the placed hosts of the roles it uses, the hosts playing its host roles, or the hosts
+        it names.
 
         Raises:
             Unsupported: a workload host is neither a role nor a host of the inventory, the workload names both,
@@ -255,6 +257,15 @@ class RemoteTarget:
         if set(used) <= set(ROLES):
             return {name: mine for name, roles in self._roles().items()
                     if (mine := tuple(r for r in roles if r in used))}
+        ranked = {h: i for h in used if (i := rank_host_index(h)) is not None}
+        if len(ranked) == len(used):
+            present = [h.name for h in self.inventory.hosts if h.name not in self.out]
+            last = max(ranked.values())
+            if last >= len(present):
+                raise Unsupported(f"a pattern over the host roles r0 .. r{last} needs {last + 1} hosts; "
+                                  f"{self.inventory.path} has {len(present)}"
+                                  + (f" (without {', '.join(map(repr, self.out))}, taken out)" if self.out else ""))
+            return {present[i]: (h,) for h, i in ranked.items()}
         roles = [h for h in used if h in ROLES]
         if roles:
             others = [h for h in used if h not in ROLES]
@@ -264,8 +275,8 @@ class RemoteTarget:
         known = {h.name for h in self.inventory.hosts}
         stranger = next((h for h in used if h not in known), None)
         if stranger is not None:
-            raise Unsupported(f"workload host {stranger!r} is neither a role ({', '.join(ROLES)}) nor a host of "
-                              f"{self.inventory.path}")
+            raise Unsupported(f"workload host {stranger!r} is neither a role ({', '.join(ROLES)}; r0, r1, ... in a "
+                              f"pattern) nor a host of {self.inventory.path}")
         gone = next((h for h in used if h in self.out), None)
         if gone is not None:
             raise Unsupported(f"host {gone!r} of {self.inventory.path} was taken out after failing "
@@ -274,19 +285,18 @@ class RemoteTarget:
 
     def _agent_names(self, used: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
         """Each workload host's name as the agents know it (see the module docstring): a role's is itself, a
-        verbs host's too, a sim host's the profile's host at its inventory position.
+        verbs host's too, a sim host's the profile's host at its inventory position (a host role ``ri`` on the
+        inventory's i-th host stays ``ri``: the agents' simulators place it there, as ``sim:PROFILE`` does).
 
         Raises:
             Unsupported: named hosts mix simulated and verbs targets or simulator profiles, or a sim host's
                 position is beyond its profile's hosts.
         """
         played = [w for roles in used.values() for w in roles]
-        if set(played) <= set(ROLES):
-            return {w: w for w in played}
         hosts = [self.inventory.host(n) for n in used]
-        targets = sorted({h.target.spec for h in hosts})
-        if all(h.target.kind is not TargetKind.SIM for h in hosts):
+        if set(played) <= set(ROLES) or all(h.target.kind is not TargetKind.SIM for h in hosts):
             return {w: w for w in played}
+        targets = sorted({h.target.spec for h in hosts})
         if len(targets) > 1:
             raise Unsupported(f"the workload's hosts run {' and '.join(targets)}; the hosts of one workload "
                               "simulate one fleet (the same sim profile on every one) or run verbs on every one")
@@ -298,7 +308,9 @@ class RemoteTarget:
                               f"{self.inventory.path}, and {targets[0]} simulates {len(simulated)} hosts; a "
                               "workload naming it needs a fleet profile of that many hosts on every host (such as "
                               "sim:fleet8-cx6, or a profile with hosts = N)")
-        return {h.name: simulated[position[h.name]] for h in hosts}
+        if all(rank_host_index(w) == position[h.name] for h in hosts for w in used[h.name]):
+            return {w: w for w in played}  # host roles on their own positions: each simulator places them itself
+        return {w: simulated[position[h.name]] for h in hosts for w in used[h.name]}
 
     def _warmup(self, duration: float) -> float:
         if self.warmup is not None:
@@ -471,21 +483,15 @@ def _renamed(workload: Workload, names: Mapping[str, str]) -> Workload:
 
 
 def _renamed_result(result: RunResult, names: Mapping[str, str]) -> RunResult:
-    """``result`` of a workload sent renamed by ``names``, with the workload's own host names back (in flows,
-    host results and the simulator's ``fault:HOST:KIND`` truth)."""
+    """``result`` of a workload sent renamed by ``names``, with the workload's own host names back in its flows
+    and host results (the simulator's ground truth keeps naming the profile's hosts, as ``sim:PROFILE`` does)."""
     if all(k == v for k, v in names.items()):
         return result
     back = {v: k for k, v in names.items()}
-
-    def fact(label: str) -> str:
-        fault = _FAULT_LABEL.fullmatch(label)
-        return f"fault:{back[fault[1]]}:{fault[2]}" if fault and fault[1] in back else label
-
     return dataclasses.replace(
         result, flows=tuple(dataclasses.replace(f, client=back[f.client], server=back[f.server])
                             for f in result.flows),
-        hosts=tuple(dataclasses.replace(h, host=back[h.host]) for h in result.hosts),
-        truth=tuple(map(fact, result.truth)))
+        hosts=tuple(dataclasses.replace(h, host=back[h.host]) for h in result.hosts))
 
 
 def _host_order(workload: Workload, parts: Mapping[str, HostPart]) -> list[str]:

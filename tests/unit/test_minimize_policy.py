@@ -8,11 +8,13 @@ from typing import Any
 from collie.minimize import DRIVES, VERB_PARTS, Minimizer, MinimizeSettings, moved_to
 from collie.minimize.policy import other_cause
 from collie.model.features import Features, features
-from collie.model.space import load_space
+from collie.model.space import PATTERN_PARAMETERS, load_space
 from collie.oracle import Verdict
 from collie.shrink import ladder
+from tests.conftest import ROOT
 
 SPACE = load_space()
+COLLECTIVE = load_space(ROOT / "workloads" / "collective.toml")
 PAPER = load_space("workloads/paper.toml")
 PAUSE = Verdict(True, (), 5.0, "pause@receiver")
 CLEAN = Verdict(False, (), 0.0, "")
@@ -32,15 +34,17 @@ def test_the_features_each_parameter_drives_are_the_ones_it_moves() -> None:
     assert named <= set(Features.__dataclass_fields__)
     # a receive-consuming verb, so the receive side applies
     base = {**SPACE.simplest(), "op": "RC_SEND"}
-    before = features(SPACE.build(base))
+    ring = {**COLLECTIVE.simplest(), "op": "RC_SEND", "pattern": "ring_allreduce"}
     for name, driven in DRIVES.items():
         if name == "sizes":
             continue
-        d = SPACE.dimension(name)
+        space, start = (COLLECTIVE, ring) if name in PATTERN_PARAMETERS else (SPACE, base)
+        before = features(space.build(start))
+        d = space.dimension(name)
         # the farthest legal value (a nearer one may be clamped: an MR holds the largest message)
         other = next(v for v in reversed(ladder(d))  # type: ignore[arg-type]
-                     if v != d.simplest() and SPACE.is_valid({**base, name: v}))
-        after = features(SPACE.build({**base, name: other}))
+                     if v != d.simplest() and space.is_valid({**start, name: v}))
+        after = features(space.build({**start, name: other}))
         # processes splits a flow's QPs rather than adding to them: it travels with them (moved_to), that is all
         moved = [f for f in driven if (name, f) != ("processes", "qps_total")]
         assert all(getattr(after, f) != getattr(before, f) for f in moved), name

@@ -89,3 +89,24 @@ def test_a_two_host_workload_has_no_collective_evidence() -> None:
     verdict = oracle().judge(target.run(w, 1.0), w)
     assert "collective" not in verdict.evidence and "straggler@link" not in verdict.levels
     assert all("link" not in s.to_dict() for s in verdict.symptoms)
+
+
+@pytest.mark.parametrize("ranks_per_host", [1, 2, 4])
+@pytest.mark.parametrize("kind", list(PatternKind))
+def test_a_fault_free_fleet_is_clean_for_every_pattern(kind: PatternKind, ranks_per_host: int) -> None:
+    """No straggler, and no receiver low: an outcast's receivers share their root's port, which is at its ceiling
+    (the senders' bound), and links of hosts with different loads (a permutation of several ranks per host) or of
+    another kind (loopback) are not compared."""
+    if kind is PatternKind.KV_SCATTER:
+        return  # WRITE_IMM only: covered by the outcast with the same shape
+    target = fleet(6)
+    w = Workload.of_pattern(Pattern(kind, target.profile.hosts, 64 << 20, ranks_per_host, flow=FLOW))
+    verdict = oracle().judge(target.run(w, 1.0), w)
+    assert not verdict.anomalous, (verdict.signature, verdict.symptoms)
+
+
+def test_an_outcast_from_a_slow_root_leaves_its_receivers_low() -> None:
+    """The senders' bound explains a receiver's shortfall only when its sender is at its own ceiling."""
+    verdict, _ = judge(PatternKind.OUTCAST, 4, Fault("h0", FaultKind.PORT_SPEED, 0.5))
+    low = sorted(s.host for s in verdict.symptoms if s.kind == "low_throughput")
+    assert low == ["h1", "h2", "h3"], verdict.symptoms

@@ -38,7 +38,7 @@ Invariants:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -530,6 +530,9 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
 
 #: Rounds of :func:`_fair_shares` before it settles for a proportional cut (a handful reach the fixed point).
 _SHARE_ROUNDS: Final = 8
+#: Flows up to which :func:`_shared_waits` sums every pair in flow order; more (a pattern's connections) are
+#: summed per group of alike flows.
+_EXACT_WAITS: Final = 64
 
 
 def _fill_level(cap: float, demands: list[float]) -> float:
@@ -835,25 +838,48 @@ def _shared_waits(calcs: list[FlowCalc], load: list[float], caps: list[float], n
     waits = [0.0] * len(calcs)
     if len(calcs) < 2:
         return waits
-    used = [{k for k, _ in c.uses if k < n_host} for c in calcs]
-    busy: dict[tuple[int, int], float] = {}  # per pair of flows (the lower index first)
-    for i, mine in enumerate(used):
-        for j in range(i + 1, len(used)):
+    # flows that use the same host resources share alike: the busy fraction is computed once per pair of such
+    # groups (a pattern's thousand connections use a few dozen sets of resources)
+    groups: dict[frozenset[int], int] = {}
+    group = [groups.setdefault(frozenset(k for k, _ in c.uses if k < n_host), len(groups)) for c in calcs]
+    sets = list(groups)
+    busy: dict[tuple[int, int], float] = {}  # per pair of groups (the lower index first)
+    for a, mine in enumerate(sets):
+        for b in range(a, len(sets)):
             most = 0.0  # max(..., default=0.0): loads are never negative
-            for k in mine & used[j]:
+            for k in mine & sets[b]:
                 x = load[k] / caps[k]
                 x = x if x < 1.0 else 1.0
                 if x > most:
                     most = x
-            busy[i, j] = most
+            busy[a, b] = most
+    if len(calcs) > _EXACT_WAITS:
+        return _grouped_waits(calcs, group, busy, len(sets), line)
     for i in range(len(calcs)):
         for j, o in enumerate(calcs):
             if j == i or not o.pkts:
                 continue
-            most = busy[(i, j) if i < j else (j, i)]
+            gi, gj = group[i], group[j]
+            most = busy[(gi, gj) if gi <= gj else (gj, gi)]
             if most:
                 waits[i] += most * (o.fwd_wire + o.rev_wire) / o.pkts * 8 / line * 1e6
     return waits
+
+
+def _grouped_waits(calcs: list[FlowCalc], group: list[int], busy: Mapping[tuple[int, int], float], n_groups: int,
+                   line: float) -> list[float]:
+    """:func:`_shared_waits` of many flows in O(flows x groups): each flow waits ``busy(its group, g)`` x the
+    packet time of every other flow of each group ``g``, summed per group first (equal to the pairwise sum up
+    to rounding)."""
+    packet_us = [(o.fwd_wire + o.rev_wire) / o.pkts * 8 / line * 1e6 if o.pkts else 0.0 for o in calcs]
+    per_group = [0.0] * n_groups
+    for g, t in zip(group, packet_us, strict=True):
+        per_group[g] += t
+    out = []
+    for gi, own in zip(group, packet_us, strict=True):
+        row = [busy[(gi, g) if gi <= g else (g, gi)] for g in range(n_groups)]
+        out.append(sum(b * t for b, t in zip(row, per_group, strict=True)) - row[gi] * own)
+    return out
 
 
 def _starve(c: FlowCalc, f: Flow, model: Compiled, demand: float, supply: float, cl: HostAcc,

@@ -12,7 +12,9 @@ Invariants:
       ``record_truth=False`` it is always empty and nothing else in the result changes;
     * on a fleet profile (hosts ``h0``, ``h1``, ...), a two-host workload's roles ``a`` and ``b`` are played by
       its first two hosts, as an inventory without ``[place]`` plays them; the result names the roles, and is
-      the one a two-host profile of the same subsystem gives.
+      the one a two-host profile of the same subsystem gives;
+    * a pattern of the search space over host roles ``r0``, ``r1``, ... has role ``ri`` played by the profile's
+      i-th host (a two-host profile: ``a``, ``b``); the result names the roles.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from typing import Self
 from collie.codec import built
 from collie.errors import InputError
 from collie.model.features import features
+from collie.model.patterns import rank_host_index
 from collie.model.workload import Workload
-from collie.targets.base import RunResult, TargetInfo
+from collie.targets.base import RunResult, TargetInfo, Unsupported
 from collie.targets.sim.counters import dialect_counters
 from collie.targets.sim.model import Compiled, check_supported, simulate
 from collie.targets.sim.noise import Draws
@@ -105,11 +108,25 @@ class SimTarget:
         )
 
     def placed(self, workload: Workload) -> tuple[Workload, dict[str, str]]:
-        """``workload`` with its roles played by a fleet's first two hosts (see the invariants), and each of
-        those hosts' role; ``workload`` itself and ``{}`` when it names hosts of the profile."""
-        if self._roles is None or not set(workload.hosts) <= self._roles.keys():
+        """``workload`` with its roles played by the profile's hosts (see the invariants), and each of those
+        hosts' role; ``workload`` itself and ``{}`` when it names hosts of the profile.
+
+        Raises:
+            Unsupported: host roles ``r0`` .. ``ri`` of a pattern beyond the profile's hosts.
+        """
+        roles = workload.hosts
+        ranked = [rank_host_index(h) for h in roles]
+        if all(i is not None for i in ranked) and not set(roles) <= set(self.profile.hosts):
+            last = max(i for i in ranked if i is not None)
+            hosts = self.profile.hosts
+            if last >= len(hosts):
+                raise Unsupported(f"a pattern over the host roles r0 .. r{last} needs {last + 1} hosts; profile "
+                                  f"{self.profile.name} has {len(hosts)} (a fleet profile: hosts = N)")
+            host = {r: hosts[i] for r, i in zip(roles, ranked, strict=True) if i is not None}
+        elif self._roles is not None and set(roles) <= self._roles.keys():
+            host = self._roles
+        else:
             return workload, {}
-        host = self._roles
         flows = tuple(replace(f, client=replace(f.client, host=host[f.client.host]),
                               server=replace(f.server, host=host[f.server.host])) for f in workload.flows)
         return workload.with_flows(flows), {h: role for role, h in host.items()}

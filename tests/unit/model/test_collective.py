@@ -74,3 +74,32 @@ def test_results_must_cover_every_connection() -> None:
     p = Pattern(PatternKind.INCAST, HOSTS[:4], 1 << 20, flow=FLOW)
     with pytest.raises(ValueError, match="2 flow results for a pattern of 3 connections"):
         collective(p, measured(p)[:2])
+
+
+@pytest.mark.parametrize("kind", [PatternKind.RING_ALLREDUCE, PatternKind.ALL_TO_ALL, PatternKind.PAIRWISE])
+def test_a_symmetric_pattern_compares_wire_links_together_and_loopback_links_together(kind: PatternKind) -> None:
+    p = Pattern(kind, HOSTS[:4], 64 << 20, ranks_per_host=2, flow=FLOW)
+    c = collective(p, measured(p))
+    groups = {c.group_of(link) for link in c.links}
+    wire = {c.group_of(link) for link in c.links if not link.loopback}
+    assert len(wire) <= 1 and len(groups - wire) == 1
+    assert all(c.reference_of(link) == pytest.approx(GBS / 1e9) for link in c.links)
+
+
+def test_hosts_of_different_loads_are_not_compared() -> None:
+    """A permutation of four ranks per host on six hosts loads its hosts unevenly: colour refinement splits them,
+    so a link is judged only beside links between hosts of the same standing."""
+    p = Pattern(PatternKind.PERMUTATION, HOSTS[:6], 64 << 20, ranks_per_host=4, flow=FLOW)
+    c = collective(p, measured(p))
+    standing = {link.src: c.group_of(link)[1] for link in c.links}
+    assert len(set(standing.values())) > 1
+    for link in c.links:
+        alike = [o for o in c.links if c.group_of(o) == c.group_of(link)]
+        assert all(o.loopback == link.loopback for o in alike)
+
+
+def test_one_slow_host_of_a_ring_is_compared_with_its_healthy_peers() -> None:
+    p = Pattern(PatternKind.RING_ALLREDUCE, HOSTS, 64 << 20, flow=FLOW)
+    c = collective(p, measured(p, {2: 0.5, 3: 0.5}))  # h2's links in and out at half rate
+    assert len({c.group_of(link) for link in c.links}) == 1  # standing is the pattern's, not the rates'
+    assert c.reference_gbs == pytest.approx(GBS / 1e9)

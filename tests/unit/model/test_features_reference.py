@@ -74,6 +74,8 @@ def reference(workload: Workload) -> Features:
         mr_churn=max(f.mr_churn for f in flows), qp_churn=max(f.qp_churn for f in flows),
         victim="+".join(sorted({f.victim for f in workload.flows if f.victim})) or "none",
         recv_gap_ns=max(_recv_gap_ns(f) for f in flows),
+        pattern=workload.pattern.kind.value if workload.pattern else "none",
+        ranks_per_host=workload.pattern.ranks_per_host if workload.pattern else 1,
     )
 
 
@@ -83,7 +85,7 @@ def _same(w: Workload) -> None:
     assert [type(v) for v in vars(got).values()] == [type(v) for v in vars(want).values()], w
 
 
-@pytest.mark.parametrize("space_file", [None, ROOT / "workloads" / "paper.toml"])
+@pytest.mark.parametrize("space_file", [None, *(ROOT / "workloads" / f"{n}.toml" for n in ("paper", "collective"))])
 def test_sampled_workloads_have_the_reference_features(space_file: Path | None) -> None:
     space = load_space(space_file)
     rng = np.random.default_rng(7)

@@ -9,7 +9,7 @@ import pytest
 from collie.errors import ConstraintError, InputError
 from collie.model.constraints import violations
 from collie.model.dimensions import SizeVector
-from collie.model.space import PARAMETERS, load_space
+from collie.model.space import PARAMETERS, PATTERN_PARAMETERS, load_space
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,7 @@ def space():  # type: ignore[no-untyped-def]
 
 
 def test_default_space_has_the_papers_dimensions(space) -> None:  # type: ignore[no-untyped-def]
-    assert set(space.names) == set(PARAMETERS)
+    assert set(space.names) == set(PARAMETERS) - set(PATTERN_PARAMETERS)
     assert (space.dimension("qps").lo, space.dimension("qps").hi) == (1, 20000)
     assert space.dimension("mrs").hi == 200000
     assert space.dimension("batch").hi == 128 and space.dimension("sges").hi == 16

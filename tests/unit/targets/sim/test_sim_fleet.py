@@ -120,3 +120,19 @@ def test_a_little_loss_hides_in_the_rates_but_not_in_the_oracles_loss_verdict() 
     verdict = oracle.judge(target.run(w, 1.0), w)
     assert not any(s.kind == "straggler" for s in verdict.symptoms)  # within the margin
     assert {(s.kind, s.host) for s in verdict.symptoms if s.kind in ("loss", "retransmission")} >= {("loss", "h3")}
+
+
+def test_many_flows_wait_for_each_other_as_the_pairwise_sum_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An all-to-all of 16 ranks (240 flows) sums its flows' waits per group of alike flows: the same figures as
+    the sum over every pair of flows, up to rounding."""
+    import collie.targets.sim.model as model
+
+    target = SimTarget(replace(load_profile("fleet8-cx6"), hosts=host_names(8)), seed=3)
+    w = Workload.of_pattern(Pattern(PatternKind.ALL_TO_ALL, target.profile.hosts, 64 << 20, 2,
+                                    flow=Flow(Endpoint("a"), Endpoint("b"), sizes=(4096,), qps=2)))
+    grouped = target.run(w, 1.0, repetition=0)
+    monkeypatch.setattr(model, "_EXACT_WAITS", 1 << 20)
+    exact = target.run(w, 1.0, repetition=0)
+    assert len(w.flows) == 240
+    for g, e in zip(grouped.flows, exact.flows, strict=True):
+        assert g.lat_p50_us == pytest.approx(e.lat_p50_us, rel=1e-9) and g.bps == pytest.approx(e.bps, rel=1e-9)
