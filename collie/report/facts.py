@@ -25,6 +25,7 @@ from collie.errors import CollieError
 from collie.mfs import MFS, Condition
 from collie.model.flow import Flow
 from collie.model.units import format_bytes
+from collie.model.workload import Workload
 from collie.oracle import Symptom, Verdict
 from collie.report.load import CampaignData
 from collie.report.machines import LOCAL, Machines, machines_of
@@ -91,7 +92,8 @@ class AnomalyFacts:
         symptom_size: the symptom's size with its unit (``paused 11.72% of the time``).
         mfs: the minimal feature set (None: not minimized).
         mfs_words: the MFS as a sentence.
-        case_toml: ``case.toml`` as text; case_flows each flow in words; case_key its workload key; case_name
+        case_toml: ``case.toml`` as text; case_flows each flow in words (a pattern: two lines,
+            :func:`workload_lines`); case_key its workload key; case_name
             its name.
         found_at: budgeted experiments spent when it was found (None: unknown).
         found_trial: the trial number of the run that found it (None: unknown).
@@ -104,6 +106,8 @@ class AnomalyFacts:
         perftest: the perftest lines of the case, or what perftest lacks.
         verdict_of: ``case`` (the minimal case's own runs) or ``original`` (the original find's run).
         further_hits: the campaign's later finds that were this anomaly (docs/search.md, "the same anomaly").
+        collective_text: a pattern's figures in one sentence (busbw and algbw as nccl-tests, the reference and
+            slowest link, the spread; ``""``: not a pattern).
     """
 
     anomaly_id: str
@@ -134,6 +138,7 @@ class AnomalyFacts:
     perftest: PerftestLines
     verdict_of: str
     further_hits: tuple[Hit, ...] = ()
+    collective_text: str = ""
 
     @property
     def hits(self) -> int:
@@ -241,14 +246,29 @@ def facts_of(record: CaseRecord, campaign: CampaignData, catalog: Catalog | None
         magnitude=verdict.score if verdict is not None else 0.0, symptom_text=symptom_text(symptom, machines),
         headline=headline(symptom, machines), symptom_size=symptom_size(symptom),
         mfs=record.mfs, mfs_words=mfs_words(record.mfs), case_toml=record.workload.to_toml(),
-        case_flows=tuple(flow_words(f) for f in record.workload.flows),
+        case_flows=workload_lines(record.workload),
         case_key=record.workload.key(), case_name=record.workload.name,
         found_at=found_at, found_trial=trial_of(found_at, campaign.trials),
         folder=folder, replay=replay_command(folder, spec), target_spec=spec, fingerprint=fingerprint,
         machines=machines, hosts=hosts, moved=moved_counters(hosts, catalog),
         throughput=verdict.metrics.get("throughput") if verdict is not None else None,
         perftest=perftest_lines(record.workload, machines.devices(), duration), verdict_of=verdict_of,
-        further_hits=record.hits)
+        further_hits=record.hits,
+        collective_text=collective_words(verdict.evidence.get("collective")) if verdict is not None else "")
+
+
+def collective_words(figures: Mapping[str, Any] | None) -> str:
+    """A pattern run's figures (the verdict's ``evidence["collective"]``) in one sentence, ``""`` without any:
+    ``busbw 11.46 GB/s, algbw 7.64 GB/s; links at 22.90 GB/s (the reference), the slowest r1->r2 at 11.45 GB/s;
+    spread 50%``."""
+    if not figures:
+        return ""
+    links = figures.get("links", {})
+    slowest = figures.get("slowest_link", "")
+    at = f" at {links[slowest]:.2f} GB/s" if slowest in links else ""
+    return (f"busbw {figures['busbw_gbs']:.2f} GB/s, algbw {figures['algbw_gbs']:.2f} GB/s; links at "
+            f"{figures['reference_gbs']:.2f} GB/s (the reference), the slowest {slowest}{at}; spread "
+            f"{figures['spread']:.0%}")
 
 
 def trial_of(found_at: int | None, trials: tuple[TrialRecord, ...]) -> int | None:
@@ -379,14 +399,22 @@ def _condition_words(c: Condition) -> str:
 
 
 def point_words(point: Mapping[str, Any]) -> str:
-    """A search point in a line: ``RC WRITE incast of 32 B to 512 KiB (8 sizes), 1 QP, batch 55, MTU 1024``
-    (``""`` for an empty point)."""
+    """A search point in a line: ``RC WRITE incast of 32 B to 512 KiB (8 sizes), 1 QP, batch 55, MTU 1024``;
+    ``ring_allreduce over 4 hosts x 2 ranks (64 MiB per rank): RC WRITE of 1 MiB, 2 QPs, MTU 4096`` for a
+    pattern (``""`` for an empty point)."""
     if not point:
         return ""
     sizes = [int(x) for x in point.get("sizes", [])]
     size = _value("max_msg", sizes[0]) if len(sizes) == 1 else \
         f"{_value('max_msg', min(sizes))} to {_value('max_msg', max(sizes))} ({len(sizes)} sizes)" if sizes else ""
-    head = " ".join(str(x) for x in (str(point.get("op", "")).replace("_", " "), point.get("direction", "")) if x)
+    pattern = point.get("pattern", "none")
+    shape = () if pattern == "none" else (f"{pattern} over {point.get('hosts', 2)} hosts"
+                                          + (f" x {point['ranks_per_host']} ranks" if point.get("ranks_per_host", 1)
+                                             != 1 else "")
+                                          + (f" ({_value('max_msg', point['pattern_size'])} per rank):"
+                                             if "pattern_size" in point else ":"),)
+    verb = str(point.get("op", "")).replace("_", " ")
+    head = " ".join(str(x) for x in (*shape, verb, point.get("direction", "") if not shape else "") if x)
     parts = [head + (f" of {size}" if size else "")]
     if "qps" in point:
         parts.append(f"{point['qps']} QP{'s' if point['qps'] != 1 else ''}")
@@ -396,6 +424,19 @@ def point_words(point: Mapping[str, Any]) -> str:
     if point.get("burst"):
         parts.append("bursts")
     return ", ".join(parts)
+
+
+def workload_lines(w: Workload) -> tuple[str, ...]:
+    """A workload in lines: one per flow, or for a pattern its collective and the shape of every connection
+    (``ring_allreduce of 64 MiB per rank over r0, r1, r2 (3 hosts, 1 rank each): 3 connections``, then ``each
+    connection: RC WRITE of 256 KiB, ...``), which stays two lines for a thousand connections."""
+    p = w.pattern
+    if p is None:
+        return tuple(flow_words(f) for f in w.flows)
+    ranks = f"{p.ranks_per_host} rank{'s' if p.ranks_per_host != 1 else ''} each"
+    shape = flow_words(w.flows[0]).partition(": ")[2]
+    return (f"{p.kind.value} of {format_bytes(p.size)} per rank over {', '.join(p.hosts)} ({len(p.hosts)} hosts, "
+            f"{ranks}): {len(w.flows)} connections", f"each connection: {shape}")
 
 
 def flow_words(f: Flow) -> str:

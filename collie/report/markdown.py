@@ -133,6 +133,8 @@ def _anomaly(a: AnomalyFacts, report: Report) -> list[str]:
     if a.target_spec != config.target or a.fingerprint != config.target_info:  # else named once, above
         out += ["**Target of this case:** " + md_code(a.target_spec)
                 + "".join(f"; {label} {md_text(value)}" for label, value in a.fingerprint_rows()), ""]
+    if a.collective_text:
+        out += [f"**Collective:** {md_text(a.collective_text)}.", ""]
     out += [f"**Minimal case** (workload {md_code(a.case_key)}, {md_code('case.toml')}):", ""]
     out += [f"- {md_text(f)}" for f in a.case_flows] + [""]
     out += [*_fenced(a.case_toml, "toml"), ""]

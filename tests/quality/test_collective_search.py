@@ -1,8 +1,8 @@
 """Campaigns over collective patterns (``workloads/collective.toml``) on simulated fleets: on the fault-free
 ``fleet8-cx6`` nothing is found; on ``fleet8-cx6-faults`` (h2's port at half speed) every anomaly found is the
 slow host's, each minimal case keeps the fewest hosts that show it (host roles r0 .. r2, so h2 is in; a pairwise
-needs r3 too), its MFS says so (``hosts >= 3``) and names every pattern that kept it, and ``collie replay``
-reproduces it."""
+needs r3 too), its MFS says so (``hosts >= 3``) and names every pattern that kept it, ``collie replay``
+reproduces it, and the report gives each its collective's figures and its case in two lines."""
 
 from __future__ import annotations
 
@@ -60,3 +60,7 @@ def test_the_slow_host_is_found_and_minimized_to_the_fewest_hosts_that_show_it(t
     replay = subprocess.run([sys.executable, "-m", "collie", "replay", str(folders[0])], capture_output=True,
                             text=True, check=False)
     assert replay.returncode == 1, (folders[0].name, replay.stdout, replay.stderr)  # exit 1: it reproduces
+    report = subprocess.run([sys.executable, "-m", "collie", "report", str(tmp_path / "c"), "--format", "md"],
+                            capture_output=True, text=True, check=True).stdout
+    assert report.count("**Collective:** busbw ") == len(cases)
+    assert "per rank over r0, r1, r2 (3 hosts, 1 rank each)" in report and "- each connection: RC " in report

@@ -1,7 +1,7 @@
 """N-host workloads through real OpenSSH servers on 127.0.0.1 (tests/sshd_fixture.py): four sim hosts of the
 built-in faulty fleet (``sim:fleet8-cx6-faults``, whose h2 has half its port speed) run a ring all-reduce exactly
-as the local simulator does, and ``collie fleet check --target remote:`` names h2 with its evidence and leaves no
-agent behind."""
+as the local simulator does, a campaign over collective patterns finds what the local simulator finds, trial for
+trial, and ``collie fleet check --target remote:`` names h2 with its evidence; no agent is left behind."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.integration.remote.test_remote_campaign_sshd import no_agent_left
+from tests.conftest import ROOT, run_cli
+from tests.integration.remote.test_remote_campaign_sshd import anomalies, journal, no_agent_left
 from tests.sshd_fixture import SshdFarm, own_farm, ssh_home
 
 __all__ = ["ssh_home"]  # fixtures
@@ -80,3 +80,21 @@ def test_fleet_check_over_a_two_host_profile_says_what_it_needs(farm4: SshdFarm,
     assert r.returncode == 3, r.stderr
     assert "host 'h2' is host 3 of" in r.stderr and "simulates 2 hosts" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_pattern_campaign_on_four_remote_sim_hosts_finds_what_the_local_simulator_finds(
+        farm4: SshdFarm, ssh_home: Path, tmp_path: Path) -> None:
+    inventory = farm4.inventory(tmp_path / "hosts.toml", target=FLEET)
+    space = tmp_path / "collective4.toml"  # the collective space on at most the inventory's four hosts
+    space.write_text((ROOT / "workloads" / "collective.toml").read_text(encoding="utf-8")
+                     .replace("min = 2\nmax = 8\n", "min = 2\nmax = 4\n"), encoding="utf-8")
+    runs = {spec: run_cli("campaign", "--target", spec, "--space", str(space), "--seed", "1", "--budget", "100",
+                          "--out", str(tmp_path / name), "--no-live", timeout=900)
+            for name, spec in (("remote", f"remote:{inventory}"), ("local", FLEET))}
+    for r in runs.values():
+        assert r.returncode == 0, r.stderr
+    found = anomalies(tmp_path / "remote")
+    assert found and found == anomalies(tmp_path / "local")
+    assert journal(tmp_path / "remote") == journal(tmp_path / "local")
+    assert any("hosts >= 3" in str(mfs) for _, mfs in found.values())
+    no_agent_left(tmp_path / "sshd")
