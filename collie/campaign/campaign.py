@@ -59,6 +59,7 @@ from collie.events import (
     Warned,
     counted,
 )
+from collie.model.dimensions import Choice, IntRange
 from collie.model.features import point_encoder
 from collie.model.space import SearchSpace
 from collie.model.workload import Workload
@@ -182,6 +183,9 @@ class Campaign:
                 stack.enter_context(target)
             infos = [target.describe() for target in self.targets]
             _begin_on(self.store, infos[0], self._emit)
+            few = _too_few_hosts(self.space, infos[0])
+            if few:
+                self._emit(Warned(few))
             try:
                 first = TrialRunner(self.targets[0], self.store, self.preset.duration, self.summary,
                                     self._trial_events(0), shared=self.shared, budget=self.budget,
@@ -305,6 +309,20 @@ class Campaign:
             raise InputError(f"{self.store.root / JOURNAL}: line {line}: the campaign ended before trial {trial}, "
                              f"which its journal holds (was its budget in campaign.toml lowered?); it cannot be "
                              "resumed")
+
+
+def _too_few_hosts(space: SearchSpace, info: TargetInfo) -> str:
+    """A warning when the space searches patterns over more hosts than the target has (``""`` otherwise): such
+    points are pruned, one experiment's worth of time each."""
+    if "hosts" not in space.names or "pattern" not in space.names:
+        return ""
+    most = space.dimension("hosts")
+    wanted = most.hi if isinstance(most, IntRange) else max(most.values) if isinstance(most, Choice) else 0
+    if wanted <= len(info.hosts):
+        return ""
+    return (f"the space {space.name!r} searches patterns over up to {wanted} hosts and {info.name} has "
+            f"{len(info.hosts)}; points over more are pruned as unsupported (a fleet target, such as "
+            "sim:fleet8-cx6, or a smaller hosts range in the space file)")
 
 
 def _begin_on(store: CampaignStore, info: TargetInfo, emit: Callable[[Event], None]) -> None:

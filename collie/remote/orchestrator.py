@@ -1,7 +1,7 @@
 """``RemoteTarget``: the target behind ``--target remote:hosts.toml``; one run drives the agents of the hosts its
 workload uses.
 
-A workload names its hosts in one of two ways:
+A workload names its hosts in one of three ways:
 
 * by the roles ``a`` and ``b`` (every two-host workload): each role is played by its placed host
   (:mod:`~collie.remote.placement`; taken out hosts are stood in for);

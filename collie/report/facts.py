@@ -434,13 +434,19 @@ def workload_lines(w: Workload) -> tuple[str, ...]:
     if p is None:
         return tuple(flow_words(f) for f in w.flows)
     ranks = f"{p.ranks_per_host} rank{'s' if p.ranks_per_host != 1 else ''} each"
-    shape = flow_words(w.flows[0]).partition(": ")[2]
+    shape = flow_shape(w.flows[0])
     return (f"{p.kind.value} of {format_bytes(p.size)} per rank over {', '.join(p.hosts)} ({len(p.hosts)} hosts, "
             f"{ranks}): {len(w.flows)} connections", f"each connection: {shape}")
 
 
 def flow_words(f: Flow) -> str:
     """One flow in a line: ``a -> b: RC WRITE of 64 KiB, 4 QPs, batch 1, SQ depth 128, MTU 4096``."""
+    ends = f"{f.client.host} -> {f.server.host}" + (" (loopback)" if f.loopback else "")
+    return f"{ends}: {flow_shape(f)}"
+
+
+def flow_shape(f: Flow) -> str:
+    """A flow's shape without its ends: ``RC WRITE of 64 KiB, 4 QPs, batch 1, SQ depth 128, MTU 4096``."""
     sizes = ", ".join(_value("max_msg", s) for s in f.sizes)
     parts = [f"{f.transport} {f.verbs} of {sizes}", f"{f.qps} QP{'s' if f.qps != 1 else ''}", f"batch {f.batch}",
              f"SQ depth {f.sq_depth}"]
@@ -471,5 +477,4 @@ def flow_words(f: Flow) -> str:
         parts.append(f"{f.qp_churn} QP creations/s")
     memory = [f"{side} memory {e.memory}" for side, e in (("client", f.client), ("server", f.server))
               if e.memory != "local"]
-    ends = f"{f.client.host} -> {f.server.host}" + (" (loopback)" if f.loopback else "")
-    return f"{ends}: " + ", ".join(parts + memory)
+    return ", ".join(parts + memory)

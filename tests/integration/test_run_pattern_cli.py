@@ -54,3 +54,12 @@ def test_a_pattern_on_hosts_the_profile_lacks_says_which() -> None:
     r = run_cli("run", "--target", "sim:cx6-200g", "--workload", str(RING), "--duration", "1")
     assert r.returncode == 2
     assert "host 'h0' is not in profile cx6-200g" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_pattern_space_on_a_target_with_fewer_hosts_says_so_once(tmp_path: Path) -> None:
+    r = run_cli("campaign", "--space", str(ROOT / "workloads" / "collective.toml"), "--budget", "15", "--out",
+                str(tmp_path / "c"), "--no-live")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("warning: the space 'collective' searches patterns over up to 8 hosts and sim:cx6-200g "
+                          "has 2; points over more are pruned") == 1
+    assert "Traceback" not in r.stderr

@@ -300,7 +300,7 @@ def load_profile(spec: str | None) -> Profile:
         path = Path(spec).expanduser()
         if not path.is_file():
             raise InputError(f"{spec}: no such simulator profile file")
-        return _load_path(str(path.resolve()), spec)
+        return _load_path(str(path.resolve()), spec, path.stat().st_mtime_ns)  # a file rewritten is read again
     if spec not in builtin_names():
         raise InputError(f"unknown simulator profile {spec!r}; built-in profiles are "
                          f"{', '.join(builtin_names())} (or give a path to a .toml file)")
@@ -308,7 +308,8 @@ def load_profile(spec: str | None) -> Profile:
 
 
 @functools.lru_cache(maxsize=64)
-def _load_path(path: str, shown: str) -> Profile:
+def _load_path(path: str, shown: str, modified: int = 0) -> Profile:
+    """The profile in the file at ``path``, parsed once per (path, modification time)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

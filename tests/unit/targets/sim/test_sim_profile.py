@@ -179,3 +179,16 @@ def test_the_example_in_the_docs_loads() -> None:
     space = load_space()
     workload = space.build({**space.simplest(), "wq_depth": 4096})
     assert SimTarget(p).run(workload, 5.0).truth == ("my-write-deep-loss",)
+
+
+def test_a_profile_file_rewritten_is_read_again(tmp_path: Path) -> None:
+    import os
+
+    path = tmp_path / "mine.toml"
+    text = (PROFILE_DIR / "fleet8-cx6.toml").read_text(encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
+    assert load_profile(str(path)).faults == ()
+    path.write_text(text + '\n[[faults]]\nhost = "h1"\nkind = "pcie"\nfactor = 0.5\n', encoding="utf-8")
+    os.utime(path, ns=(1, path.stat().st_mtime_ns + 1_000_000))  # a later modification time, however coarse
+    assert [f.host for f in load_profile(str(path)).faults] == ["h1"]
+    assert load_profile(str(path)) is load_profile(str(path))  # unchanged: parsed once
