@@ -20,12 +20,14 @@ import pytest
 from collie.calibrate import calibrate_target, catalog_of
 from collie.experiment import run_and_judge
 from collie.model.flow import Endpoint, Flow
+from collie.model.space import load_space
 from collie.model.workload import Workload
 from collie.oracle import DIRECTION_KINDS, Ceilings, Oracle, Thresholds
 from collie.targets.base import Unsupported
 from tests.softroce.conftest import rdma_resources
 
 ROOT = Path(__file__).resolve().parents[2]
+COLLECTIVE = load_space(ROOT / "workloads" / "collective.toml")
 A, B = Endpoint("a"), Endpoint("b")
 DURATION = 0.5
 
@@ -65,6 +67,13 @@ MATRIX = {
                                  signal_every=2),
     "ud-send-off-size": one(transport="UD", opcodes=("SEND", "SEND_IMM"), sizes=(1, 1023), mtu=1024, batch=2,
                             signal_every=2),
+    # issue #35: patterns of the search space over host roles, every connection looping through the one device
+    "ring-over-host-roles": COLLECTIVE.build({"pattern": "ring_allreduce", "hosts": 3, "op": "RC_SEND",
+                                              "sizes": [4096], "pattern_size": 1 << 20, "mtu": 1024,
+                                              "mr_size": 65536}),
+    "all-to-all-write-imm": COLLECTIVE.build({"pattern": "all_to_all", "hosts": 3, "ranks_per_host": 2,
+                                              "op": "RC_WRITE_IMM", "sizes": [8192], "pattern_size": 1 << 20,
+                                              "mtu": 1024, "mr_size": 65536}),
 }
 
 
