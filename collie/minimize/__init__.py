@@ -270,7 +270,11 @@ class Minimizer:
                 if at.get(c.feature) == c.op else c for c in conditions]
 
     def _single(self, d: Dimension, current: dict[str, Any], retry: list[Dimension]) -> list[Condition]:
-        """:meth:`_dimension`, with ``d`` put on ``retry`` when its key probe could not run."""
+        """:meth:`_dimension`, with ``d`` put on ``retry`` when its key probe could not run; a dimension that does
+        not apply to the case (``direction`` beside a pattern) moves to its simplest value unprobed."""
+        if not self.space.applies(d.name, current):
+            current[d.name] = d.simplest()
+            return []
         found = self._dimension(d, current)
         if found is None:
             retry.append(d)

@@ -9,7 +9,8 @@ without hosts: it runs beside the point's flows, from the client to the server o
 Invariants:
     * :meth:`SearchSpace.sample` and :meth:`SearchSpace.mutate` only return points that
       :meth:`SearchSpace.validate` accepts (they resample, bounded, and raise if the space is unsatisfiable);
-    * :meth:`SearchSpace.mutate` changes exactly one searched dimension, except a *repaired* move, which
+    * :meth:`SearchSpace.mutate` changes exactly one searched dimension (one that :meth:`SearchSpace.applies` to
+      the point, unless it is named), except a *repaired* move, which
       changes one dimension and at most :data:`MAX_REPAIRS` others (to their repair values) to make the
       move legal;
     * :meth:`SearchSpace.simplest` is valid, and :meth:`SearchSpace.build` is a pure function of the point.
@@ -124,6 +125,8 @@ PARAMETER_HELP: Final[Mapping[str, str]] = {
 #: The parameters of a collective pattern (searched by ``workloads/collective.toml``; the whole two-host space,
 #: ``workloads/default.toml``, leaves them at their defaults: no pattern).
 PATTERN_PARAMETERS: Final = ("pattern", "hosts", "ranks_per_host", "pattern_size")
+_PATTERN_ONLY: Final = frozenset(PATTERN_PARAMETERS[1:])
+_FLOWS_ONLY: Final = frozenset(("direction", "victim"))
 #: The values of ``pattern``: none (a workload of flows), then every collective kind.
 PATTERNS: Final = ("none", *(k.value for k in PatternKind))
 #: The order the minimizer shrinks a point's dimensions in, unless the space file's ``[minimize]`` table sets its own
@@ -158,6 +161,15 @@ class SearchSpace:
             if d.name == name:
                 return d
         raise KeyError(name)
+
+    def applies(self, name: str, point: Mapping[str, Any]) -> bool:
+        """Whether parameter ``name`` changes the workload ``point`` builds: a pattern's parameters only with a
+        pattern, ``direction`` and ``victim`` only without one (a move or a minimizing probe of one that does not
+        apply would run the same workload again)."""
+        if name not in _PATTERN_ONLY and name not in _FLOWS_ONLY:
+            return True
+        plain = point.get("pattern", self.fixed.get("pattern", PARAMETERS["pattern"])) == "none"
+        return plain if name in _FLOWS_ONLY else not plain
 
     def complete(self, point: Mapping[str, Any]) -> dict[str, Any]:
         """The full parameter set of ``point``: defaults, then fixed values, then the point's own."""
@@ -336,7 +348,7 @@ class SearchSpace:
 
         Returns ``(dict(point), name)`` unchanged when no acceptable neighbour is found.
         """
-        searched = [d for d in self.dimensions if name is None or d.name == name]
+        searched = [d for d in self.dimensions if d.name == name or (name is None and self.applies(d.name, point))]
         if not searched:
             raise KeyError(name)
         # one dimension has few distinct moves: fewer tries before giving up on it

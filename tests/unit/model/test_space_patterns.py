@@ -84,3 +84,17 @@ def test_a_simulated_fleet_plays_the_host_roles_in_order_and_refuses_too_many() 
     with pytest.raises(Unsupported, match=r"^a pattern over the host roles r0 \.\. r3 needs 4 hosts; profile "
                                           r"cx6-200g has 2"):
         two.run(w, 1.0)
+
+
+def test_moves_only_change_parameters_that_apply() -> None:
+    """Beside a pattern, direction and victim change nothing, and without one the pattern's own parameters
+    change nothing: neither is moved, so no experiment reruns the same workload."""
+    assert not SPACE.applies("direction", RING) and SPACE.applies("hosts", RING) and SPACE.applies("qps", RING)
+    plain = {**RING, "pattern": "none"}
+    assert SPACE.applies("direction", plain) and not SPACE.applies("hosts", plain)
+    assert not SPACE.applies("pattern_size", plain) and SPACE.applies("pattern", plain)
+    rng = np.random.default_rng(5)
+    for point, idle in ((RING, {"direction"}), (plain, {"hosts", "ranks_per_host", "pattern_size"})):
+        moved = {SPACE.mutate(point, rng)[1] for _ in range(300)}
+        assert moved and not moved & idle, moved
+    assert SPACE.mutate(RING, rng, name="direction")[1] == "direction"  # named: moved all the same
