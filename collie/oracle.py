@@ -45,11 +45,11 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
       together (leaving it out would make an aggressor sharing the link fairly look low).
     * **Straggler** (``straggler``): in a run of a collective pattern (``Workload.pattern``; every link of a ring
       or an all-to-all should perform alike), a connection slower than ``1 - straggler_margin`` x the pattern's
-      reference link rate, the median of the faster half of the links of its group, those whose ends carry the
-      same connections (:meth:`collie.model.collective.CollectiveResult.group_of`: a loopback link between two
-      ranks of one host is compared with loopback links, a host sending three connections over its port with
-      hosts sending three; :func:`collie.model.collective.reference_gbs`: it stays a healthy link's rate while up
-      to half the links are slow). A host with slow links to two or more other
+      reference link rate, the median of the faster half of the links of its group
+      (:meth:`collie.model.collective.CollectiveResult.group_of`: loopback links between two ranks of one host
+      with loopback links, links between hosts with links between hosts of the same standing in the pattern;
+      :func:`collie.model.collective.reference_gbs`: it stays a healthy link's rate while up to half the links
+      are slow). A host with slow links to two or more other
       hosts is named for all of them (end ``host``: its port, NIC or PCIe, in and out), the host with the most
       peers first; each slow link left names its sending host (end ``link``), since the two ends of slow links
       between two hosts alone cannot be told apart. Its value is the slowest link's fraction of the reference; the

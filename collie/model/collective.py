@@ -116,8 +116,8 @@ class CollectiveResult:
         return reference_gbs(wire or [link.gbs for link in self.links])
 
     def reference_of(self, link: LinkFigure) -> float:
-        """What a healthy link like ``link`` gets: :func:`reference_gbs` of its group, the links whose ends
-        carry the same connections (see :meth:`group_of`), ``link`` among them."""
+        """What a healthy link like ``link`` gets: :func:`reference_gbs` of its group (:meth:`group_of`),
+        ``link`` among them."""
         return self._references[self.group_of(link)]
 
     def group_of(self, link: LinkFigure) -> tuple[int, ...]:
