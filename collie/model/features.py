@@ -98,8 +98,8 @@ class Features:
     qp_churn: int
     victim: str
     recv_gap_ns: int
-    pattern: str = "none"
-    ranks_per_host: int = 1
+    pattern: str
+    ranks_per_host: int
 
     def as_dict(self) -> dict[str, int | bool | str]:
         return asdict(self)

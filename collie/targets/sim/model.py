@@ -868,18 +868,16 @@ def _shared_waits(calcs: list[FlowCalc], load: list[float], caps: list[float], n
 
 def _grouped_waits(calcs: list[FlowCalc], group: list[int], busy: Mapping[tuple[int, int], float], n_groups: int,
                    line: float) -> list[float]:
-    """:func:`_shared_waits` of many flows in O(flows x groups): each flow waits ``busy(its group, g)`` x the
-    packet time of every other flow of each group ``g``, summed per group first (equal to the pairwise sum up
-    to rounding)."""
+    """:func:`_shared_waits` of many flows in O(flows + groups²): a flow of group ``a`` waits ``busy(a, b)`` x
+    the packet time of every flow of each group ``b``, less its own packet time at ``busy(a, a)`` (equal to the
+    pairwise sum up to rounding)."""
     packet_us = [(o.fwd_wire + o.rev_wire) / o.pkts * 8 / line * 1e6 if o.pkts else 0.0 for o in calcs]
     per_group = [0.0] * n_groups
     for g, t in zip(group, packet_us, strict=True):
         per_group[g] += t
-    out = []
-    for gi, own in zip(group, packet_us, strict=True):
-        row = [busy[(gi, g) if gi <= g else (g, gi)] for g in range(n_groups)]
-        out.append(sum(b * t for b, t in zip(row, per_group, strict=True)) - row[gi] * own)
-    return out
+    behind = [sum(busy[(a, b) if a <= b else (b, a)] * per_group[b] for b in range(n_groups))
+              for a in range(n_groups)]  # what a flow of group a waits behind every flow, itself included
+    return [behind[g] - busy[g, g] * own for g, own in zip(group, packet_us, strict=True)]
 
 
 def _starve(c: FlowCalc, f: Flow, model: Compiled, demand: float, supply: float, cl: HostAcc,

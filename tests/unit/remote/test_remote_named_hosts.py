@@ -57,7 +57,6 @@ def test_hosts_named_otherwise_play_the_profiles_hosts_in_inventory_order(tmp_pa
                                                                            launcher: FlakyLauncher) -> None:
     names = ("n0", "n1", "n2", "n3")
     inv = inventory(tmp_path, [(n, FLEET, []) for n in names])
-    local = SimTarget("fleet8-cx6-faults", seed=2).run(ring(("h0", "h1", "h2", "h3")), 1.0, repetition=0)
     w = ring(("n1", "n2", "n3", "n0"))  # a ring in another order: the same links, named by inventory hosts
     with RemoteTarget(inv, seed=2, launcher=launcher) as t:
         got = t.run(w, 1.0, repetition=0)
@@ -68,7 +67,6 @@ def test_hosts_named_otherwise_play_the_profiles_hosts_in_inventory_order(tmp_pa
     links = {k.name: k.gbs for k in collective(w.pattern, got.flows).links} if w.pattern else {}
     slow = min(links, key=lambda n: links[n])
     assert "n2" in slow.split("->")  # the half-speed port is n2's, as h2's is locally
-    assert local.flows  # the local run names h0..h3; the remote one n0..n3
 
 
 def test_named_host_mistakes_are_one_sentence_each(tmp_path: Path, launcher: FlakyLauncher) -> None:
