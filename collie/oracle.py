@@ -3,7 +3,11 @@
 The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`:
     * **PFC pause**: the pause-duration ratio (paused time / measured time, per priority) above 0.1 % on any
       host. ``tx`` pauses on host H mean H's receive path could not keep up; ``rx`` pauses are the peer's. A
-      driver with frame counts only gives an upper-bound estimate, labelled as such in the evidence.
+      driver with frame counts only gives an upper-bound estimate, labelled as such in the evidence. Pause a
+      host received beyond the most any of its peers sent came from the fabric (``pause@fabric``): a congested
+      switch port paused the links feeding it. It is attributed to the port, not to the victims it reaches: the
+      switch's port into the host that the most paused hosts send payload to while it is not paused itself
+      (ties: the one receiving the most); when every such host is paused too, to a link between switches.
     * **Low throughput**: a receiving host got less than 0.8 x (``throughput_fraction``) of what its flows can
       get. Ceilings come from :class:`Ceilings`, calibrated per direction kind (one-way, bidirectional,
       loopback) and corrected for the flows' MTU and message sizes. What a host's flows can get is the tightest
@@ -191,7 +195,8 @@ class Symptom:
     Attributes:
         kind: ``pause``, ``low_throughput``, ``loss``, ``retransmission``, ``rnr`` or ``isolation``.
         host, end: where it showed, and whether that host received or sent the payload (for ``rnr``: the host
-            whose receive queue ran dry; for ``isolation``: the victim's receiving host, end ``victim``).
+            whose receive queue ran dry; for ``isolation``: the victim's receiving host, end ``victim``; for a
+            pause from the fabric: the host whose switch port it is attributed to, end ``fabric``).
         value, threshold: the reading and the limit it passed (a pause ratio, a fraction of the ceiling, events
             per second, a victim's slowdown factor).
         counter: the counter it rests on (``tx_prio3_pause_duration``); ``""`` for low throughput, which rests
@@ -200,7 +205,8 @@ class Symptom:
         source: where ``counter`` was read (``ethtool``, ``hw``, ...).
         read_on: the host ``counter`` was read on when it is not ``host`` (an ``rnr`` symptom resting on the RNR
             NAKs its requester received); ``""``: on ``host``.
-        link: the slow links of a ``straggler`` (``h2->h3, h3->h4``); ``""`` for other kinds.
+        link: the slow links of a ``straggler`` (``h2->h3, h3->h4``); the port a pause from the fabric is
+            attributed to (``switch->h3``; ``fabric``: a link between switches); ``""`` for other kinds.
     """
 
     kind: str
@@ -392,6 +398,7 @@ class Oracle:
             notes.extend(f"{h.host}: {note}" for note in n.notes)
         if notes:
             evidence["notes"] = notes
+        self._fabric_pause(run, workload, views, symptoms, levels)
         fraction = self._throughput(run, workload, symptoms, evidence)
         if workload.isolation:
             self._isolation(run, workload, symptoms, evidence, levels)
@@ -413,6 +420,33 @@ class Oracle:
         score = max((s.strength for s in symptoms), default=0.0)
         return Verdict(bool(symptoms), tuple(symptoms), score, "+".join(kinds), metrics, evidence,
                        dict(levels))
+
+    def _fabric_pause(self, run: RunResult, workload: Workload, views: Mapping[str, NormalizedCounters],
+                      symptoms: list[Symptom], levels: dict[str, float]) -> None:
+        """Append a ``pause@fabric`` symptom when hosts were paused by no host of the run (see the module
+        docstring): named after the port it is attributed to, resting on the most paused host's counter."""
+        sent = {h: views[h].max_pause_ratio_tx or 0.0 for h in views}
+        peers: dict[str, set[str]] = defaultdict(set)
+        for f in workload.flows:
+            if not f.loopback:
+                peers[f.client.host].add(f.server.host)
+                peers[f.server.host].add(f.client.host)
+        # the pause a host received beyond the most any of its peers sent
+        beyond = {h: (views[h].max_pause_ratio_rx or 0.0) - max([sent[p] for p in peers[h] if p in sent], default=0.0)
+                  for h in views}
+        most = max(beyond, key=lambda h: beyond[h], default="")
+        if not most or beyond[most] <= 1e-9:
+            return
+        t = self.thresholds
+        levels["pause@fabric"] = beyond[most] / t.pause_ratio
+        paused = {h for h, r in beyond.items() if r > t.pause_ratio}
+        if not paused:
+            return
+        origin, link = fabric_origin(workload, run, paused)
+        n = views[most]
+        counter = _strongest_pause_counter(n, "rx")
+        symptoms.append(Symptom("pause", origin or most, "fabric", beyond[most], t.pause_ratio, counter,
+                                n.pause_estimated_rx, n.sources.get(counter, ""), most, link))
 
     def _throughput(self, run: RunResult, workload: Workload, symptoms: list[Symptom],
                     evidence: dict[str, Any]) -> float:
@@ -660,11 +694,31 @@ def _collective_evidence(figures: CollectiveResult, slow: list[LinkFigure]) -> d
             "links": {link.name: link.gbs for link in shown}}
 
 
-def _strongest_pause_counter(n: NormalizedCounters) -> str:
-    """The counter behind the largest TX pause ratio (a priority's, or the link's global pause)."""
-    ratios = {f"pause_ratio_tx_p{p}": r for p, r in n.pause_ratio_tx.items()}
-    if n.global_pause_ratio_tx is not None:
-        ratios["global_pause_ratio_tx"] = n.global_pause_ratio_tx
+def fabric_origin(workload: Workload, run: RunResult, paused: set[str]) -> tuple[str, str]:
+    """The port a pause that no host of the run sent is attributed to, and how a symptom names it: the switch's
+    port into the host that the most paused hosts send to while it is not paused itself (the congested port
+    pauses the links feeding it, not its own host), ties to the one receiving the most; ``("", "fabric")``
+    when every such host is paused too (a link between switches)."""
+    fed: dict[str, set[str]] = defaultdict(set)
+    for f in workload.flows:
+        sender, receiver = f.payload_sender.host, f.payload_receiver.host
+        if sender in paused and receiver not in paused and sender != receiver:
+            fed[receiver].add(sender)
+    if not fed:
+        return "", "fabric"
+    rx = {h.host: h.rx_bps for h in run.hosts}
+    origin = max(sorted(fed), key=lambda h: (len(fed[h]), rx.get(h, 0.0)))
+    return origin, f"switch->{origin}"
+
+
+def _strongest_pause_counter(n: NormalizedCounters, way: str = "tx") -> str:
+    """The counter behind the largest pause ratio of one way, ``tx`` or ``rx`` (a priority's, or the link's
+    global pause)."""
+    per_priority, global_ratio = (n.pause_ratio_tx, n.global_pause_ratio_tx) if way == "tx" else \
+        (n.pause_ratio_rx, n.global_pause_ratio_rx)
+    ratios = {f"pause_ratio_{way}_p{p}": r for p, r in per_priority.items()}
+    if global_ratio is not None:
+        ratios[f"global_pause_ratio_{way}"] = global_ratio
     key = max(ratios, key=lambda k: ratios[k])
     return n.basis.get(key, ("",))[0]
 

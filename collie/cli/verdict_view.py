@@ -18,7 +18,11 @@ def magnitude(symptom: Symptom, oracle: Oracle | None = None) -> str:
     x = f"{symptom.strength:.3g}x"
     if symptom.kind == "pause":
         bound = "at most " if symptom.estimate else ""
-        return f"paused {bound}{symptom.value:.3%} of the time (threshold {symptom.threshold:.2%}, {x})"
+        origin = ""
+        if symptom.end == "fabric":
+            port = "a link between switches" if symptom.link == "fabric" else f"the switch port into {symptom.host}"
+            origin = f"{symptom.read_on} by {port}, "
+        return f"{origin}paused {bound}{symptom.value:.3%} of the time (threshold {symptom.threshold:.2%}, {x})"
     if symptom.kind == "low_throughput":
         return (f"{symptom.value:.1%} of the calibrated ceiling (threshold {symptom.threshold:.0%}, {x} below "
                 f"it)")

@@ -35,7 +35,7 @@ from collie.tomlio import read_toml
 
 FIELDS: Final = ("signature", "reason", "expires", "case")
 REQUIRED: Final = ("signature", "reason", "expires")
-ENDS: Final = ("receiver", "sender", "victim", "host", "link")
+ENDS: Final = ("receiver", "sender", "victim", "host", "link", "fabric")
 
 
 @dataclass(frozen=True)

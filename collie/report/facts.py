@@ -244,7 +244,7 @@ def facts_of(record: CaseRecord, campaign: CampaignData, catalog: Catalog | None
         anomaly_id=record.anomaly_id, signature=record.signature, confirmed=record.confirmed,
         leading=verdict.leading if verdict is not None else "", symptom=symptom,
         magnitude=verdict.score if verdict is not None else 0.0, symptom_text=symptom_text(symptom, machines),
-        headline=headline(symptom, machines), symptom_size=symptom_size(symptom),
+        headline=headline(symptom, machines), symptom_size=symptom_size(symptom, machines),
         mfs=record.mfs, mfs_words=mfs_words(record.mfs), case_toml=record.workload.to_toml(),
         case_flows=workload_lines(record.workload),
         case_key=record.workload.key(), case_name=record.workload.name,
@@ -324,15 +324,19 @@ def headline(s: Symptom | None, machines: Machines = LOCAL) -> str:
     """The symptom and where it showed, in a few words (``""``: none)."""
     if s is None:
         return ""
+    if s.end == "fabric":  # a pause no host sent: named after the port it is attributed to
+        port = "a link between switches" if s.link == "fabric" else f"the switch port into {machines.label(s.host)}"
+        return f"{_SYMPTOMS.get(s.kind, s.kind)} from {port}"
     return f"{_SYMPTOMS.get(s.kind, s.kind)} on {machines.label(s.host, s.end)}"
 
 
-def symptom_size(s: Symptom | None) -> str:
+def symptom_size(s: Symptom | None, machines: Machines = LOCAL) -> str:
     """How large the symptom is, with its unit (``""``: none)."""
     if s is None:
         return ""
     if s.kind == "pause":
-        return f"paused {s.value:.2%} of the time"
+        whom = f"{machines.label(s.read_on)} " if s.end == "fabric" else ""
+        return f"{whom}paused {s.value:.2%} of the time"
     if s.kind == "low_throughput":
         return f"{s.value:.0%} of the calibrated ceiling"
     if s.kind == "rnr":
@@ -353,7 +357,7 @@ def symptom_text(s: Symptom | None, machines: Machines = LOCAL) -> str:
     """The symptom and its magnitude in one sentence (``""``: none); hosts named as ``machines`` names them."""
     if s is None:
         return ""
-    head, size = headline(s, machines), symptom_size(s)
+    head, size = headline(s, machines), symptom_size(s, machines)
     if s.kind == "pause":
         how = "estimated from pause frame counts, an upper bound" if s.estimate else f"counter {s.counter}"
         return (f"{head}: {size}, {s.value / max(s.threshold, 1e-12):.0f}x the {s.threshold:.2%} threshold "

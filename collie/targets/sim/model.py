@@ -16,7 +16,8 @@ Base model (no quirk can be seen in it):
     * control-path churn (``collie.targets.sim.churn``): the misses that churned cache entries add to the data
       path's cost its packet pipeline; churn latencies come from the firmware command path's load;
     * rates are found by water-filling: every flow starts at what it would get alone, and each shared resource
-      serves its flows round-robin, so it shares its capacity max-min in its own units (:func:`_fair_shares`);
+      serves its flows round-robin, so it shares its capacity max-min in its own units
+      (:func:`~collie.targets.sim.sharing.fair_shares`);
     * per-WQE/doorbell cost that batching amortises, SGE and memory-placement costs are mild efficiency
       factors (together never below ~0.93), so plain workloads stay at >= ~0.9 of their ceiling after noise;
       larger losses are quirks by construction;
@@ -48,9 +49,11 @@ from collie.model.flow import ATOMIC_BYTES, ATOMIC_OPCODES, RECV_CONSUMING, Flow
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
 from collie.targets.sim.churn import HostChurn, flow_figures, host_churn, miss_slots, xlate_working_set
+from collie.targets.sim.fabric import NONE, Congestion, Links, Path, Topology, congestion
 from collie.targets.sim.noise import Draws
 from collie.targets.sim.profile import Fault, FaultKind, Profile
 from collie.targets.sim.quirks import Quirk, soft_fraction
+from collie.targets.sim.sharing import fair_shares
 
 #: RoCEv2 bytes on the wire per packet around the payload (L1 + L2 + IPv4 + UDP + BTH + ICRC).
 PACKET_OVERHEAD: Final = 82
@@ -98,7 +101,7 @@ class HostAcc:
     rx_send: float = 0.0
     tx_send: float = 0.0
     pause_tx: float = 0.0  # ratio: this host pauses its peer (its RX cannot keep up)
-    pause_rx: float = 0.0  # ratio: this host was paused by its peer
+    pause_rx: float = 0.0  # ratio: this host was paused by its peer, or by its switch
     lost_rx: float = 0.0  # data packets lost on the way in (per second)
     lost_tx: float = 0.0  # data packets this host had to resend
     pcie_stall: float = 0.0  # percent of time without PCIe credits
@@ -166,6 +169,7 @@ class FlowCalc:
     rate: float = 0.0  # requests/s
     labels: tuple[str, ...] = ()
     uses: list[tuple[int, float]] = field(default_factory=list)  # (resource, usage per request): _allocate
+    paths: list[Path] = field(default_factory=list)  # through a fabric, per direction with data: _allocate
 
     @property
     def pkts(self) -> float:
@@ -204,6 +208,8 @@ class Compiled:
         self.fault_caps: Final = _fault_caps(profile)
         #: per host with a lossy link, the fraction of packets it loses
         self.link_losses: Final = _link_losses(profile)
+        #: the switches under a fleet (None: an ideal non-blocking switch)
+        self.topology: Final = Topology(profile.fabric, profile.hosts) if profile.fabric else None
         self.line: Final = nic.line_rate_gbps * 1e9
         self.line_mbps: Final = nic.line_rate_gbps * 1e3
         self.base_latency_us: Final = nic.base_latency_us
@@ -411,7 +417,7 @@ def _link_losses(profile: Profile) -> dict[str, float]:
 
 
 def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: dict[str, tuple[float, float]]
-              ) -> tuple[list[float], list[float]]:
+              ) -> tuple[list[float], list[float], Congestion]:
     """Water-filling of request rates over the hosts' resources and each flow's own limits (see
     the module docstring); labels each flow with the base-model limits that hold it well below its ceiling, and
     leaves in its ``uses`` the resources it uses.
@@ -423,7 +429,8 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
 
     Returns:
         each resource's load at the flows' rates (before their efficiency factors) and its capacity, by resource
-        id (both empty for a flow alone: it shares nothing).
+        id (both empty for a flow alone without a fabric: it shares nothing), and what the fabric's congestion
+        did (:mod:`collie.targets.sim.fabric`).
     """
     first = {h: i * _KINDS for i, h in enumerate(hosts)}
     caps = model.kind_caps * len(hosts)  # resource id -> capacity
@@ -433,6 +440,8 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
                 for k in offsets:
                     caps[first[h] + k] *= fault.factor
     churning: dict[int, tuple[float, float]] = {first[h]: s for h, s in slots.items()} if slots else {}
+    topology = model.topology
+    links = Links(topology, caps) if topology is not None else None
     inf = math.inf
     for c in calcs:
         a, b = first[c.client], first[c.server]
@@ -453,6 +462,8 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
                          (b + PPS_TX, c.rev_pkts), (a + PPS_RX, c.rev_pkts),
                          (a + PCIE_RD, c.fwd_rd * 8), (b + PCIE_RD, c.rev_rd * 8))
             wr_use = ((b + PCIE_WR, c.fwd_wr * 8), (a + PCIE_WR, c.rev_wr * 8))
+            if links is not None:
+                plain_use = _routed(c, links, a, b, plain_use)
         # the resources it uses, and what the flow would get alone on each (the least of which it gets alone;
         # every capacity and usage is positive and finite, so no minimum here meets a NaN)
         u = c.uses
@@ -518,98 +529,39 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
                     ("base:rnr", refill), ("base:churn", churned))
             c.labels = tuple([lb for lb, r in base
                               if (r < _HOLD * free and r * _HOLD <= rate) or (lb == "base:rnr" and r < free)])
-    if len(calcs) < 2:  # nothing to share: a flow alone never over-subscribes what it gets alone
-        for c in calcs:
-            c.rate *= c.eff
-        return [], []
-    load = _fair_shares(calcs, caps)
+    cong = NONE
+    if topology is not None:
+        names = {first[h] + k: name for h in hosts for k, name in
+                 ((WIRE_RX, f"leaf{topology.leaf[h]}->{h}"), (PCIE_WR, f"{h}:nic"))}
+        names.update(links.names if links is not None else {})
+        load, cong = congestion(calcs, caps, topology, names, {first[h] + WIRE_TX: first[h] for h in hosts},
+                                {first[h] + WIRE_RX: first[h] for h in hosts})
+    elif len(calcs) < 2:  # nothing to share: a flow alone never over-subscribes what it gets alone
+        load, caps = [], []
+    else:
+        load = fair_shares(calcs, caps)
     for c in calcs:
         c.rate *= c.eff
-    return load, caps
+    return load, caps, cong
 
 
-#: Rounds of :func:`_fair_shares` before it settles for a proportional cut (a handful reach the fixed point).
-_SHARE_ROUNDS: Final = 8
+def _routed(c: FlowCalc, links: Links, a: int, b: int, plain_use: tuple[tuple[int, float], ...]
+            ) -> tuple[tuple[int, float], ...]:
+    """``plain_use`` with the switch-to-switch links flow ``c`` crosses (client at resource block ``a``, server
+    at ``b``); records its paths, one per direction that carries data."""
+    extra: list[tuple[int, float]] = []
+    for src, dst, s, d, wire, wr in ((c.client, c.server, a, b, c.fwd_wire, c.fwd_wr),
+                                     (c.server, c.client, b, a, c.rev_wire, c.rev_wr)):
+        if wire > 0:
+            uses, ups, downs = links.cross(src, dst, wire * 8, c.qps)
+            extra += uses
+            c.paths.append(((s + WIRE_TX,), ups, downs, (d + WIRE_RX,), (d + PCIE_WR,) if wr > 0 else ()))
+    return plain_use + tuple(extra)
+
+
 #: Flows up to which :func:`_shared_waits` sums every pair in flow order; more (a pattern's connections) are
 #: summed per group of alike flows.
 _EXACT_WAITS: Final = 64
-
-
-def _fill_level(cap: float, demands: list[float]) -> float:
-    """The water level of max-min sharing ``cap`` among ``demands`` (each gets ``min(demand, level)``, the
-    shares add up to ``cap``); infinite when the demands fit."""
-    if sum(demands) <= cap * 1.000001:
-        return math.inf
-    left, n = cap, len(demands)
-    for d in sorted(demands):
-        if d * n > left:
-            return left / n
-        left -= d
-        n -= 1
-    return math.inf  # not reached: the demands do not fit
-
-
-def _fair_shares(calcs: list[FlowCalc], caps: list[float]) -> list[float]:
-    """Cut the flows' rates (each at what it would get alone) to each resource's fair shares; return each
-    resource's load at the rates it leaves (:func:`_loads`).
-
-    A shared resource serves its flows round-robin, a packet (or byte) each, so it shares its capacity max-min in
-    its own units: a flow that asks less than an equal share gets all it asks, the others split the rest equally.
-    A flow that uses a congested resource lightly (its atomics' 8 B reads against a saturated PCIe read direction)
-    is not held by it. Each flow's demand on a resource is its rate as every *other* resource allows it; rounds
-    over the resources, each seeing the bounds the ones before it set (Gauss-Seidel, from no bound), reach the
-    fixed point: the rates.
-
-    Invariants: no rate rises above what the flow gets alone; no resource ends over its capacity (after
-    ``_SHARE_ROUNDS`` rounds without a fixed point, every over-subscribed resource's flows are cut in proportion).
-    """
-    load = _loads(calcs, len(caps))
-    # rates never rise above what the flows get alone, so only a resource over-subscribed at those can bind
-    over = {k for k, (ld, cap) in enumerate(zip(load, caps, strict=True)) if ld > cap * 1.000001}
-    if not over:
-        return load
-    alone = [c.rate for c in calcs]
-    use: dict[int, dict[int, float]] = {}  # resource -> {flow: its usage per request}
-    for i, c in enumerate(calcs):
-        for k, v in c.uses:
-            if k in over:
-                on = use.setdefault(k, {})
-                on[i] = on.get(i, 0.0) + v
-    users = {k: list(on.items()) for k, on in use.items()}
-    bound: list[dict[int, float]] = [{} for _ in calcs]  # flow -> {resource: the rate it allows the flow}
-    settled = False
-    for _ in range(_SHARE_ROUNDS):
-        settled = True
-        for k, us in users.items():  # Gauss-Seidel: each resource sees the bounds the ones before it set
-            wants = [v * min([alone[i], *[r for kk, r in bound[i].items() if kk != k]]) for i, v in us]
-            level = _fill_level(caps[k], wants)
-            for (i, v), want in zip(us, wants, strict=True):
-                was = bound[i].get(k)
-                if want > level:
-                    now = bound[i][k] = level / v
-                    settled = settled and was is not None and abs(now - was) <= 1e-9 * was
-                elif was is not None:
-                    del bound[i][k]
-                    settled = False
-        if settled:
-            break
-    for i, c in enumerate(calcs):
-        c.rate = min([alone[i], *bound[i].values()])
-    if not settled:  # no fixed point: whatever is still over its capacity cuts its flows in proportion
-        load = _loads(calcs, len(caps))
-        for c in calcs:
-            c.rate *= min([1.0, *[caps[k] / load[k] for k, _ in c.uses if load[k] > caps[k]]])
-    return _loads(calcs, len(caps))
-
-
-def _loads(calcs: list[FlowCalc], n: int) -> list[float]:
-    """Each resource's load at the flows' rates, the flows' shares added in flow order."""
-    load = [0.0] * n
-    for c in calcs:
-        r = c.rate
-        for k, v in c.uses:
-            load[k] += v * r
-    return load
 
 
 @dataclass(frozen=True)
@@ -637,7 +589,9 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     slots = miss_slots(profile, churn, xlate_working_set(profile, feats.mrs_host, feats.mr_footprint),
                        _qpc_working_sets(profile, workload)) if churn else {}
     hosts: dict[str, HostAcc] = {h: HostAcc() for h in workload.hosts}
-    load, caps = _allocate(calcs, list(hosts), model, slots)
+    load, caps, cong = _allocate(calcs, list(hosts), model, slots)
+    host_list = list(hosts)
+    switch_paused = {host_list[k // _KINDS]: r for k, r in cong.pause_rx.items()}  # TX links the fabric paused
 
     prox = list(zip(model.quirks, model.conditions.proximities(feats), strict=True)) if model.quirks else []
     fired: list[Quirk] = [q for q, p in prox if p == 1.0]
@@ -699,8 +653,9 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
         # a paused receiver takes at most (1 - pause) of what it could; the quirk's factor is the other bound
         factor = 1.0 - pause_host[c.dst] if c.dst in pause_host else 1.0
         flow_loss = loss
-        if lossy and not c.loopback and (c.src in lossy or c.dst in lossy):
-            link = 1.0 - (1.0 - lossy.get(c.src, 0.0)) * (1.0 - lossy.get(c.dst, 0.0))
+        dropped = cong.loss.get(c.index, 0.0)
+        if dropped or (lossy and not c.loopback and (c.src in lossy or c.dst in lossy)):
+            link = 1.0 - (1.0 - lossy.get(c.src, 0.0)) * (1.0 - lossy.get(c.dst, 0.0)) * (1.0 - dropped)
             flow_loss = 1.0 - (1.0 - loss) * (1.0 - link * (1.0 + GO_BACK_N_PACKETS) / (1.0 + link * GO_BACK_N_PACKETS))
         factor = (factor if factor < thr else thr) * (1.0 - flow_loss)
         c.rate *= factor * global_noise * (1.0 - amp * 0.5 * ((draws[i] + draws[i + 1]) * 0.5))
@@ -747,8 +702,11 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     setup_ratio = (cap_us if cap_us < setup_us else setup_us) / (duration * 1e6)
     receivers = {c.dst for c in calcs}
     stall = model.backpressure_quirks and any("sim_pcie_backpressure" in q.diagnostics for q in fired)
+    nic_paused = {host_list[k // _KINDS]: r for k, r in cong.pause_tx.items()}  # RX links their NIC paused
     for h, acc in hosts.items():
         ratio = pause_host.get(h, 0.0)
+        if h in nic_paused:
+            ratio = 1.0 - (1.0 - ratio) * (1.0 - nic_paused[h])
         if ratio:
             ratio *= 1.0 - amp * tri()
             ratio = 0.0 if ratio < 0.0 else ratio  # max(ratio, 0.0)
@@ -762,6 +720,10 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
             peer, paused = hosts[c.src], hosts[c.dst].pause_tx
             if paused > peer.pause_rx:
                 peer.pause_rx = paused
+    for h, ratio in switch_paused.items():  # the switch paused the host's link
+        ratio *= 1.0 - amp * tri()
+        if ratio > hosts[h].pause_rx:
+            hosts[h].pause_rx = ratio
 
     line = model.line
     counters_of = model.counters
@@ -792,9 +754,12 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
         queue = f.qps * (depth if depth > 1 else 1) / rate * 1e6 if rate > 0 else 0.0  # outstanding / rate
         p50 = (queue if queue > latency else latency) * (1.0 + 0.02 * ((pair[0] + pair[1]) * 0.5))
         pz = pause_host.get(c.dst, 0.0)
-        p99 = p50 * (1.6 + 40.0 * pz) + wait
-        p999 = p50 * (2.5 + 120.0 * pz) + 1.5 * wait
-        p50 += 0.5 * wait
+        if switch_paused:
+            pz = max(pz, switch_paused.get(c.src, 0.0))
+        queued = cong.delay_us.get(c.index, 0.0)
+        p99 = p50 * (1.6 + 40.0 * pz) + wait + queued
+        p999 = p50 * (2.5 + 120.0 * pz) + 1.5 * wait + queued
+        p50 += 0.5 * wait + queued
         result = {"flow": c.index, "client": c.client, "server": c.server, "bps": rate * c.msg_bytes * 8,
                   "pps": rate * (c.fwd_pkts + c.rev_pkts), "msg_rate": rate, "lat_p50_us": p50, "lat_p99_us": p99,
                   "lat_p999_us": p999, "mr_churn_us": 0.0, "mr_churn_per_s": 0.0, "mr_churn_p99_us": 0.0,
@@ -815,7 +780,7 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     faults = _faults_felt(model, calcs, list(hosts)) if model.fault_caps or lossy else ()
     return built(Outcome, {"flows": tuple(out_flows), "hosts": tuple(out_hosts), "setup_s": setup,
                            "fired": tuple([q.id for q in fired]) + (tuple(dict.fromkeys(labels)) if labels else ())
-                           + faults})
+                           + faults + cong.ports})
 
 
 def _faults_felt(model: Compiled, calcs: list[FlowCalc], hosts: list[str]) -> tuple[str, ...]:

@@ -140,6 +140,25 @@ class Fault:
         return f"fault:{self.host}:{self.kind.value}"
 
 
+@dataclass(frozen=True)
+class Fabric:
+    """The switches under a fleet (a profile's ``[fabric]`` table; see :mod:`collie.targets.sim.fabric`).
+
+    Attributes:
+        hosts_per_leaf: hosts on each leaf switch, in the profile's host order (every host: one switch).
+        spines: spine switches; every leaf has one uplink to each.
+        uplink_gbps: each uplink's speed, each way.
+        pfc: lossless (PFC): a congested port pauses the ports feeding it; False: it drops what it cannot carry.
+        xoff_kib: what a congested port queues before it sends XOFF: the queueing delay it adds.
+    """
+
+    hosts_per_leaf: int
+    spines: int
+    uplink_gbps: float
+    pfc: bool
+    xoff_kib: float
+
+
 #: Most hosts a profile may declare (a fleet).
 MAX_HOSTS: Final = 4096
 
@@ -167,6 +186,7 @@ class Profile:
     active_quirks: tuple[Quirk, ...]
     inactive_quirks: tuple[tuple[Quirk, str], ...] = ()
     faults: tuple[Fault, ...] = ()
+    fabric: Fabric | None = None
 
     @functools.cached_property
     def conditions(self) -> Conditions:
@@ -184,7 +204,7 @@ class Profile:
 # ---------------------------------------------------------------------------------------------------- loading
 
 _TOP: Final = ("name", "description", "dialect", "hosts", "quirks", "nic", "pcie", "host", "cache", "model",
-               "quirk", "faults")
+               "quirk", "faults", "fabric")
 _NIC: Final = {
     "model": (str, None), "firmware": (str, ""), "driver": (str, None),
     "line_rate_gbps": (float, None), "msg_rate_mpps": (float, None), "loopback_gbps": (float, 0.0),
@@ -427,9 +447,21 @@ def parse_profile(text: str, source: str) -> Profile:
         else:
             active.append(q)
     faults = _faults(data.get("faults", []), tuple(hosts_raw), _loc(source, text, None, "faults"))
+    fabric = _fabric(data, len(hosts_raw), nic.line_rate_gbps, source, text) if "fabric" in data else None
     return Profile(name=name, description=description, source=source, dialect=dialect,
                    hosts=tuple(hosts_raw), nic=nic, pcie=pcie, host=host, cache=cache, model=model,
-                   active_quirks=tuple(active), inactive_quirks=tuple(inactive), faults=faults)
+                   active_quirks=tuple(active), inactive_quirks=tuple(inactive), faults=faults, fabric=fabric)
+
+
+def _fabric(data: dict[str, Any], hosts: int, line_gbps: float, source: str, text: str | None) -> Fabric:
+    """The ``[fabric]`` table: a leaf of every host and one spine, uplinks at line rate and PFC unless it says
+    otherwise."""
+    spec = {"hosts_per_leaf": (int, hosts), "spines": (int, 1), "uplink_gbps": (float, line_gbps),
+            "pfc": (bool, True), "xoff_kib": (float, 256.0)}
+    t = _table(data, "fabric", spec, source, text)
+    for key in ("hosts_per_leaf", "spines", "uplink_gbps"):
+        _positive(t[key], _loc(source, text, "fabric", key))
+    return Fabric(**t)
 
 
 def _faults(raw: Any, hosts: tuple[str, ...], where: str) -> tuple[Fault, ...]:

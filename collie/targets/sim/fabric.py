@@ -1,0 +1,247 @@
+"""The switches under a simulated fleet (a profile's ``[fabric]`` table): leaves and spines, ECMP over the
+uplinks, and what a congested port does: with PFC it pauses the links that feed it, without it drops.
+
+Topology:
+    * host ``i`` of the profile sits on leaf ``i // hosts_per_leaf``; each leaf has one uplink to every spine,
+      of ``uplink_gbps`` each way;
+    * a host's own link is its wire resources: its TX is the link into its leaf, its RX the leaf's port into it;
+    * a flow between two leaves crosses, per QP, one uplink and one spine's downlink: the spine ECMP picks by a
+      hash of (sender, receiver, QP), as a switch does by a QP's UDP source port. A flow's QPs move in step, so it
+      uses each spine in proportion to its QPs there (QPs that collide on a spine share its links).
+
+Congestion. Water-filling first finds the rates the flows would get if no switch port or receiving NIC held
+them back (the *offered* load), then the rates they get (the *carried* load):
+    * a port is congested when its offered load exceeds its capacity: a leaf's port into a host (an incast, a
+      port at half speed), an uplink or a spine's downlink (ECMP collisions, oversubscription), or a receiving
+      NIC's PCIe write direction (it cannot drain its buffer);
+    * PFC (lossless): the port queues up to ``xoff_kib`` (each flow through it waits that long) and then pauses
+      the links that feed it, hop by hop back to the senders: every link upstream of a congested port on a flow
+      through it is paused. A paused link serves its flows round-robin while it is not paused, so none of its
+      other flows (the victims) gets more of it than the most a flow through the congested port gets
+      (head-of-line blocking). A paused link's pause ratio is the share of its capacity it would have carried
+      but could not, ``(offered - carried) / capacity``. A host whose own TX link is paused received that pause;
+      a NIC that pauses its RX link sent it;
+    * without PFC: the port drops the share of its offered load it cannot carry, ``1 - capacity / offered``,
+      and an RC flow through it resends what followed each loss (go-back-N, as on a lossy link).
+
+Invariants:
+    * only a profile with a ``[fabric]`` table has switches; without one, hosts meet in an ideal non-blocking
+      switch (ports shared max-min, nothing paused or dropped) and nothing here runs;
+    * no rate rises: the fabric only adds limits to water-filling's;
+    * every congested port is named in the run's truth, ``fabric:pause:PORT`` (PFC) or ``fabric:drop:PORT``,
+      a port named like ``leaf0->h03`` (a leaf's port into a host), ``leaf1->spine0`` (an uplink),
+      ``spine0->leaf1`` (a spine's downlink) or ``h03:nic`` (a receiving NIC).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import zlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from collie.targets.sim.profile import Fabric
+from collie.targets.sim.sharing import Shared, fair_shares, loads
+
+#: The stages of a flow's path in one direction, each a tuple of resource ids: the sender's link into its leaf,
+#: the uplinks, the spines' downlinks, the leaf's port into the receiver, the receiving NIC's PCIe writes.
+SENDER, UP, DOWN, PORT, NIC = range(5)
+#: A path: its resource ids per stage (:data:`SENDER` .. :data:`NIC`).
+Path = tuple[tuple[int, ...], ...]
+#: Truth labels of a congested port: ``fabric:pause:PORT`` with PFC, ``fabric:drop:PORT`` without.
+PAUSE_PREFIX: Final = "fabric:pause:"
+DROP_PREFIX: Final = "fabric:drop:"
+#: A port is congested when its offered load exceeds its capacity by more than this fraction.
+_OVER: Final = 1e-6
+
+
+class Routed(Shared, Protocol):
+    """A flow as the fabric sees it: water-filling's view plus its paths (one per direction it sends data)."""
+
+    paths: list[Path]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def spread(src: str, dst: str, qps: int, spines: int) -> tuple[tuple[int, float], ...]:
+    """The spines ECMP puts a flow's ``qps`` QPs from ``src`` to ``dst`` on, each with its share of the QPs
+    (a pure function of its arguments: CRC-32 of ``src>dst#q`` modulo ``spines``)."""
+    counts = Counter(zlib.crc32(f"{src}>{dst}#{q}".encode()) % spines for q in range(qps))
+    return tuple((s, n / qps) for s, n in sorted(counts.items()))
+
+
+class Topology:
+    """A profile's fabric, compiled: each host's leaf, the uplinks' capacity and how congestion behaves."""
+
+    def __init__(self, fabric: Fabric, hosts: Sequence[str]) -> None:
+        self.fabric: Final = fabric
+        self.leaf: Final = {h: i // fabric.hosts_per_leaf for i, h in enumerate(hosts)}
+        self.uplink_bps: Final = fabric.uplink_gbps * 1e9
+        self.xoff_bits: Final = fabric.xoff_kib * 1024 * 8
+
+
+@dataclass
+class Links:
+    """The switch-to-switch links one run uses, each a resource appended to its capacities when first used.
+
+    Attributes:
+        caps: the run's resource capacities (appended to).
+        names: resource id -> port name, for the links added.
+    """
+
+    topology: Topology
+    caps: list[float]
+    names: dict[int, str] = field(default_factory=dict)
+    _ids: dict[tuple[int, int, int], int] = field(default_factory=dict)
+
+    def _link(self, stage: int, leaf: int, spine: int) -> int:
+        key = (stage, leaf, spine)
+        k = self._ids.get(key)
+        if k is None:
+            k = self._ids[key] = len(self.caps)
+            self.caps.append(self.topology.uplink_bps)
+            self.names[k] = f"leaf{leaf}->spine{spine}" if stage == UP else f"spine{spine}->leaf{leaf}"
+        return k
+
+    def cross(self, src: str, dst: str, bits: float, qps: int
+              ) -> tuple[list[tuple[int, float]], tuple[int, ...], tuple[int, ...]]:
+        """What one direction of a flow from ``src`` to ``dst`` (``bits`` on the wire per request) uses between
+        the leaves: its uses of uplinks and downlinks, and the ids of each (none within one leaf)."""
+        topo = self.topology
+        la, lb = topo.leaf[src], topo.leaf[dst]
+        if la == lb:
+            return [], (), ()
+        uses: list[tuple[int, float]] = []
+        ups: list[int] = []
+        downs: list[int] = []
+        for s, share in spread(src, dst, qps, topo.fabric.spines):
+            up, down = self._link(UP, la, s), self._link(DOWN, lb, s)
+            uses += [(up, bits * share), (down, bits * share)]
+            ups.append(up)
+            downs.append(down)
+        return uses, tuple(ups), tuple(downs)
+
+
+@dataclass(frozen=True)
+class Congestion:
+    """What the fabric did to one run.
+
+    Attributes:
+        pause_rx: resource id of a host's TX link -> the share of time its leaf paused it.
+        pause_tx: resource id of a host's RX link -> the share of time its own NIC paused it.
+        loss: flow position -> the fraction of its packets congested ports dropped (no PFC).
+        delay_us: flow position -> what it queued at congested ports (PFC).
+        ports: the truth labels of the congested ports, in resource order.
+    """
+
+    pause_rx: Mapping[int, float]
+    pause_tx: Mapping[int, float]
+    loss: Mapping[int, float]
+    delay_us: Mapping[int, float]
+    ports: tuple[str, ...]
+
+
+NONE: Final = Congestion({}, {}, {}, {}, ())
+
+
+def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, names: Mapping[int, str],
+               tx_links: Mapping[int, int], rx_links: Mapping[int, int]) -> tuple[list[float], Congestion]:
+    """Rates and loads of ``calcs`` through the fabric (see the module docstring): sets each flow's rate,
+    appends a limit to ``caps`` (and the flow's uses) for each victim held by head-of-line blocking.
+
+    Args:
+        calcs: the flows, each at the rate it gets alone and with its paths.
+        names: resource id -> port name, of every resource a path may queue at (stages UP .. NIC).
+        tx_links, rx_links: resource id of a host's TX (RX) link -> its own id, for the links pause shows on.
+
+    Returns:
+        each resource's carried load, and what congestion did.
+    """
+    alone = [c.rate for c in calcs]
+    stage_of = {k: j for c in calcs for path in c.paths for j in range(UP, NIC + 1) for k in path[j]}
+    # per stage, the load arriving at each resource when it and every later stage hold nothing back (the hops
+    # before it do): a stage's port is congested when that exceeds its capacity
+    arriving: dict[int, list[float]] = {}
+    opened: frozenset[int] = frozenset()
+    for j in range(NIC, UP - 1, -1):
+        now = frozenset(k for k, s in stage_of.items() if s >= j)
+        if now != opened or not arriving:
+            opened = now
+            open_caps = [math.inf if k in now else cap for k, cap in enumerate(caps)]
+            for c in calcs:
+                c.rate = min([open_caps[k] / v for k, v in c.uses], default=c.rate)
+            offered = _shares(calcs, open_caps)
+        arriving[j] = offered
+    for c, rate in zip(calcs, alone, strict=True):
+        c.rate = rate
+    carried = _shares(calcs, caps)
+    congested = {k for k, j in stage_of.items() if arriving[j][k] > caps[k] * (1.0 + _OVER)}
+    if not congested:
+        return carried, NONE
+    ports = tuple(f"{PAUSE_PREFIX if topology.fabric.pfc else DROP_PREFIX}{names[k]}" for k in sorted(congested))
+    if not topology.fabric.pfc:
+        loss: dict[int, float] = {}
+        for i, c in enumerate(calcs):
+            kept = 1.0
+            for k in {k for path in c.paths for stage in path[UP:] for k in stage if k in congested}:
+                kept *= caps[k] / arriving[stage_of[k]][k]
+            if kept < 1.0:
+                loss[i] = 1.0 - kept
+        return carried, Congestion({}, {}, loss, {}, ports)
+    # each paused link, with the flows through it that feed a congested port further on
+    feeding: dict[int, set[int]] = {}
+    delay: dict[int, float] = {}
+    for i, c in enumerate(calcs):
+        for path in c.paths:
+            last = max((j for j in range(UP, NIC + 1) if any(k in congested for k in path[j])), default=0)
+            for stage in path[:last]:
+                for k in stage:
+                    feeding.setdefault(k, set()).add(i)
+            wait = sum(topology.xoff_bits / caps[k] for stage in path[UP:] for k in stage if k in congested)
+            if wait:
+                delay[i] = delay.get(i, 0.0) + wait * 1e6
+    held = _head_of_line(calcs, feeding)
+    if held:
+        for i, limit in held.items():
+            calcs[i].uses.append((len(caps), 1.0))
+            caps.append(limit)
+            alone[i] = min(alone[i], limit)
+        for c, rate in zip(calcs, alone, strict=True):
+            c.rate = rate
+        carried = _shares(calcs, caps)
+    pause_rx: dict[int, float] = {}
+    pause_tx: dict[int, float] = {}
+    for k in feeding:  # what the link would carry unpaused: what arrives at it, up to its capacity
+        would = min(caps[k], arriving[max(stage_of.get(k, UP), UP)][k])
+        ratio = min(1.0, max(0.0, (would - carried[k]) / caps[k]))
+        if k in tx_links:
+            pause_rx[k] = ratio
+        elif k in rx_links:
+            pause_tx[k] = ratio
+    return carried, Congestion(pause_rx, pause_tx, {}, delay, ports)
+
+
+def _shares(calcs: Sequence[Shared], caps: list[float]) -> list[float]:
+    """Water-filling's loads (a flow alone shares nothing: its load is its own)."""
+    return fair_shares(calcs, caps) if len(calcs) > 1 else loads(calcs, len(caps))
+
+
+def _head_of_line(calcs: Sequence[Routed], feeding: Mapping[int, set[int]]) -> dict[int, float]:
+    """Per victim (a flow through a paused link that feeds no congested port through it), the rate the paused
+    link lets it have: no more of the link than the most a feeding flow gets of it."""
+    level: dict[int, float] = {}  # paused link -> the most a feeding flow carries over it
+    for j in {j for feeders in feeding.values() for j in feeders}:
+        c = calcs[j]
+        for k, u in c.uses:
+            if j in feeding.get(k, ()) and u * c.rate > level.get(k, 0.0):
+                level[k] = u * c.rate
+    held: dict[int, float] = {}
+    for i, c in enumerate(calcs):
+        for k, v in c.uses:
+            if k in level and v > 0 and i not in feeding[k]:
+                limit = level[k] / v
+                if limit < c.rate * (1.0 - 1e-9) and limit < held.get(i, math.inf):
+                    held[i] = limit
+    return held
