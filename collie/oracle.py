@@ -7,7 +7,9 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
       host received beyond the most any of its peers sent came from the fabric (``pause@fabric``): a congested
       switch port paused the links feeding it. It is attributed to the port, not to the victims it reaches: the
       switch's port into the host that the most paused hosts send payload to while it is not paused itself
-      (ties: the one receiving the most); when every such host is paused too, to a link between switches.
+      (ties: the one whose port carried the most, headers included); when no such host is fed by two paused hosts
+      (or by the only one), to a link between switches. A host's received pause is its peers' when it is within
+      :data:`PEER_SLACK` times the most a peer sent (noise on two counters of one pause).
     * **Low throughput**: a receiving host got less than 0.8 x (``throughput_fraction``) of what its flows can
       get. Ceilings come from :class:`Ceilings`, calibrated per direction kind (one-way, bidirectional,
       loopback) and corrected for the flows' MTU and message sizes. What a host's flows can get is the tightest
@@ -88,6 +90,8 @@ from collie.targets.base import FlowResult, HostResult, RunResult
 SYMPTOM_ORDER: Final = ("pause", "low_throughput", "loss", "retransmission", "rnr", "isolation", "straggler")
 #: Symptom kinds whose value is a fraction that is anomalous *below* its threshold.
 BELOW_THRESHOLD: Final = frozenset(("low_throughput", "straggler"))
+#: A host's received pause up to this many times the most any of its peers sent is theirs, not the fabric's.
+PEER_SLACK: Final = 1.1
 #: Most links a verdict's evidence lists one by one (beyond it: the slow ones and the figures).
 EVIDENCE_LINKS: Final = 64
 #: Opcodes that take a slot of a QP's READ/atomic window (``max_rd_atomic``) for a round trip.
@@ -431,9 +435,9 @@ class Oracle:
             if not f.loopback:
                 peers[f.client.host].add(f.server.host)
                 peers[f.server.host].add(f.client.host)
-        # the pause a host received beyond the most any of its peers sent
-        beyond = {h: (views[h].max_pause_ratio_rx or 0.0) - max([sent[p] for p in peers[h] if p in sent], default=0.0)
-                  for h in views}
+        # the pause a host received beyond the most any of its peers sent (give or take what noise makes of it)
+        beyond = {h: (views[h].max_pause_ratio_rx or 0.0)
+                  - PEER_SLACK * max([sent[p] for p in peers[h] if p in sent], default=0.0) for h in views}
         most = max(beyond, key=lambda h: beyond[h], default="")
         if not most or beyond[most] <= 1e-9:
             return
@@ -502,23 +506,17 @@ class Oracle:
                        into: Mapping[str, list[tuple[FlowResult, _Landing]]],
                        judged: Mapping[str, tuple[dict[str, Any], dict[str, float]]]) -> dict[str, float]:
         """Each receiving host's fraction of what its senders could send it, in a pattern's run: each flow into
-        it scaled up by its sender's fraction of its own bits/s ceiling (what the sender sent over all its
-        connections, against the ceiling of its own kind, sizes and MTU), what arrives capped by the host's
+        it scaled up by its sender's fraction of its own bits/s ceiling (the sum over its flows of each one's
+        bits/s against the ceiling of its kind, sizes and MTU: the share of the sender's link it took), what
+        arrives capped by the host's
         ceiling. A sender at its ceiling explains what its receivers miss: in an outcast the root's port is
         shared by every receiver, none of whom is low; a sender below it (a slow port) does not."""
-        sent: dict[str, float] = defaultdict(float)
-        sizes: dict[str, list[int]] = defaultdict(list)
-        mtus: dict[str, int] = {}
+        rate: dict[str, float] = defaultdict(float)
         for fr in run.flows:  # a pattern's flows push: the client sends the payload
             f = workload.flows[fr.flow]
             sender = f.client.host
-            sent[sender] += fr.bps
-            sizes[sender] += f.sizes
-            mtus[sender] = min(mtus.get(sender, f.mtu), f.mtu)
-        rate: dict[str, float] = {}
-        for host, bps in sent.items():
-            ceiling = self.ceilings.payload_bps(direction_kind(workload, host), sizes[host], mtus[host])
-            rate[host] = bps / ceiling if ceiling else 0.0
+            ceiling = self.ceilings.payload_bps(direction_kind(workload, sender), list(f.sizes), f.mtu)
+            rate[sender] += fr.bps / ceiling if ceiling else 0.0
         out: dict[str, float] = {}
         for host, (seen, _) in judged.items():
             could = sum(r.bps * landing.bytes_share / rate[s] for r, landing in into[host]
@@ -697,17 +695,21 @@ def _collective_evidence(figures: CollectiveResult, slow: list[LinkFigure]) -> d
 def fabric_origin(workload: Workload, run: RunResult, paused: set[str]) -> tuple[str, str]:
     """The port a pause that no host of the run sent is attributed to, and how a symptom names it: the switch's
     port into the host that the most paused hosts send to while it is not paused itself (the congested port
-    pauses the links feeding it, not its own host), ties to the one receiving the most; ``("", "fabric")``
-    when every such host is paused too (a link between switches)."""
+    pauses the links feeding it, not its own host), ties to the one whose port carried the most, headers
+    included (a congested port runs full); ``("", "fabric")``
+    when no such host is fed by two paused hosts, or by the only one (their traffic met on a link between
+    switches)."""
     fed: dict[str, set[str]] = defaultdict(set)
+    wire: dict[str, float] = defaultdict(float)  # what each host's port carried, headers included
+    for h in run.hosts:
+        wire[h.host] = h.rx_bps + h.rx_pps * rocev2.PACKET_OVERHEAD * 8
     for f in workload.flows:
         sender, receiver = f.payload_sender.host, f.payload_receiver.host
         if sender in paused and receiver not in paused and sender != receiver:
             fed[receiver].add(sender)
-    if not fed:
-        return "", "fabric"
-    rx = {h.host: h.rx_bps for h in run.hosts}
-    origin = max(sorted(fed), key=lambda h: (len(fed[h]), rx.get(h, 0.0)))
+    origin = max(sorted(fed), key=lambda h: (len(fed[h]), wire[h]), default="")
+    if not origin or len(fed[origin]) < min(2, len(paused)):
+        return "", "fabric"  # no port that paused hosts share: their traffic met between the switches
     return origin, f"switch->{origin}"
 
 

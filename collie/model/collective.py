@@ -91,6 +91,8 @@ class CollectiveResult:
         links: every connection's figure, in connection order.
         ranks: every rank's figure, in rank order.
         spread: ``(median - slowest) / median`` of the links' rates (0: homogeneous).
+        tenants: (sending host, receiving host) of the traffic beside the pattern (its victim's), which gives
+            the hosts it touches a standing of their own (:meth:`group_of`).
     """
 
     time_s: float
@@ -99,6 +101,7 @@ class CollectiveResult:
     links: tuple[LinkFigure, ...]
     ranks: tuple[RankFigure, ...]
     spread: float
+    tenants: tuple[tuple[str, str], ...] = ()
 
     @property
     def slowest_link(self) -> LinkFigure:
@@ -130,9 +133,10 @@ class CollectiveResult:
     @functools.cached_property
     def _standing(self) -> dict[str, int]:
         """Each host's class of structurally alike hosts: colour refinement (Weisfeiler-Lehman) of the graph of
-        connections, from one class, each round splitting hosts by their connections out, in and in loopback
-        and the classes of the hosts at their other ends, until no class splits. Hosts of one class get the
-        same share of a fair network, so their links are expected to perform alike."""
+        connections, from one class, each round splitting hosts by their connections out, in and in loopback,
+        the traffic of other tenants they send or receive, and the classes of the hosts at their other ends, until
+        no class splits. Hosts of one class get the same share of a fair network, so their links are expected to
+        perform alike."""
         hosts = sorted({h for link in self.links for h in (link.src, link.dst)})
         colour = dict.fromkeys(hosts, 0)
         for _ in range(len(hosts)):
@@ -143,6 +147,11 @@ class CollectiveResult:
                 else:
                     marks[link.src].append(("out", colour[link.dst]))
                     marks[link.dst].append(("in", colour[link.src]))
+            for src, dst in self.tenants:
+                if src in marks:
+                    marks[src].append(("tenant_out", colour.get(dst, -1)))
+                if dst in marks:
+                    marks[dst].append(("tenant_in", colour.get(src, -1)))
             signature = {h: (colour[h], tuple(sorted(marks[h]))) for h in hosts}
             classes = {sig: i for i, sig in enumerate(sorted(set(signature.values())))}
             refined = {h: classes[signature[h]] for h in hosts}
@@ -178,13 +187,14 @@ def collective(pattern: Pattern, flows: Sequence[Measured]) -> CollectiveResult:
 
     Args:
         pattern: the pattern run.
-        flows: that run's flow results (``flow`` indexes the pattern's connections; one per connection).
+        flows: that run's flow results (``flow`` indexes the pattern's connections; one per connection, then
+            the pattern's victim's, which is no part of the collective).
 
     Raises:
         ValueError: ``flows`` does not hold one result per connection of ``pattern``.
     """
     pairs = pattern.pairs()
-    by_flow = {f.flow: f for f in flows}
+    by_flow = {f.flow: f for f in flows if f.flow < len(pairs)}  # a victim beside the pattern comes after
     if sorted(by_flow) != list(range(len(pairs))):
         raise ValueError(f"{len(flows)} flow results for a pattern of {len(pairs)} connections")
     rate = np.array([by_flow[i].bps / 8 for i in range(len(pairs))])  # bytes/s
@@ -221,8 +231,10 @@ def collective(pattern: Pattern, flows: Sequence[Measured]) -> CollectiveResult:
                   for r in range(n))
     median = statistics.median(link.gbs for link in links)
     spread = (median - min(link.gbs for link in links)) / median if median > 0 else 0.0
+    victim = pattern.victim
+    tenants = () if victim is None else ((victim.payload_sender.host, victim.payload_receiver.host),)
     return CollectiveResult(time_s=total, algbw_gbs=algbw, busbw_gbs=algbw * pattern.busbw_factor,
-                            links=links, ranks=ranks, spread=spread)
+                            links=links, ranks=ranks, spread=spread, tenants=tenants)
 
 
 def _per_s(nbytes: float, seconds: float) -> float:

@@ -29,6 +29,11 @@ The busbw factor makes ``busbw = algbw x factor`` the bytes per second through t
 nccl-tests defines it for its collectives (all-reduce ``2(n-1)/n``, all-to-all ``(n-1)/n``; see
 ``docs/collectives.md``); the patterns nccl-tests does not have follow the same rule.
 
+A pattern may have a **victim** beside it: one flow of another tenant (``[pattern.victim]`` in a workload file:
+a flow's fields with ``client`` and ``server``, hosts the pattern uses), run with the connections and judged
+against its run alone, as a victim beside flows is (an isolation experiment); it is no part of the collective's
+figures.
+
 A pattern of the search space places its ranks on *host roles* ``r0``, ``r1``, ... (:func:`rank_hosts`), as a
 two-host workload names the roles ``a`` and ``b``: a target plays role ``ri`` with its i-th host (a simulated
 fleet's ``hi``, an inventory's i-th host).
@@ -75,7 +80,7 @@ MAX_RANKS_PER_HOST: Final = 64
 SIZE_RANGE: Final = (1, 1 << 40)
 _TEMPLATE_HOSTS: Final = ("client", "server")
 _RANK_HOST: Final = re.compile(r"r(0|[1-9][0-9]*)")
-_FIELDS: Final = ("kind", "hosts", "ranks_per_host", "size", "seed", "flow")
+_FIELDS: Final = ("kind", "hosts", "ranks_per_host", "size", "seed", "flow", "victim")
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,9 @@ class Pattern:
         flow: the shape of every connection's flow; its client and server are ignored (each connection has
             its own), its ``sizes`` are the WR sizes, each cut to the bytes of a transfer when larger.
         seed: the draw of ``permutation``'s derangement (other kinds ignore it).
+        victim: a flow of another tenant beside the collective, between hosts of its own (they may be the
+            pattern's), named by its ``victim``: the pattern's connections are its aggressors (an isolation
+            experiment, as a victim beside flows); None: the collective alone.
     """
 
     kind: PatternKind
@@ -106,6 +114,7 @@ class Pattern:
     ranks_per_host: int = 1
     flow: Flow = field(default_factory=lambda: Flow(Endpoint("a"), Endpoint("b")))
     seed: int = 0
+    victim: Flow | None = None
 
     @property
     def ranks(self) -> int:
@@ -202,6 +211,8 @@ def pattern_to_dict(p: Pattern) -> dict[str, Any]:
     if p.kind is PatternKind.PERMUTATION:
         out["seed"] = p.seed
     out["flow"] = template
+    if p.victim is not None:
+        out["victim"] = flow_to_dict(p.victim)
     return out
 
 
@@ -243,8 +254,12 @@ def pattern_from_dict(raw: Any, where: str) -> Pattern:
     template = flow_from_dict({**template_raw, "client": "a", "server": "b"}, f"{where}.flow")
     if "mr_size" not in template_raw:  # room for the largest WR, whatever the flow default says
         template = replace(template, mr_size=max(template.mr_size, *template.sizes))
+    victim = None
+    if "victim" in raw:
+        victim_raw = expect_type(raw["victim"], dict, f"{where}.victim", "a table of flow fields")
+        victim = flow_from_dict({"victim": "victim", **victim_raw}, f"{where}.victim")
     pattern = Pattern(kind=kind, hosts=hosts, size=size, ranks_per_host=rph, flow=template,
-                      seed=seed if kind is PatternKind.PERMUTATION else 0)
+                      seed=seed if kind is PatternKind.PERMUTATION else 0, victim=victim)
     check_pattern(pattern, where)
     return pattern
 
@@ -266,8 +281,10 @@ def check_pattern(p: Pattern, where: str) -> None:
         raise InputError(f"{where}.hosts: an all_to_all over {n} ranks has {n * (n - 1)} connections; "
                          f"at most {MAX_CONNECTIONS} (about {int((MAX_CONNECTIONS) ** 0.5)} ranks)")
     if p.flow.victim:
-        raise InputError(f"{where}.flow.victim: a pattern's connections are its own tenants; an isolation "
-                         "experiment is a workload of [[flows]]")
+        raise InputError(f"{where}.flow.victim: a pattern's connections are its own tenants; put a victim beside "
+                         "them in a [pattern.victim] table")
+    if p.victim is not None and not p.victim.victim:
+        raise InputError(f"{where}.victim.victim: a victim beside a pattern needs a name")
     pulls = sorted(set(p.flow.opcodes) - PUSH_OPCODES)
     if pulls:
         raise InputError(f"{where}.flow.opcode: a pattern's ranks push their data to each other "

@@ -114,10 +114,10 @@ PARAMETER_HELP: Final[Mapping[str, str]] = {
     "mr_churn": "MRs each side registers and deregisters per second during the traffic (0 = none)",
     "qp_churn": "QPs each side creates and destroys per second during the traffic (0 = none)",
     "victim": "a victim flow ([victims.NAME] of the space file) beside the flows, from the client to the server "
-              "of the first (none = no isolation experiment)",
+              "of the first, or beside a pattern, from r1 to its last host (none = no isolation experiment)",
     "pattern": "a collective over hosts r0, r1, ... (ring_allreduce, all_to_all, incast, ...; none = the flows "
                "direction makes): its connections take the flow shape the other parameters describe, and "
-               "direction and victim do not apply",
+               "direction does not apply",
     "hosts": "hosts a pattern's ranks are placed on (r0 .. r{hosts-1}); a target plays ri with its i-th host",
     "ranks_per_host": "a pattern's ranks on each host (ranks on one host talk over loopback)",
     "pattern_size": "a pattern's bytes per rank, as nccl-tests' size column",
@@ -126,7 +126,7 @@ PARAMETER_HELP: Final[Mapping[str, str]] = {
 #: ``workloads/default.toml``, leaves them at their defaults: no pattern).
 PATTERN_PARAMETERS: Final = ("pattern", "hosts", "ranks_per_host", "pattern_size")
 _PATTERN_ONLY: Final = frozenset(PATTERN_PARAMETERS[1:])
-_FLOWS_ONLY: Final = frozenset(("direction", "victim"))
+_FLOWS_ONLY: Final = frozenset(("direction",))
 #: The values of ``pattern``: none (a workload of flows), then every collective kind.
 PATTERNS: Final = ("none", *(k.value for k in PatternKind))
 #: The order the minimizer shrinks a point's dimensions in, unless the space file's ``[minimize]`` table sets its own
@@ -164,7 +164,7 @@ class SearchSpace:
 
     def applies(self, name: str, point: Mapping[str, Any]) -> bool:
         """Whether parameter ``name`` changes the workload ``point`` builds: a pattern's parameters only with a
-        pattern, ``direction`` and ``victim`` only without one (a move or a minimizing probe of one that does not
+        pattern, ``direction`` only without one (a move or a minimizing probe of one that does not
         apply would run the same workload again)."""
         if name not in _PATTERN_ONLY and name not in _FLOWS_ONLY:
             return True
@@ -192,8 +192,10 @@ class SearchSpace:
 
         A ``pattern`` other than ``none`` makes the workload that collective over ``hosts`` host roles ``r0``,
         ``r1``, ... with ``ranks_per_host`` ranks each and ``pattern_size`` bytes per rank, every connection
-        shaped as the point's flow from ``a`` to ``b`` would be (``direction`` and ``victim`` do not apply);
-        :meth:`problems` says when the pattern cannot be placed (an odd pairwise, a pulling opcode).
+        shaped as the point's flow from ``a`` to ``b`` would be (``direction`` does not apply), and a ``victim``
+        other than ``none`` beside it from ``r1`` to the pattern's last host (``r0`` of two: a victim runs between
+        hosts its aggressors use); :meth:`problems` says when the pattern cannot be placed (an odd pairwise, a
+        pulling opcode).
         """
         p = self.complete(point)
         transport, opcode = str(p["op"]).split("_", 1)
@@ -229,8 +231,10 @@ class SearchSpace:
             )
 
         if p["pattern"] != "none":
-            return Workload.of_pattern(Pattern(PatternKind(p["pattern"]), rank_hosts(p["hosts"]), p["pattern_size"],
-                                               p["ranks_per_host"], flow=flow("a", "b")))
+            hosts = rank_hosts(p["hosts"])
+            victim = None if p["victim"] == "none" else self._victim(p["victim"], flow(*_victim_ends(hosts)))
+            return Workload.of_pattern(Pattern(PatternKind(p["pattern"]), hosts, p["pattern_size"],
+                                               p["ranks_per_host"], flow=flow("a", "b"), victim=victim))
         flows = tuple(flow(c, s) for c, s in DIRECTION_PAIRS[p["direction"]])
         if p["victim"] != "none":
             flows = (*flows, self._victim(p["victim"], flows[0]))
@@ -275,10 +279,15 @@ class SearchSpace:
     def _pattern_point(self, pattern: Pattern) -> dict[str, Any]:
         """The point of this space whose workload is ``pattern`` (placed on the host roles ``r0``, ...)."""
         f = pattern.flow
-        if pattern.hosts != rank_hosts(len(pattern.hosts)) or f.client.memory != f.server.memory:
+        hosts = pattern.hosts
+        victims = [] if pattern.victim is None else [pattern.victim]
+        if hosts != rank_hosts(len(hosts)) or f.client.memory != f.server.memory or \
+                not self._declared(victims, replace(f, client=Endpoint(_victim_ends(hosts)[0]),
+                                                    server=Endpoint(_victim_ends(hosts)[1]))):
             raise InputError("this pattern is not a point of the search space (a point's pattern places its ranks "
-                             "on the hosts r0, r1, ... in order, with one memory placement)")
-        point = {**_flow_point(f, PARAMETERS["direction"], f.client.memory, "none"),
+                             "on the hosts r0, r1, ... in order, with one memory placement, and at most one victim, "
+                             "one of the space's [victims], from r1 to its last host)")
+        point = {**_flow_point(f, PARAMETERS["direction"], f.client.memory, victims[0].victim if victims else "none"),
                  "pattern": pattern.kind.value, "hosts": len(pattern.hosts), "ranks_per_host": pattern.ranks_per_host,
                  "pattern_size": pattern.size}
         return {k: v for k, v in point.items() if k in self.names}
@@ -427,6 +436,12 @@ class SearchSpace:
                     f"{name}: {f.transport} {f.verbs} of {'/'.join(format_bytes(s) for s in f.sizes)}, {f.qps} QP, "
                     f"depth {f.sq_depth}" for name, f in self.victims.items())
         return out
+
+
+def _victim_ends(hosts: tuple[str, ...]) -> tuple[str, str]:
+    """Where a victim beside a pattern over ``hosts`` runs: from the second host to the last (to the first of
+    two)."""
+    return hosts[1], hosts[-1] if len(hosts) > 2 else hosts[0]
 
 
 def _flow_point(f: Flow, direction: str, memory: str, victim: str) -> dict[str, Any]:

@@ -10,7 +10,8 @@ Invariants:
       describe the same experiment deduplicate; it is computed once per instance (the flows are frozen), and so
       is anything derived from the flows through :meth:`Workload.derived`;
     * ``Workload.from_toml(w.to_toml()) == w`` and likewise for JSON (lossless round trip);
-    * a workload with a pattern has exactly the pattern's connections as flows, and its key is the pattern's
+    * a workload with a pattern has exactly the pattern's connections as flows (then its victim, if it has one),
+      and its key is the pattern's
       (a workload of plain flows keeps the key it always had); changing its flows (:meth:`Workload.with_flows`)
       makes it a workload of plain flows.
 
@@ -109,8 +110,9 @@ class Workload:
 
     @classmethod
     def of_pattern(cls, pattern: Pattern, name: str = "", description: str = "") -> Workload:
-        """The workload that runs ``pattern``: its connections as flows."""
-        return cls(flows=pattern.connections(), name=name, description=description, pattern=pattern)
+        """The workload that runs ``pattern``: its connections as flows, then its victim if it has one."""
+        victim = () if pattern.victim is None else (pattern.victim,)
+        return cls(flows=(*pattern.connections(), *victim), name=name, description=description, pattern=pattern)
 
     @property
     def hosts(self) -> tuple[str, ...]:

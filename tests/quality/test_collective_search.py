@@ -1,11 +1,14 @@
 """Campaigns over collective patterns (``workloads/collective.toml``) on simulated fleets: on the fault-free
-``fleet8-cx6`` nothing is found; on ``fleet8-cx6-faults`` (h2's port at half speed) every anomaly found is the
-slow host's, each minimal case keeps the fewest hosts that show it (host roles r0 .. r2, so h2 is in; a pairwise
-needs r3 too), its MFS says so (``hosts >= 3``) and names every pattern that kept it, ``collie replay``
-reproduces it, and the report gives each its collective's figures and its case in two lines."""
+``fleet8-cx6`` nothing is found; on ``fleet8-cx6-faults`` (h2's port at half speed, h6's PCIe link at half its
+bandwidth) every anomaly found is a faulty host's, each minimal case keeps the fewest hosts that show it (host
+roles r0 .. r2 for h2, r0 .. r6 for h6; a pairwise rounds up to an even number), its MFS says so and names every
+pattern that kept it, ``collie replay`` reproduces it, and the report gives each its collective's figures and its
+case in two lines; on ``fleet8-cx6-fabric`` an incast's pause is attributed to the switch port into its root,
+spreads to a victim beside it, and its minimal case is an incast of three hosts."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -47,14 +50,17 @@ def test_the_slow_host_is_found_and_minimized_to_the_fewest_hosts_that_show_it(t
         assert case.mfs is not None and case.evidence is not None and case.workload.pattern is not None
         point = case.evidence.point
         pattern = case.workload.pattern
-        fewest = 4 if pattern.kind.value == "pairwise" else 3  # pairwise pairs r2 with r3
-        assert point["hosts"] == fewest and pattern.hosts == tuple(f"r{i}" for i in range(fewest)), case.anomaly_id
+        # the simulator's ground truth (never read by the search): the case runs on a faulty host, and keeps the
+        # fewest hosts that hold it (pairwise pairs r2 with r3, r6 with r7)
+        faulty = [int(t.split(":")[1][1:]) for t in truth.run(case.workload, 1.0).truth if t.startswith("fault:")]
+        assert faulty, case.anomaly_id
+        fewest = {i + 1 + (i + 1) % 2 * (pattern.kind.value == "pairwise") for i in faulty}
+        assert point["hosts"] in fewest and pattern.hosts == tuple(f"r{i}" for i in range(point["hosts"])), \
+            case.anomaly_id
         described = case.mfs.describe()
-        assert f"hosts >= {fewest}" in described and "pattern" in described, (case.anomaly_id, described)
+        assert f"hosts >= {point['hosts']}" in described and "pattern" in described, (case.anomaly_id, described)
         assert case.mfs.matches(case.workload)
         assert SPACE.build(point).key() == case.workload.key()
-        # the simulator's ground truth (never read by the search): the case runs on the slow host
-        assert "fault:h2:port_speed" in truth.run(case.workload, 1.0).truth, case.anomaly_id
     assert any(c.workload.pattern is not None and c.mfs is not None and c.mfs.describe().startswith("pattern in {")
                for c in minimized)  # a slow host slows every collective it takes part in: one MFS names several
     replay = subprocess.run([sys.executable, "-m", "collie", "replay", str(folders[0])], capture_output=True,
@@ -64,3 +70,35 @@ def test_the_slow_host_is_found_and_minimized_to_the_fewest_hosts_that_show_it(t
                             capture_output=True, text=True, check=True).stdout
     assert report.count("**Collective:** busbw ") == len(cases)
     assert "per rank over r0, r1, r2 (3 hosts, 1 rank each)" in report and "- each connection: RC " in report
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_an_incast_pause_on_a_fabric_is_attributed_to_its_root_port_and_minimized_to_three_hosts(
+        tmp_path: Path, seed: int) -> None:
+    cases = [read_case_folder(f) for f in _campaign(tmp_path / "c", "sim:fleet8-cx6-fabric", seed)]
+    truth = SimTarget("fleet8-cx6-fabric", seed=seed)
+    attributed = 0
+    for case in cases:
+        assert case.evidence is not None
+        for s in case.evidence.verdict.symptoms:
+            if s.end == "fabric" and s.link.startswith("switch->r"):
+                # the port the oracle names is one the simulator congested (its ground truth, never read by it)
+                host = f"h{s.host[1:]}"
+                assert any(t.startswith("fabric:pause:leaf") and t.endswith(f"->{host}")
+                           for t in truth.run(case.workload, 1.0).truth), (case.anomaly_id, s)
+                attributed += 1
+    assert attributed >= 2
+    incasts = [c for c in cases if c.workload.pattern is not None and c.workload.pattern.kind.value == "incast"
+               and c.signature.startswith("pause@fabric")]
+    assert incasts, [c.signature for c in cases]
+    for case in incasts:  # two senders into r0: the fewest hosts that congest a port, no victim needed
+        assert case.workload.pattern is not None and case.workload.pattern.hosts == ("r0", "r1", "r2")
+        assert case.workload.pattern.victim is None and case.mfs is not None
+        assert "pattern == incast" in case.mfs.describe() and "hosts >= 3" in case.mfs.describe()
+        (s,) = [s for s in case.evidence.verdict.symptoms if s.end == "fabric"]  # type: ignore[union-attr]
+        assert s.link == "switch->r0"
+    # the pause spread to a victim beside a pattern, held with the paused senders (isolation@victim): trials of the
+    # campaign show both (the minimal case drops the victim: the pause does not need it)
+    journal = [json.loads(line) for line in (tmp_path / "c" / "trials.jsonl").read_text().splitlines()]
+    signatures = [(t.get("verdict") or {}).get("signature", "") for t in journal]
+    assert any("pause@fabric" in sig and "isolation@victim" in sig for sig in signatures)

@@ -18,16 +18,18 @@ them back (the *offered* load), then the rates they get (the *carried* load):
       the links that feed it, hop by hop back to the senders: every link upstream of a congested port on a flow
       through it is paused. A paused link serves its flows round-robin while it is not paused, so none of its
       other flows (the victims) gets more of it than the most a flow through the congested port gets
-      (head-of-line blocking). A paused link's pause ratio is the share of its capacity it would have carried
-      but could not, ``(offered - carried) / capacity``. A host whose own TX link is paused received that pause;
-      a NIC that pauses its RX link sent it;
+      (head-of-line blocking). A paused link's pause ratio is the share of time it is held,
+      ``1 - carried / unpaused``, where a switch's backlogged queue sends at the link's capacity when unpaused and
+      a sender as fast as its own limits let it (its offered load). A host whose own TX link is paused received
+      that pause; a NIC that pauses its RX link sent it;
     * without PFC: the port drops the share of its offered load it cannot carry, ``1 - capacity / offered``,
       and an RC flow through it resends what followed each loss (go-back-N, as on a lossy link).
 
 Invariants:
     * only a profile with a ``[fabric]`` table has switches; without one, hosts meet in an ideal non-blocking
       switch (ports shared max-min, nothing paused or dropped) and nothing here runs;
-    * no rate rises: the fabric only adds limits to water-filling's;
+    * the fabric only adds limits to water-filling's (a flow gets at most what it gets alone without switches;
+      flows that share no limit with a held flow may get what it leaves);
     * every congested port is named in the run's truth, ``fabric:pause:PORT`` (PFC) or ``fabric:drop:PORT``,
       a port named like ``leaf0->h03`` (a leaf's port into a host), ``leaf1->spine0`` (an uplink),
       ``spine0->leaf1`` (a spine's downlink) or ``h03:nic`` (a receiving NIC).
@@ -213,9 +215,9 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
         carried = _shares(calcs, caps)
     pause_rx: dict[int, float] = {}
     pause_tx: dict[int, float] = {}
-    for k in feeding:  # what the link would carry unpaused: what arrives at it, up to its capacity
-        would = min(caps[k], arriving[max(stage_of.get(k, UP), UP)][k])
-        ratio = min(1.0, max(0.0, (would - carried[k]) / caps[k]))
+    for k in feeding:  # unpaused, a switch's backlogged queue sends at line rate; a sender as fast as it can
+        would = min(caps[k], arriving[UP][k]) if k in tx_links else caps[k]
+        ratio = min(1.0, max(0.0, 1.0 - carried[k] / would)) if would > 0 else 0.0
         if k in tx_links:
             pause_rx[k] = ratio
         elif k in rx_links:

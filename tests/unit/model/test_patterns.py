@@ -92,6 +92,19 @@ def test_a_pattern_workload_round_trips_and_its_key_is_the_patterns() -> None:
     assert other.key() != w.key()
 
 
+def test_a_victim_beside_a_pattern_runs_after_its_connections_and_round_trips() -> None:
+    text = FILE + '\n[pattern.victim]\nclient = "h1"\nserver = "h2"\nvictim = "bulk"\nsizes = ["64KiB"]\n'
+    w = Workload.from_toml(text)
+    assert w.pattern is not None and w.pattern.victim is not None
+    assert w.flows == (*w.pattern.connections(), w.pattern.victim) and w.isolation
+    assert (w.flows[-1].client.host, w.flows[-1].server.host, w.flows[-1].victim) == ("h1", "h2", "bulk")
+    assert Workload.from_toml(w.to_toml()) == w and Workload.from_json(w.to_json()) == w
+    alone = Workload.from_toml(FILE)
+    assert w.key() != alone.key() and w.solo().flows == (replace(w.pattern.victim, victim=""),)
+    default = Workload.from_toml(FILE + '\n[pattern.victim]\nclient = "h1"\nserver = "h2"\n')
+    assert default.flows[-1].victim == "victim"
+
+
 def test_a_plain_workload_keeps_its_file_form_and_key() -> None:
     w = Workload(flows=(Flow(Endpoint("a"), Endpoint("b")),))
     assert "pattern" not in w.to_dict() and w.key() == Workload.from_toml(w.to_toml()).key()
@@ -115,6 +128,13 @@ def test_a_plain_workload_keeps_its_file_form_and_key() -> None:
     ('[pattern]\nkind = "incast"\nhosts = ["a", "b"]\nsize = 1\n[pattern.flow]\nvictim = "lat"',
      "flow.victim: a pattern's connections are its own tenants"),
     ('[pattern]\nkind = "incast"\nhosts = ["a", "b"]\nsize = 1\nextra = 2', "unknown field 'extra'"),
+    ('[pattern]\nkind = "incast"\nhosts = ["a", "b"]\nsize = 1\n[pattern.victim]\nclient = "a"',
+     "pattern.victim: server: missing (a required field)"),
+    ('[pattern]\nkind = "incast"\nhosts = ["a", "b"]\nsize = 1\n[pattern.victim]\nclient = "a"\nserver = "c"',
+     "victim 'victim' runs a -> c, but its aggressors use only a, b"),
+    ('[pattern]\nkind = "incast"\nhosts = ["a", "b"]\nsize = 1\nvictim = 3', "pattern.victim: expected a table"),
+    ('[pattern]\nkind = "incast"\nhosts = ["a", "b"]\nsize = 1\n[pattern.victim]\nclient = "a"\nserver = "b"\n'
+     'victim = "none"', "pattern.victim.victim"),
     ('[pattern]\nkind = "incast"\nhosts = ["a", "b"]\nsize = 1\n[[flows]]\nclient = "a"\nserver = "b"',
      "either [[flows]] tables or one [pattern] table, not both"),
     ('name = "x"', "either [[flows]] tables or one [pattern] table"),

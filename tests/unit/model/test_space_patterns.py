@@ -5,6 +5,8 @@ targets play the host roles with their hosts in order."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -20,7 +22,7 @@ from tests.conftest import ROOT
 
 SPACE = load_space(ROOT / "workloads" / "collective.toml")
 RING = {"pattern": "ring_allreduce", "hosts": 4, "ranks_per_host": 2, "pattern_size": 1 << 24, "op": "RC_SEND",
-        "qps": 4, "sizes": [65536], "mtu": 2048, "wq_depth": 256, "direction": "bidirectional"}
+        "qps": 4, "sizes": [65536], "mtu": 2048, "wq_depth": 256, "direction": "bidirectional", "victim": "none"}
 
 
 def test_the_host_roles_are_r0_r1_and_nothing_else() -> None:
@@ -60,6 +62,22 @@ def test_point_of_inverts_build_for_patterns_and_refuses_named_hosts() -> None:
         SPACE.point_of(named)
 
 
+def test_a_victim_beside_a_pattern_runs_from_r1_to_its_last_host() -> None:
+    for hosts, ends in ((4, ("r1", "r3")), (3, ("r1", "r2")), (2, ("r1", "r0"))):
+        w = SPACE.build({**RING, "hosts": hosts, "victim": "bandwidth"})
+        assert w.pattern is not None and w.pattern.victim is not None
+        victim = w.flows[-1]
+        assert (victim.client.host, victim.server.host, victim.victim) == (*ends, "bandwidth")
+        assert victim.sizes == (65536,) and victim.opcodes == ("WRITE",)
+        assert SPACE.point_of(w)["victim"] == "bandwidth" and features(w).victim == "bandwidth"
+        assert SPACE.build(SPACE.point_of(w)).key() == w.key()
+    moved = SPACE.build({**RING, "victim": "bandwidth"}).pattern
+    assert moved is not None and moved.victim is not None
+    elsewhere = replace(moved, victim=replace(moved.victim, server=Endpoint("r2")))
+    with pytest.raises(InputError, match="at most one victim, one of the space's"):
+        SPACE.point_of(Workload.of_pattern(elsewhere))
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"pattern": "kv_scatter"}, "kv_scatter moves a KV cache with WRITE_IMM only"),
     ({"pattern": "pairwise", "hosts": 3, "ranks_per_host": 1}, "needs an even number of ranks"),
@@ -87,9 +105,10 @@ def test_a_simulated_fleet_plays_the_host_roles_in_order_and_refuses_too_many() 
 
 
 def test_moves_only_change_parameters_that_apply() -> None:
-    """Beside a pattern, direction and victim change nothing, and without one the pattern's own parameters
-    change nothing: neither is moved, so no experiment reruns the same workload."""
+    """Beside a pattern, direction changes nothing, and without one the pattern's own parameters change nothing:
+    neither is moved, so no experiment reruns the same workload; a victim applies to both."""
     assert not SPACE.applies("direction", RING) and SPACE.applies("hosts", RING) and SPACE.applies("qps", RING)
+    assert SPACE.applies("victim", RING) and SPACE.applies("victim", {**RING, "pattern": "none"})
     plain = {**RING, "pattern": "none"}
     assert SPACE.applies("direction", plain) and not SPACE.applies("hosts", plain)
     assert not SPACE.applies("pattern_size", plain) and SPACE.applies("pattern", plain)
