@@ -48,7 +48,18 @@ def _details(p: Profile) -> dict[str, Any]:
         "caches": f"QPC {p.cache.qpc_entries}, MPT {p.cache.mpt_entries}, MTT {p.cache.mtt_entries}, "
                   f"RX WQE {p.cache.rx_wqe_entries} entries",
         "noise": p.model.noise,
+        "fabric": _fabric_words(p),
     }
+
+
+def _fabric_words(p: Profile) -> str:
+    """The switches under the hosts, in words."""
+    f = p.fabric
+    if f is None:
+        return "one ideal non-blocking switch (nothing paused or dropped)"
+    leaves = -(-len(p.hosts) // f.hosts_per_leaf)
+    return (f"{leaves} leaf switch(es) of up to {f.hosts_per_leaf} hosts, {f.spines} spine(s), uplinks of "
+            f"{f.uplink_gbps:g} Gb/s, {'PFC (lossless)' if f.pfc else 'no PFC (drops)'}, XOFF at {f.xoff_kib:g} KiB")
 
 
 def _quirk_rows(p: Profile) -> list[dict[str, Any]]:

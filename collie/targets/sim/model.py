@@ -28,11 +28,13 @@ Base model (no quirk can be seen in it):
 
 Invariants:
     * pure: the result depends only on (profile, workload, features, duration, noise draws);
-    * no pause above the setup blip (< 0.01 % of the duration) and no loss unless a quirk fired or a flow
-      crosses a host's lossy link (a fault of the profile);
+    * no pause above the setup blip (< 0.01 % of the duration) and no loss unless a quirk fired, a flow
+      crosses a host's lossy link (a fault of the profile) or a port of the profile's fabric is congested
+      (:mod:`collie.targets.sim.fabric`);
     * ``Outcome.fired`` lists the fired quirks' ids, then a ``base:<limit>`` label for each base-model limit
       above that holds a flow below 0.9 of what it would get without it, then the ``fault:HOST:KIND`` of each
-      fault of the profile that shaped the run (tests and benchmarks only);
+      fault of the profile that shaped the run, then the ``fabric:pause:PORT`` (``fabric:drop:PORT``) of each
+      congested port of its fabric (tests and benchmarks only);
     * counters are consistent with the rates (bytes = rate x duration, packets likewise, both hosts).
 """
 

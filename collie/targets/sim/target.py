@@ -8,7 +8,8 @@ Invariants:
       sequence of workloads agree exactly, and so does a campaign resumed from its journal;
     * ``RunResult.truth`` lists the ids of the quirks that fired, then the ``base:<limit>`` labels of the
       base-model limits that held a flow down, then the profile's faults that shaped the run
-      (``fault:HOST:KIND``) (``Outcome.fired``; tests and benchmarks only); with
+      (``fault:HOST:KIND``), then its fabric's congested ports (``fabric:pause:PORT``) (``Outcome.fired``; tests
+      and benchmarks only); with
       ``record_truth=False`` it is always empty and nothing else in the result changes;
     * on a fleet profile (hosts ``h0``, ``h1``, ...), a two-host workload's roles ``a`` and ``b`` are played by
       its first two hosts, as an inventory without ``[place]`` plays them; the result names the roles, and is
