@@ -36,7 +36,7 @@ from collie.model.flow import Endpoint, Flow
 from collie.model.patterns import Pattern, PatternKind
 from collie.model.workload import Workload
 from collie.targets.sim import SimTarget, load_profile
-from collie.targets.sim.profile import Fault, FaultKind, host_names
+from collie.targets.sim.profile import Fabric, Fault, FaultKind, host_names
 
 FLOW = Flow(Endpoint("a"), Endpoint("b"), sizes=(1 << 20,), mr_size=1 << 20, qps=2)
 FACTORS = {FaultKind.PORT_SPEED: 0.5, FaultKind.PCIE: 0.25, FaultKind.FAR_NUMA: 0.5, FaultKind.LOSSY_LINK: 0.99}
@@ -95,8 +95,13 @@ def main() -> None:
     ap.add_argument("--sizes", default="8,32,128")
     ap.add_argument("--draws", type=int, default=40)
     ap.add_argument("--size", type=int, default=64 << 20, help="bytes per rank")
+    ap.add_argument("--fabric", type=int, default=0, metavar="HOSTS_PER_LEAF",
+                    help="put the fleet on a non-blocking leaf-spine fabric with PFC, this many hosts per leaf "
+                         "(spines of 400 Gb/s uplinks, half as many as hosts per leaf); 0: one ideal switch")
     args = ap.parse_args()
     base = load_profile("fleet8-cx6")
+    if args.fabric:
+        base = replace(base, fabric=Fabric(args.fabric, max(1, args.fabric // 2), 400.0, True, 256.0))
     print(f"{'hosts':>5} {'faults':>6} {'method':<18} {'exact':>7} {'wrong/draw':>10} {'rounds':>6} "
           f"{'all pairs':>9} {'CPU s/draw':>10}")
     for n in (int(x) for x in args.sizes.split(",")):

@@ -42,7 +42,9 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
       slowdown is the worse of ``fair / bps`` and ``p99 / solo p99``, where the fair share is
       ``min(solo bps, bits/s ceiling / tenants, solo bits per packet x packets/s ceiling / tenants)`` and the
       tenants are the flows whose payload enters the victim's receiving host (a flow mixing READ with other
-      opcodes enters both its hosts: READ responses the client's, the rest the server's): a bandwidth victim
+      opcodes enters both its hosts: READ responses the client's, the rest the server's), or those whose
+      payload leaves its sending host over the same path (the wire, or loopback), when they are more: a
+      bandwidth victim
       beside a bandwidth aggressor that gets half the link got its fair share (Husky's definition, Kong et al.,
       NSDI 2023). It is a symptom when ``fair / bps`` passes ``isolation_slowdown`` or ``p99 / solo p99`` passes
       ``isolation_latency``; it names the victim's receiving host, end ``victim``, and its value is the factor
@@ -559,8 +561,11 @@ class Oracle:
                 continue
             host = f.payload_receiver.host
             kind = direction_kind(workload, host)
-            # a flow mixing READ with other opcodes lands payload on both its hosts: a tenant of each
-            tenants = sum(any(part.host == host for part in _payload_into(g)) for g in workload.flows)
+            # a flow mixing READ with other opcodes lands payload on both its hosts: a tenant of each; the flows
+            # leaving the victim's sender on its path share the sender's link (a victim beside a pattern's sender)
+            sender = f.payload_sender.host
+            tenants = max(sum(any(part.host == host for part in _payload_into(g)) for g in workload.flows),
+                          sum(g.payload_sender.host == sender and g.loopback == f.loopback for g in workload.flows))
             was, now = alone[j], got[i]
             shares = [was.bps, self.ceilings.payload_bps(kind, list(f.sizes), f.mtu) / tenants]
             if was.pps > 0:

@@ -28,7 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -150,7 +150,7 @@ def check_fleet(run: RunPattern, hosts: Sequence[str], margin: float = 0.2, seed
     implicated = sorted(_implicated(rounds[0]), key=rank.__getitem__)
     cleared = [h for h in hosts if h not in implicated]
     if len(cleared) >= len(implicated):  # every implicated host beside a healthy one: settled in this round
-        found = _confirm(run, rounds, implicated, cleared, margin)
+        found = _confirm(run, rounds, implicated, cleared, margin, rank)
     else:
         rounds.append(_round(2, RoundKind.RING, second, run(RoundKind.RING, second), margin))
         candidates = [h for h in implicated if h in _implicated(rounds[1])]
@@ -161,7 +161,7 @@ def check_fleet(run: RunPattern, hosts: Sequence[str], margin: float = 0.2, seed
                           key=lambda h: sum(h in _implicated(r) for r in rounds))
         while unsure and healthy:  # each round settles as many as there are healthy partners
             tried = unsure[:len(healthy)]
-            slow = _confirm(run, rounds, tried, healthy, margin)
+            slow = _confirm(run, rounds, tried, healthy, margin, rank)
             found |= slow
             healthy += [h for h in tried if h not in slow]
             unsure = unsure[len(tried):]
@@ -170,18 +170,27 @@ def check_fleet(run: RunPattern, hosts: Sequence[str], margin: float = 0.2, seed
     return FleetResult(tuple(hosts), tuple(rounds), tuple(suspects), margin)
 
 
-def _confirm(run: RunPattern, rounds: list[Round], unsure: list[str], healthy: list[str], margin: float) -> set[str]:
-    """Run a round of pairs, each of ``unsure`` beside one of ``healthy`` (as many as there are), the healthy
-    hosts left paired among themselves for the round's reference (the earlier rounds' when none are left); append
-    it to ``rounds`` and return the hosts of ``unsure`` whose pair was slow."""
-    partners = healthy[:len(unsure)]
-    rest = healthy[len(unsure):]
-    order = tuple(h for pair in zip(unsure, partners, strict=False) for h in pair) + tuple(rest[:len(rest) // 2 * 2])
+def _confirm(run: RunPattern, rounds: list[Round], unsure: list[str], healthy: list[str], margin: float,
+             rank: Mapping[str, int]) -> set[str]:
+    """Run a round of pairs, each of ``unsure`` beside one of ``healthy`` (as many as there are: the nearest in
+    the fleet's order not yet taken, likely behind the same switch where the order follows racks, so a slow host's
+    congestion stays off the links between switches), the healthy hosts left paired among themselves in the
+    fleet's order for the round's reference (the earlier rounds' when none are left); append it to ``rounds`` and
+    return the hosts of ``unsure`` whose pair was slow."""
+    free = sorted(healthy, key=rank.__getitem__)
+    tried = unsure[:len(free)]
+    partners = []
+    for h in tried:
+        nearest = min(free, key=lambda x: (abs(rank[x] - rank[h]), rank[x]))
+        partners.append(nearest)
+        free.remove(nearest)
+    rest = free
+    order = tuple(h for pair in zip(tried, partners, strict=True) for h in pair) + tuple(rest[:len(rest) // 2 * 2])
     links = run(RoundKind.PAIRS, order)
     fine = [link.gbs for link in links if link.src in rest and link.dst in rest]
     reference = reference_gbs(fine or [link.gbs for r in rounds for link in r.links])
     rounds.append(_round(len(rounds) + 1, RoundKind.PAIRS, order, links, margin, reference))
-    return set(unsure[:len(partners)]) & _implicated(rounds[-1])
+    return set(tried) & _implicated(rounds[-1])
 
 
 def _round(index: int, kind: RoundKind, order: tuple[str, ...], links: tuple[LinkFigure, ...], margin: float,

@@ -59,6 +59,43 @@ def test_one_slow_host_is_named_in_two_rounds_beside_a_healthy_partner() -> None
     assert s.worst == pytest.approx(0.5) and any("round 2 (pairs)" in e for e in s.evidence)
 
 
+def test_each_implicated_host_is_paired_with_its_nearest_cleared_host_in_the_fleets_order() -> None:
+    """Where the fleet's order follows its racks, the nearest host is behind the same switch: a slow host's
+    congestion stays off the links between switches, where it would slow other pairs."""
+    run = Fake({"h27": 0.5})
+    result = check_fleet(run, fleet(32))
+    assert [s.host for s in result.suspects] == ["h27"]
+    _, order = run.rounds[1]
+    pairs = dict(zip(order[0::2], order[1::2], strict=True))
+    assert (pairs["h26"], pairs["h27"], pairs["h28"]) == ("h25", "h29", "h30")  # in turn, the nearest left
+
+
+def test_one_slow_port_behind_a_fabric_is_named_without_its_congestions_victims() -> None:
+    """On a simulated fleet of four leaves with PFC, a slow port's congestion spreads to every flow through the
+    links it pauses; pairs behind one switch keep it there."""
+    from dataclasses import replace
+
+    from collie.model.collective import collective
+    from collie.model.flow import Endpoint, Flow
+    from collie.model.patterns import Pattern, PatternKind
+    from collie.model.workload import Workload
+    from collie.targets.sim import SimTarget, load_profile
+    from collie.targets.sim.profile import Fabric, Fault, FaultKind, host_names
+
+    hosts = host_names(32)
+    profile = replace(load_profile("fleet8-cx6"), hosts=hosts, fabric=Fabric(8, 4, 400.0, True, 256.0))
+    flow = Flow(Endpoint("a"), Endpoint("b"), sizes=(1 << 20,), mr_size=1 << 20, qps=2)
+    for bad in ("h03", "h13", "h27"):
+        target = SimTarget(replace(profile, faults=(Fault(bad, FaultKind.PORT_SPEED, 0.5),)), seed=1)
+
+        def run(kind: RoundKind, order: tuple[str, ...]) -> tuple[LinkFigure, ...]:
+            p = Pattern(PatternKind.RING_ALLREDUCE if kind is RoundKind.RING else PatternKind.PAIRWISE, order,
+                        64 << 20, flow=flow)
+            return collective(p, target.run(Workload.of_pattern(p), 1.0).flows).links  # noqa: B023
+
+        assert [s.host for s in check_fleet(run, hosts).suspects] == [bad]
+
+
 @pytest.mark.parametrize(("n", "bad"), [(8, ("h01", "h02")), (8, ("h01", "h03")), (8, ("h00", "h04")),
                                         (16, ("h02", "h05", "h06")), (16, ("h01", "h03", "h05"))])
 def test_many_faults_on_a_small_fleet_are_all_named_and_nothing_else(n: int, bad: tuple[str, ...]) -> None:
