@@ -6,7 +6,9 @@ links, a healthy link's rate while up to half of them are slow). The schedule:
 
 1. **A ring** over every host. No slow link: the fleet is clean, in one round. Else the hosts at an end of a slow
    link are *implicated*: each faulty host (its port, NIC or PCIe), and its ring neighbours.
-2. When at least as many hosts were not implicated: **pairs**, each implicated host beside a cleared one,
+2. When at least as many hosts were not implicated: **pairs**, each implicated host beside a cleared one (the
+   nearest in the fleet's order not yet taken: behind the same switch where the order follows the racks, so a
+   slow host's congestion stays off the links between switches, where PFC would hold other pairs with it),
    exchanging traffic both ways, the cleared hosts left paired among themselves for the round's reference (the
    ring's when none are left). An implicated host whose pair is slow is a suspect: its partner is healthy. Two
    rounds in all.
