@@ -29,7 +29,8 @@ Base model (no quirk can be seen in it):
 Invariants:
     * pure: the result depends only on (profile, workload, features, duration, noise draws);
     * no pause above the setup blip (< 0.01 % of the duration) and no loss unless a quirk fired, a flow
-      crosses a host's lossy link (a fault of the profile) or a port of the profile's fabric is congested
+      crosses a host's lossy link or a port with a mis-set MTU smaller than its packets (faults of the profile),
+      or a port of the profile's fabric is congested
       (:mod:`collie.targets.sim.fabric`);
     * ``Outcome.fired`` lists the fired quirks' ids, then a ``base:<limit>`` label for each base-model limit
       above that holds a flow below 0.9 of what it would get without it, then the ``fault:HOST:KIND`` of each
@@ -210,6 +211,8 @@ class Compiled:
         self.fault_caps: Final = _fault_caps(profile)
         #: per host with a lossy link, the fraction of packets it loses
         self.link_losses: Final = _link_losses(profile)
+        #: per host with a mis-set MTU, the largest RoCE payload its port carries
+        self.port_mtus: Final = {f.host: f.factor * MAX_MTU for f in profile.faults if f.kind is FaultKind.MTU}
         #: the switches under a fleet (None: an ideal non-blocking switch)
         self.topology: Final = Topology(profile.fabric, profile.hosts) if profile.fabric else None
         self.line: Final = nic.line_rate_gbps * 1e9
@@ -413,6 +416,28 @@ def _fault_caps(profile: Profile) -> dict[str, tuple[tuple[Fault, tuple[int, ...
     return {h: tuple(v) for h, v in out.items()}
 
 
+#: At most this fraction of a flow's packets is lost: one that loses them all still resends (and counts the
+#: loss), at a rate that rounds to nothing.
+_ALL_LOST: Final = 1.0 - 1e-9
+#: The largest RoCE MTU: a mis-set MTU fault's ``factor`` is a fraction of it.
+MAX_MTU: Final = 4096
+
+
+def _oversize(c: FlowCalc, port_mtu: float) -> float:
+    """The fraction of flow ``c``'s data packets whose payload is larger than ``port_mtu`` (a port that drops
+    them); 0 when its MTU fits."""
+    f = c.flow
+    mtu = f.mtu
+    if mtu <= port_mtu:
+        return 0.0
+    big = total = 0
+    for size in f.sizes:
+        full, last = divmod(size, mtu)
+        big += full + (last > port_mtu)
+        total += full + (last > 0)
+    return big / total if total else 0.0
+
+
 def _link_losses(profile: Profile) -> dict[str, float]:
     """Per host with a lossy link, the fraction of its packets lost."""
     return {f.host: 1.0 - f.factor for f in profile.faults if f.kind is FaultKind.LOSSY_LINK}
@@ -600,6 +625,7 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     thr = 1.0
     loss = 0.0
     lossy = model.link_losses
+    mtus = model.port_mtus
     for q in fired:
         thr *= q.symptom.throughput
         loss = 1.0 - (1.0 - loss) * (1.0 - q.symptom.loss)
@@ -656,9 +682,13 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
         factor = 1.0 - pause_host[c.dst] if c.dst in pause_host else 1.0
         flow_loss = loss
         dropped = cong.loss.get(c.index, 0.0)
+        if mtus and not c.loopback and (c.src in mtus or c.dst in mtus):
+            oversize = _oversize(c, min(mtus.get(c.src, MAX_MTU), mtus.get(c.dst, MAX_MTU)))
+            dropped = 1.0 - (1.0 - dropped) * (1.0 - oversize)
         if dropped or (lossy and not c.loopback and (c.src in lossy or c.dst in lossy)):
             link = 1.0 - (1.0 - lossy.get(c.src, 0.0)) * (1.0 - lossy.get(c.dst, 0.0)) * (1.0 - dropped)
             flow_loss = 1.0 - (1.0 - loss) * (1.0 - link * (1.0 + GO_BACK_N_PACKETS) / (1.0 + link * GO_BACK_N_PACKETS))
+            flow_loss = flow_loss if flow_loss < _ALL_LOST else _ALL_LOST  # every packet lost: resent in vain
         factor = (factor if factor < thr else thr) * (1.0 - flow_loss)
         c.rate *= factor * global_noise * (1.0 - amp * 0.5 * ((draws[i] + draws[i + 1]) * 0.5))
         i += 2
@@ -779,19 +809,22 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     setup = (m.setup_base_s + qps_sides * m.setup_qp_us * 1e-6 + mrs_sides * m.setup_mr_us * 1e-6
              + pinned * 8 / model.setup_pin_bps) * (1.0 + 0.05 * (draw() - 0.5))
     labels = [lb for c in calcs for lb in c.labels]
-    faults = _faults_felt(model, calcs, list(hosts)) if model.fault_caps or lossy else ()
+    faults = _faults_felt(model, calcs, list(hosts)) if model.fault_caps or lossy or mtus else ()
     return built(Outcome, {"flows": tuple(out_flows), "hosts": tuple(out_hosts), "setup_s": setup,
                            "fired": tuple([q.id for q in fired]) + (tuple(dict.fromkeys(labels)) if labels else ())
                            + faults + cong.ports})
 
 
 def _faults_felt(model: Compiled, calcs: list[FlowCalc], hosts: list[str]) -> tuple[str, ...]:
-    """The ids of the faults on resources some flow of the run used, or on links it crossed (the run's ground
-    truth)."""
+    """The ids of the faults on resources some flow of the run used, or on links it crossed (a port with a mis-set
+    MTU: with packets larger than it) (the run's ground truth)."""
     used = {k for c in calcs for k, _ in c.uses}
     crossed = {h for c in calcs if not c.loopback for h in (c.src, c.dst)}
+    mtus = model.port_mtus
+    oversized = {h for c in calcs if not c.loopback for h in (c.src, c.dst) if h in mtus and _oversize(c, mtus[h])}
     return tuple(fault.id for i, h in enumerate(hosts) for fault in model.profile.faults if fault.host == h
-                 and (h in crossed if fault.kind is FaultKind.LOSSY_LINK
+                 and (h in crossed if fault.kind is FaultKind.LOSSY_LINK else h in oversized
+                      if fault.kind is FaultKind.MTU
                       else any(i * _KINDS + k in used for k in _FAULT_RESOURCES[fault.kind])))
 
 

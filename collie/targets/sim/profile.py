@@ -117,6 +117,9 @@ class FaultKind(Enum):
     #: a lossy link (a dirty fibre, a bad cable): each packet in or out of the host arrives with probability
     #: ``factor``; RC resends what follows a lost packet (go-back-N), counted as loss and retransmission
     LOSSY_LINK = "lossy_link"
+    #: a mis-set MTU: the host's switch port carries RoCE payloads of at most ``factor`` x 4096 bytes (0.25: 1024)
+    #: and drops larger packets; a flow whose packets are larger loses them, and RC resends them in vain
+    MTU = "mtu"
 
 
 @dataclass(frozen=True)

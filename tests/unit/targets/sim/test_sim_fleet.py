@@ -111,6 +111,23 @@ def test_a_lossy_link_slows_its_links_by_go_back_n_and_shows_in_loss_counters() 
     assert lossy.host("h0").counters["out_of_sequence"] == 0  # a host off the lossy link loses nothing
 
 
+def test_a_mis_set_mtu_drops_the_packets_larger_than_it_and_hangs_the_ring_only_then() -> None:
+    """h3's port carries at most 1024 B of payload: a ring at MTU 4096 with 1 MiB WRITEs loses every packet in
+    and out of h3 (RC resends them in vain, the ring never ends); at MTU 1024, or with messages of 512 B, nothing
+    is lost and the truth does not name the fault."""
+    faulty = fleet(8, Fault("h3", FaultKind.MTU, 0.25))
+    hung = faulty.run(ring(host_names(8)), 1.0)
+    assert hung.truth == ("fault:h3:mtu",)
+    rates = {f.client + "->" + f.server: f.bps for f in hung.flows}
+    assert rates["h2->h3"] < 1e3 and rates["h3->h4"] < 1e3 and rates["h0->h1"] > 1e11
+    assert hung.host("h3").counters["out_of_sequence"] > 0 and hung.host("h2").counters["local_ack_timeout_err"] > 0
+    for shape in ({"mtu": 1024}, {"sizes": (512,)}):
+        fine = faulty.run(Workload.of_pattern(Pattern(PatternKind.RING_ALLREDUCE, host_names(8), 64 << 20,
+                                                      flow=replace(FLOW, **shape))), 1.0)  # type: ignore[arg-type]
+        assert fine.truth == () and min(f.bps for f in fine.flows) > 1e10, shape
+        assert fine.host("h3").counters["out_of_sequence"] == 0
+
+
 def test_a_little_loss_hides_in_the_rates_but_not_in_the_oracles_loss_verdict() -> None:
     from simhelpers import oracle_for
 
