@@ -686,14 +686,16 @@ def _atomic_share(flow: Flow) -> float:
 
 
 def _collective_evidence(figures: CollectiveResult, slow: list[LinkFigure]) -> dict[str, Any]:
-    """A pattern run's figures for reports: every link's GB/s when there are few, else the slow ones; a time that
-    never ended (a connection moved nothing) is None."""
+    """A pattern run's figures for reports: every link's GB/s when there are few, else the slow ones, and the
+    reference of each slow link's group (what it was judged against); a time that never ended (a connection moved
+    nothing) is None."""
     shown = figures.links if len(figures.links) <= EVIDENCE_LINKS else slow
     return {"time_s": figures.time_s if figures.time_s < math.inf else None,
             "algbw_gbs": figures.algbw_gbs, "busbw_gbs": figures.busbw_gbs,
             "median_link_gbs": figures.median_link_gbs, "reference_gbs": figures.reference_gbs,
             "spread": figures.spread,
             "slowest_link": figures.slowest_link.name, "slow_links": [link.name for link in slow],
+            "slow_references": {link.name: figures.reference_of(link) for link in slow},
             "links": {link.name: link.gbs for link in shown}}
 
 

@@ -266,6 +266,9 @@ def collective_words(figures: Mapping[str, Any] | None) -> str:
     links = figures.get("links", {})
     slowest = figures.get("slowest_link", "")
     at = f" at {links[slowest]:.2f} GB/s" if slowest in links else ""
+    own = figures.get("slow_references", {}).get(slowest)
+    if own is not None and abs(own - figures["reference_gbs"]) > 0.01 * figures["reference_gbs"]:
+        at += f" (its group's reference {own:.2f} GB/s)"  # links of another standing are not compared with it
     return (f"busbw {figures['busbw_gbs']:.2f} GB/s, algbw {figures['algbw_gbs']:.2f} GB/s; links at "
             f"{figures['reference_gbs']:.2f} GB/s (the reference), the slowest {slowest}{at}; spread "
             f"{figures['spread']:.0%}")

@@ -8,6 +8,7 @@ from collie.mfs import MFS, Condition
 from collie.model.flow import Endpoint, Flow
 from collie.oracle import Symptom
 from collie.report.facts import (
+    collective_words,
     flow_words,
     headline,
     mfs_words,
@@ -115,3 +116,22 @@ def test_an_isolation_symptom_reads_as_a_slowdown_of_the_victim() -> None:
     assert symptom_size(slowed) == "slowed 3.55x against its share alone"
     assert symptom_text(slowed) == ("victim slowed by its aggressor on host b (victim): slowed 3.55x against its "
                                     "share alone, 2.4x the threshold of 1.5x")
+
+
+def test_a_collectives_slowest_link_is_told_against_its_own_groups_reference() -> None:
+    figures = {"busbw_gbs": 11.46, "algbw_gbs": 7.64, "reference_gbs": 22.9, "spread": 0.5,
+               "slowest_link": "r1->r2", "links": {"r1->r2": 5.0, "r0->r1": 22.9},
+               "slow_references": {"r1->r2": 11.0}}
+    assert collective_words(figures) == ("busbw 11.46 GB/s, algbw 7.64 GB/s; links at 22.90 GB/s (the reference), "
+                                         "the slowest r1->r2 at 5.00 GB/s (its group's reference 11.00 GB/s); "
+                                         "spread 50%")
+    same = {**figures, "slow_references": {"r1->r2": 22.9}}
+    assert "group" not in collective_words(same) and "group" not in collective_words({**figures, "slow_references": {}})
+
+
+def test_a_pause_from_the_fabric_is_told_from_the_port_it_is_attributed_to() -> None:
+    s = Symptom("pause", "r0", "fabric", 0.49, 0.001, "rx_prio3_pause_duration", read_on="r2", link="switch->r0")
+    assert symptom_text(s) == ("PFC pause from the switch port into host r0: host r2 paused 49.00% of the time, 490x "
+                               "the 0.10% threshold (counter rx_prio3_pause_duration)")
+    between = Symptom("pause", "r2", "fabric", 0.3, 0.001, "rx_prio3_pause_duration", read_on="r2", link="fabric")
+    assert headline(between) == "PFC pause from a link between switches"
