@@ -1,7 +1,7 @@
 """``collie fleet check``: an acceptance run of a fleet without MPI: localise slow hosts in a few rounds.
 
-Exit codes (:class:`~collie.gate.ExitCode`): 0 clean, 1 suspects named, 2 a usage error, 3 the target or the
-infrastructure failed.
+Exit codes (:class:`~collie.gate.ExitCode`): 0 clean, 1 suspects or slow links between healthy hosts named, 2 a
+usage error, 3 the target or the infrastructure failed.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def check_dict(check: FleetCheck) -> dict[str, Any]:
                     "links": [{k: v for k, v in asdict(link).items() if k != "connection"} for link in r.links]}
                    for r in result.rounds],
         "suspects": [asdict(s) for s in result.suspects],
-        "exit_code": int(ExitCode.ANOMALIES if result.suspects else ExitCode.CLEAN),
+        "unexplained": list(result.unexplained),
+        "exit_code": int(ExitCode.ANOMALIES if result.flagged else ExitCode.CLEAN),
     }
 
 
@@ -79,10 +80,12 @@ def check(target_spec: TargetSpec, size: int, duration: float, margin: float, ht
     second ring, then pairs, when faults are many for the fleet's size). A suspect is named with the links that
     show it. Far fewer experiments than measuring all pairs (docs/collectives.md#collie-fleet-check).
 
+    A slow link between two hosts that are both healthy is named too: the path between them is slow.
+
     \b
     Exit codes:
       0  clean: no suspect
-      1  suspects named
+      1  suspects named, or slow links between healthy hosts
       2  a usage error (one sentence says which)
       3  the target or the infrastructure failed: a round could not run
     """
@@ -106,6 +109,9 @@ def check(target_spec: TargetSpec, size: int, duration: float, margin: float, ht
         if result.suspects:
             emit(render([{"host": s.host, "worst": f"{s.worst:.0%}", "evidence": "; ".join(s.evidence)}
                          for s in result.suspects], fmt, title="suspects"))
+        if result.unexplained:
+            emit(render([{"link": name} for name in result.unexplained], fmt,
+                        title="slow links between healthy hosts (the path between them: a link between switches)"))
     if html_file is not None:
         from collie.report.fleet_page import render_fleet_html
 
@@ -113,7 +119,9 @@ def check(target_spec: TargetSpec, size: int, duration: float, margin: float, ht
             html_file.write_text(render_fleet_html(done), encoding="utf-8")
         except OSError as exc:
             raise InputError(f"--html {html_file}: {exc.strerror or exc}") from None
-    names = ", ".join(s.host for s in result.suspects)
-    click.echo(f"{len(result.suspects)} suspect(s): {names}" if result.suspects else
-               f"clean: no suspect among {len(result.hosts)} hosts", err=True)
-    sys.exit(int(ExitCode.ANOMALIES if result.suspects else ExitCode.CLEAN))
+    found = [f"{len(result.suspects)} suspect(s): {', '.join(s.host for s in result.suspects)}"] \
+        if result.suspects else []
+    if result.unexplained:
+        found.append(f"{len(result.unexplained)} slow link(s) between healthy hosts: {', '.join(result.unexplained)}")
+    click.echo("; ".join(found) if found else f"clean: no suspect among {len(result.hosts)} hosts", err=True)
+    sys.exit(int(ExitCode.ANOMALIES if result.flagged else ExitCode.CLEAN))

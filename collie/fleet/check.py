@@ -20,6 +20,10 @@ links, a healthy link's rate while up to half of them are slow). The schedule:
    then those the pairs cleared), as many per round as there are such partners; should none be left, the
    candidates still unsettled are all named.
 
+A slow link of any round with no suspect at either end is *unexplained*: both its hosts are healthy, so the path
+between them is slow (on a switch fabric, a link between switches it crosses). The check names it beside the
+suspects.
+
 Invariants:
     * every round measures each of its links once, all at once; ``FleetResult.experiments`` counts the rounds;
     * a suspect was implicated in the first ring, and either its pair beside a host deemed healthy was slow or,
@@ -73,12 +77,20 @@ class Suspect:
 
 @dataclass(frozen=True)
 class FleetResult:
-    """A fleet check: its rounds, its suspects (the worst first), and the hosts it checked."""
+    """A fleet check: its rounds, its suspects (the worst first), the hosts it checked, and the slow links no
+    suspect is an end of (``unexplained``, in the order the rounds measured them: the path between two healthy
+    hosts is slow, a link between switches)."""
 
     hosts: tuple[str, ...]
     rounds: tuple[Round, ...]
     suspects: tuple[Suspect, ...]
     margin: float
+    unexplained: tuple[str, ...] = ()
+
+    @property
+    def flagged(self) -> bool:
+        """Whether the check found anything: a suspect, or a slow link no suspect explains."""
+        return bool(self.suspects or self.unexplained)
 
     @property
     def experiments(self) -> int:
@@ -169,7 +181,9 @@ def check_fleet(run: RunPattern, hosts: Sequence[str], margin: float = 0.2, seed
             unsure = unsure[len(tried):]
         found |= set(unsure)  # no healthy host left to tell them apart: every one is named
     suspects = sorted((_suspect(h, rounds) for h in found), key=lambda s: (s.worst, rank[s.host]))
-    return FleetResult(tuple(hosts), tuple(rounds), tuple(suspects), margin)
+    unexplained = dict.fromkeys(link.name for r in rounds for link in r.links
+                                if link.name in r.slow and link.src not in found and link.dst not in found)
+    return FleetResult(tuple(hosts), tuple(rounds), tuple(suspects), margin, tuple(unexplained))
 
 
 def _confirm(run: RunPattern, rounds: list[Round], unsure: list[str], healthy: list[str], margin: float,

@@ -23,6 +23,26 @@ def faulty_fleet(folder: Path, hosts: int = 16) -> Path:
     return path
 
 
+def test_a_slow_link_between_switches_is_named_as_a_slow_path_between_healthy_hosts(tmp_path: Path) -> None:
+    from collie.targets.sim.fabric import spread
+
+    (spine, _), *_ = spread("h07", "h08", 2, 4)  # the spine ECMP puts one of the ring's h07 -> h08 QPs on
+    text = (PROFILE_DIR / "fleet8-cx6.toml").read_text(encoding="utf-8")
+    text = text.replace('name = "fleet8-cx6"', 'name = "slowlink"').replace("\nhosts = 8\n", "\nhosts = 32\n")
+    path = tmp_path / "slowlink.toml"
+    path.write_text(text + "\n[fabric]\nhosts_per_leaf = 8\nspines = 4\nuplink_gbps = 400\n"
+                           f"\n[[fabric.slow_links]]\nleaf = 0\nspine = {spine}\nfactor = 0.1\n", encoding="utf-8")
+    html = tmp_path / "fleet.html"
+    r = run_cli("fleet", "check", "--target", f"sim:{path}", "--format", "json", "--html", str(html))
+    assert r.returncode == 1, r.stderr
+    data = json.loads(r.stdout)
+    assert data["suspects"] == [] and data["unexplained"] == ["h07->h08"] and data["exit_code"] == 1
+    assert "0 suspect(s): ; 1 slow link(s) between healthy hosts: h07->h08" not in r.stderr
+    assert "1 slow link(s) between healthy hosts: h07->h08" in r.stderr
+    page = html.read_text(encoding="utf-8")
+    assert 'id="unexplained"' in page and "h07-&gt;h08" in page
+
+
 class Cells(HTMLParser):
     """The heat map's cells (by row) and the suspects' cards of a fleet page."""
 

@@ -82,6 +82,8 @@ class Topology:
         self.leaf: Final = {h: i // fabric.hosts_per_leaf for i, h in enumerate(hosts)}
         self.uplink_bps: Final = fabric.uplink_gbps * 1e9
         self.xoff_bits: Final = fabric.xoff_kib * 1024 * 8
+        #: (leaf, spine) -> the fraction of its speed a slow link between them keeps
+        self.slow: Final = {(leaf, spine): factor for leaf, spine, factor in fabric.slow_links}
 
 
 @dataclass
@@ -91,11 +93,13 @@ class Links:
     Attributes:
         caps: the run's resource capacities (appended to).
         names: resource id -> port name, for the links added.
+        faults: the truth ids of the slow links added (:meth:`~collie.targets.sim.profile.Fabric.link_id`).
     """
 
     topology: Topology
     caps: list[float]
     names: dict[int, str] = field(default_factory=dict)
+    faults: set[str] = field(default_factory=set)
     _ids: dict[tuple[int, int, int], int] = field(default_factory=dict)
 
     def _link(self, stage: int, leaf: int, spine: int) -> int:
@@ -103,7 +107,10 @@ class Links:
         k = self._ids.get(key)
         if k is None:
             k = self._ids[key] = len(self.caps)
-            self.caps.append(self.topology.uplink_bps)
+            factor = self.topology.slow.get((leaf, spine), 1.0)
+            self.caps.append(self.topology.uplink_bps * factor)
+            if factor < 1.0:
+                self.faults.add(self.topology.fabric.link_id(leaf, spine))
             self.names[k] = f"leaf{leaf}->spine{spine}" if stage == UP else f"spine{spine}->leaf{leaf}"
         return k
 
@@ -136,6 +143,7 @@ class Congestion:
         loss: flow position -> the fraction of its packets congested ports dropped (no PFC).
         delay_us: flow position -> what it queued at congested ports (PFC).
         ports: the truth labels of the congested ports, in resource order.
+        faults: the truth ids of the slow links between switches the run crossed, sorted.
     """
 
     pause_rx: Mapping[int, float]
@@ -143,6 +151,7 @@ class Congestion:
     loss: Mapping[int, float]
     delay_us: Mapping[int, float]
     ports: tuple[str, ...]
+    faults: tuple[str, ...] = ()
 
 
 NONE: Final = Congestion({}, {}, {}, {}, ())

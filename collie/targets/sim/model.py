@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from collie.codec import built
@@ -563,6 +563,8 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
         names.update(links.names if links is not None else {})
         load, cong = congestion(calcs, caps, topology, names, {first[h] + WIRE_TX: first[h] for h in hosts},
                                 {first[h] + WIRE_RX: first[h] for h in hosts})
+        if links is not None and links.faults:
+            cong = replace(cong, faults=tuple(sorted(links.faults)))
     elif len(calcs) < 2:  # nothing to share: a flow alone never over-subscribes what it gets alone
         load, caps = [], []
     else:
@@ -812,7 +814,7 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     faults = _faults_felt(model, calcs, list(hosts)) if model.fault_caps or lossy or mtus else ()
     return built(Outcome, {"flows": tuple(out_flows), "hosts": tuple(out_hosts), "setup_s": setup,
                            "fired": tuple([q.id for q in fired]) + (tuple(dict.fromkeys(labels)) if labels else ())
-                           + faults + cong.ports})
+                           + faults + cong.faults + cong.ports})
 
 
 def _faults_felt(model: Compiled, calcs: list[FlowCalc], hosts: list[str]) -> tuple[str, ...]:

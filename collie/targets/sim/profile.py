@@ -153,6 +153,8 @@ class Fabric:
         uplink_gbps: each uplink's speed, each way.
         pfc: lossless (PFC): a congested port pauses the ports feeding it; False: it drops what it cannot carry.
         xoff_kib: what a congested port queues before it sends XOFF: the queueing delay it adds.
+        slow_links: faults of links between switches (ground truth for tests and benchmarks only): each
+            ``(leaf, spine, factor)``, the link between them running at ``factor`` x ``uplink_gbps`` both ways.
     """
 
     hosts_per_leaf: int
@@ -160,6 +162,12 @@ class Fabric:
     uplink_gbps: float
     pfc: bool
     xoff_kib: float
+    slow_links: tuple[tuple[int, int, float], ...] = ()
+
+    @staticmethod
+    def link_id(leaf: int, spine: int) -> str:
+        """How ``RunResult.truth`` names a slow link between switches that shaped a run."""
+        return f"fault:leaf{leaf}-spine{spine}:link_speed"
 
 
 #: Most hosts a profile may declare (a fleet).
@@ -461,10 +469,27 @@ def _fabric(data: dict[str, Any], hosts: int, line_gbps: float, source: str, tex
     otherwise."""
     spec = {"hosts_per_leaf": (int, hosts), "spines": (int, 1), "uplink_gbps": (float, line_gbps),
             "pfc": (bool, True), "xoff_kib": (float, 256.0)}
-    t = _table(data, "fabric", spec, source, text)
+    raw = data["fabric"]
+    expect_type(raw, dict, f"{source}: [fabric]", "a table")
+    t = _table({"fabric": {k: v for k, v in raw.items() if k != "slow_links"}}, "fabric", spec, source, text)
     for key in ("hosts_per_leaf", "spines", "uplink_gbps"):
         _positive(t[key], _loc(source, text, "fabric", key))
-    return Fabric(**t)
+    leaves = -(-hosts // t["hosts_per_leaf"])
+    reader = Reader(f"{source}: fabric.slow_links")
+    slow: list[tuple[int, int, float]] = []
+    for i, item in enumerate(reader.items(raw.get("slow_links", []), "a list of [[fabric.slow_links]] tables")):
+        lt = reader.at(i).table(item, ("leaf", "spine", "factor"), ("leaf", "spine", "factor"))
+        leaf, spine, factor = lt.integer("leaf"), lt.integer("spine"), lt.number("factor")
+        if not 0 <= leaf < leaves:
+            lt.at("leaf").fail(f"leaf {leaf} does not exist; the fabric has leaves 0 to {leaves - 1}")
+        if not 0 <= spine < t["spines"]:
+            lt.at("spine").fail(f"spine {spine} does not exist; the fabric has spines 0 to {t['spines'] - 1}")
+        if not 0 < factor <= 1:
+            lt.at("factor").fail(f"the fraction of its speed left must be in (0, 1], got {factor}")
+        if any((leaf, spine) == (a, b) for a, b, _ in slow):
+            lt.at("leaf").fail(f"the link between leaf {leaf} and spine {spine} is already slow")
+        slow.append((leaf, spine, factor))
+    return Fabric(**t, slow_links=tuple(slow))
 
 
 def _faults(raw: Any, hosts: tuple[str, ...], where: str) -> tuple[Fault, ...]:

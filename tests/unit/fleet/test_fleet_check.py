@@ -70,9 +70,10 @@ def test_each_implicated_host_is_paired_with_its_nearest_cleared_host_in_the_fle
     assert (pairs["h26"], pairs["h27"], pairs["h28"]) == ("h25", "h29", "h30")  # in turn, the nearest left
 
 
-def test_one_slow_port_behind_a_fabric_is_named_without_its_congestions_victims() -> None:
+def test_behind_a_fabric_a_slow_port_is_named_without_its_congestions_victims_and_a_slow_link_as_a_link() -> None:
     """On a simulated fleet of four leaves with PFC, a slow port's congestion spreads to every flow through the
-    links it pauses; pairs behind one switch keep it there."""
+    links it pauses; pairs behind one switch keep it there. A slow link between switches leaves every host
+    healthy: the check names the hosts' link it slowed."""
     from dataclasses import replace
 
     from collie.model.collective import collective
@@ -80,6 +81,7 @@ def test_one_slow_port_behind_a_fabric_is_named_without_its_congestions_victims(
     from collie.model.patterns import Pattern, PatternKind
     from collie.model.workload import Workload
     from collie.targets.sim import SimTarget, load_profile
+    from collie.targets.sim.fabric import spread
     from collie.targets.sim.profile import Fabric, Fault, FaultKind, host_names
 
     hosts = host_names(32)
@@ -93,7 +95,21 @@ def test_one_slow_port_behind_a_fabric_is_named_without_its_congestions_victims(
                         64 << 20, flow=flow)
             return collective(p, target.run(Workload.of_pattern(p), 1.0).flows).links  # noqa: B023
 
-        assert [s.host for s in check_fleet(run, hosts).suspects] == [bad]
+        result = check_fleet(run, hosts)
+        assert [s.host for s in result.suspects] == [bad] and result.unexplained == ()
+    # a slow link between leaf 0 and the spine ECMP puts one of h07 -> h08's QPs on: the ring's link between the
+    # leaves is slow, every host healthy; the check names the link
+    (spine, _), *_ = spread("h07", "h08", 2, 4)
+    slow_link = replace(profile, fabric=replace(profile.fabric, slow_links=((0, spine, 0.1),)))  # type: ignore[type-var]
+    target = SimTarget(slow_link, seed=1)
+
+    def run_link(kind: RoundKind, order: tuple[str, ...]) -> tuple[LinkFigure, ...]:
+        p = Pattern(PatternKind.RING_ALLREDUCE if kind is RoundKind.RING else PatternKind.PAIRWISE, order,
+                    64 << 20, flow=flow)
+        return collective(p, target.run(Workload.of_pattern(p), 1.0).flows).links
+
+    result = check_fleet(run_link, hosts)
+    assert result.suspects == () and result.unexplained == ("h07->h08",)
 
 
 @pytest.mark.parametrize(("n", "bad"), [(8, ("h01", "h02")), (8, ("h01", "h03")), (8, ("h00", "h04")),
@@ -143,3 +159,17 @@ def test_candidates_with_no_healthy_partner_left_are_all_named() -> None:
     result = check_fleet(run, fleet(3))
     assert {s.host for s in result.suspects} >= {"h02"}
     assert all(s.evidence for s in result.suspects)
+
+
+def test_a_slow_link_between_healthy_hosts_is_named_as_unexplained() -> None:
+    """The path h05 -> h06 is slow (a link between switches), its hosts are not: no suspect, the link is named."""
+    calls: list[tuple[RoundKind, tuple[str, ...]]] = []
+
+    def run(kind: RoundKind, order: tuple[str, ...]) -> tuple[LinkFigure, ...]:
+        calls.append((kind, order))
+        return links(kind, order, lambda src, dst: HEALTHY * (0.4 if (src, dst) == ("h05", "h06") else 1.0))
+
+    result = check_fleet(run, fleet(16))
+    assert result.suspects == () and result.unexplained == ("h05->h06",) and result.flagged
+    assert not check_fleet(Fake({}), fleet(16)).flagged
+    assert check_fleet(Fake({"h05": 0.5}), fleet(16)).unexplained == ()  # every slow link has the suspect at an end

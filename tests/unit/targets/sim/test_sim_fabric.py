@@ -156,3 +156,27 @@ def test_a_victim_beside_an_incast_is_held_with_it_and_is_no_part_of_the_collect
     assert len(c.links) == 3 and len(run.flows) == 4
     assert run.flows[-1].bps == pytest.approx(c.links[0].gbs * 8e9, rel=0.05)  # held to h1 -> h0's rate
     assert run.truth == ("fabric:pause:leaf0->h0",)
+
+
+def test_a_slow_link_between_a_leaf_and_a_spine_slows_the_flows_ecmp_puts_on_it() -> None:
+    (spine, _), *_ = spread("h1", "h5", 1, 2)
+    slow = replace(FABRIC.fabric, slow_links=((0, spine, 0.25),))  # type: ignore[type-var]
+    t = SimTarget(replace(FABRIC, fabric=slow), seed=4)
+    run = t.run(flows(("h1", "h5")), 1.0)
+    # the leaf's port into the slow uplink is congested: it pauses h1
+    assert run.truth == (f"fault:leaf0-spine{spine}:link_speed", f"fabric:pause:leaf0->spine{spine}")
+    assert gbps(run)["h1->h5"] < 95 and paused(run)["h1"] > 0.45  # a quarter of 400 Gb/s, half a host's link
+    within = t.run(flows(("h1", "h2")), 1.0)
+    assert within.truth == () and gbps(within)["h1->h2"] > 175
+
+
+def test_slow_links_are_checked_field_by_field() -> None:
+    text = (PROFILE_DIR / "fleet8-cx6-fabric.toml").read_text()
+    good = parse_profile(text + "\n[[fabric.slow_links]]\nleaf = 1\nspine = 0\nfactor = 0.5\n", "f.toml")
+    assert good.fabric is not None and good.fabric.slow_links == ((1, 0, 0.5),)
+    for bad, says in (("leaf = 2\nspine = 0\nfactor = 0.5", "leaf 2 does not exist; the fabric has leaves 0 to 1"),
+                      ("leaf = 0\nspine = 5\nfactor = 0.5", "spine 5 does not exist"),
+                      ("leaf = 0\nspine = 0\nfactor = 0", r"must be in \(0, 1\]"),
+                      ("leaf = 0\nspine = 0", "factor")):
+        with pytest.raises(InputError, match=says):
+            parse_profile(text + f"\n[[fabric.slow_links]]\n{bad}\n", "f.toml")
