@@ -19,6 +19,13 @@ all pairs one by one, and the CPU time per draw.
 Fault kinds and factors (each slows a 200G host's links well past the 20 % margin): a port at half speed, PCIe at
 a quarter (Gen3 x8 in a Gen4 x16 fleet), buffers on the far NUMA node at half the PCIe bandwidth, a link losing
 1 % of its packets (RC's go-back-N makes that a quarter of the rate).
+
+With ``--fabric HOSTS_PER_LEAF`` the fleets sit on a non-blocking leaf-spine fabric with PFC, and a fleet of more
+than one leaf gets a row ``link`` too: one link between a random leaf and spine at a tenth of its speed per draw,
+every host healthy; "exact" is then naming no host and at least one slow path between healthy hosts (collie), or
+naming no host (the pairing scheme, which names hosts only).
+
+    PYTHONPATH=. python bench/localize.py --sizes 8,32,128 --draws 40 --fabric 8
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from collie.model.flow import Endpoint, Flow
 from collie.model.patterns import Pattern, PatternKind
 from collie.model.workload import Workload
 from collie.targets.sim import SimTarget, load_profile
-from collie.targets.sim.profile import Fabric, Fault, FaultKind, host_names
+from collie.targets.sim.profile import Fabric, Fault, FaultKind, Profile, host_names
 
 FLOW = Flow(Endpoint("a"), Endpoint("b"), sizes=(1 << 20,), mr_size=1 << 20, qps=2)
 FACTORS = {FaultKind.PORT_SPEED: 0.5, FaultKind.PCIE: 0.25, FaultKind.FAR_NUMA: 0.5, FaultKind.LOSSY_LINK: 0.99}
@@ -129,6 +136,32 @@ def main() -> None:
                 print(f"{n:>5} {nfaults:>6} {method:<18} {exact:>7.1%} {statistics.mean(r[1] for r in rows):>10.2f} "
                       f"{statistics.mean(r[2] for r in rows):>6.2f} {n * (n - 1) // 2:>9} "
                       f"{statistics.mean(r[3] for r in rows):>10.2f}", flush=True)
+        if base.fabric is not None and n > base.fabric.hosts_per_leaf:
+            slow_link(base, hosts, args)
+
+
+def slow_link(base: Profile, hosts: list[str], args: argparse.Namespace) -> None:
+    """One slow link between a leaf and a spine per draw (a tenth of its speed), every host healthy: "exact" is a
+    check that names no host and at least one slow path between healthy hosts (collie), or names no host (the
+    pairing scheme, which cannot name a path)."""
+    fabric = base.fabric
+    assert fabric is not None
+    leaves, n = -(-len(hosts) // fabric.hosts_per_leaf), len(hosts)
+    stats: dict[str, list[tuple[bool, int, int]]] = {"collie": [], "two-round pairing": []}
+    for draw in range(args.draws):
+        rng = random.Random(f"{n}-link-{draw}")
+        slow = ((rng.randrange(leaves), rng.randrange(fabric.spines), 0.1),)
+        target = SimTarget(replace(base, hosts=tuple(hosts), fabric=replace(fabric, slow_links=slow)), seed=draw)
+        run = runner(target, args.size)
+        result = check_fleet(run, hosts, MARGIN, seed=draw)
+        stats["collie"].append((not result.suspects and bool(result.unexplained), len(result.suspects),
+                                result.experiments))
+        named, rounds = two_round_pairing(run, hosts, rng)
+        stats["two-round pairing"].append((not named, len(named), rounds))
+    for method, rows in stats.items():
+        exact = sum(r[0] for r in rows) / len(rows)
+        print(f"{n:>5} {'link':>6} {method:<18} {exact:>7.1%} {statistics.mean(r[1] for r in rows):>10.2f} "
+              f"{statistics.mean(r[2] for r in rows):>6.2f} {n * (n - 1) // 2:>9} {'':>10}", flush=True)
 
 
 if __name__ == "__main__":
