@@ -24,6 +24,7 @@ File format (see docs/remote.md)::
     [place]                         # optional: which host plays each workload role (default: the first two hosts)
     a = "node-a"                    # a host name,
     b = "tag:rack2"                 # or the first host carrying a tag (not already placed, when one is left)
+    ranks = "tag:rack1"             # a pattern's host roles r0, r1, ...: the hosts carrying a tag, in order
 
 Invariants of a loaded :class:`Inventory`:
     * host names are unique and non-empty; they are data, never code: a name (or tag) may hold any character,
@@ -35,7 +36,7 @@ Invariants of a loaded :class:`Inventory`:
       inventory's folder); they are not required to exist when loading (a missing identity file is that host's
       failure when connecting, not a mistake in the file);
     * ``place`` maps roles (``a``, ``b``) to an existing host name or to ``tag:T`` with at least one host carrying
-      ``T``;
+      ``T``; ``ranks_tag`` is ``""`` or a tag at least one host carries;
     * every mistake is one :class:`~collie.errors.InputError` sentence naming the file, the line and the field.
 """
 
@@ -58,6 +59,8 @@ DEFAULT_CONNECT_TIMEOUT: Final = 10.0
 DEFAULT_REQUEST_TIMEOUT: Final = 30.0
 
 TOP_FIELDS: Final = ("known_hosts", "connect_timeout", "request_timeout", "defaults", "host", "place")
+#: The ``[place]`` key that places a pattern's host roles r0, r1, ... on the hosts carrying a tag.
+RANKS: Final = "ranks"
 #: The workload roles a remote target places on hosts (the hosts workloads name, see collie/model/space.py).
 ROLES: Final = ("a", "b")
 TAG_PREFIX: Final = "tag:"
@@ -206,6 +209,8 @@ class Inventory:
         connect_timeout: seconds allowed for TCP connect, SSH handshake and authentication.
         request_timeout: seconds allowed for one request to an agent.
         place: role -> host name or ``tag:T`` (roles not named take the default placement).
+        ranks_tag: the tag of the hosts a pattern's host roles ``r0``, ``r1``, ... are placed on, in inventory
+            order (``[place] ranks = "tag:T"``); ``""``: every host.
     """
 
     path: Path
@@ -214,6 +219,7 @@ class Inventory:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     place: Mapping[str, str] = field(default_factory=dict)
+    ranks_tag: str = ""
 
     def host(self, name: str) -> Host:
         """The host called ``name``.
@@ -303,9 +309,13 @@ def parse_inventory(text: str, path: Path) -> Inventory:
                                         f"host[{seen[host.name]}])")
         seen[host.name] = i
         hosts.append(host)
-    place = _place(lines.table("place", top.get("place", {}), ROLES, _PLACE_TABLE), hosts)
+    place = _place(lines.table("place", top.get("place", {}), (*ROLES, RANKS), _PLACE_TABLE), hosts)
+    ranks = place.pop(RANKS, "")
+    if ranks and not ranks.startswith(TAG_PREFIX):
+        lines.field("place", RANKS).fail(f'a pattern\'s ranks are placed by tag ("tag:T"), not on one host: '
+                                         f"got {ranks!r}")
     return Inventory(path=path, hosts=tuple(hosts), known_hosts=known_path, connect_timeout=connect_timeout,
-                     request_timeout=request_timeout, place=place)
+                     request_timeout=request_timeout, place=place, ranks_tag=ranks[len(TAG_PREFIX):])
 
 
 def _place(place: Table, hosts: list[Host]) -> dict[str, str]:

@@ -260,11 +260,13 @@ class RemoteTarget:
                     if (mine := tuple(r for r in roles if r in used))}
         ranked = {h: i for h in used if (i := rank_host_index(h)) is not None}
         if len(ranked) == len(used):
-            present = [h.name for h in self.inventory.hosts if h.name not in self.out]
+            tag = self.inventory.ranks_tag
+            present = [h.name for h in self.inventory.hosts if h.name not in self.out and (not tag or tag in h.tags)]
             last = max(ranked.values())
             if last >= len(present):
+                carrying = f" carrying the tag {tag!r} ([place] ranks)" if tag else ""
                 raise Unsupported(f"a pattern over the host roles r0 .. r{last} needs {last + 1} hosts; "
-                                  f"{self.inventory.path} has {len(present)}"
+                                  f"{self.inventory.path} has {len(present)}{carrying}"
                                   + (f" (without {', '.join(map(repr, self.out))}, taken out)" if self.out else ""))
             return {present[i]: (h,) for h, i in ranked.items()}
         roles = [h for h in used if h in ROLES]

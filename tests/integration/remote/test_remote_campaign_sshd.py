@@ -284,7 +284,8 @@ def test_an_inventory_mistake_is_exit_2(tmp_path: Path) -> None:
                                                                          "rc-write-64k.toml"))):
         out = run_cli(*args, "--target", f"remote:{path}")
         assert out.returncode == 2
-        assert out.stderr.strip() == f"collie: error: {path}:6: place: unknown field 'c'; allowed fields are a, b"
+        assert out.stderr.strip() == (f"collie: error: {path}:6: place: unknown field 'c'; allowed fields are a, b, "
+                                      "ranks")
 
 
 def test_a_host_that_never_answers_fails_its_trial_by_timeout(sshd_farm: SshdFarm, ssh_home: Path,

@@ -122,3 +122,35 @@ def test_host_roles_are_played_by_the_inventorys_hosts_in_order_as_the_local_sim
         with pytest.raises(Unsupported, match=r"^a pattern over the host roles r0 \.\. r3 needs 4 hosts; \S+ has 3 "
                                               r"\(without 'n1', taken out\)"):
             t.run(ring(("r0", "r1", "r2", "r3")), 1.0)
+
+
+def test_place_ranks_puts_the_host_roles_on_the_hosts_carrying_a_tag(tmp_path: Path,
+                                                                     launcher: FlakyLauncher) -> None:
+    """r0, r1, r2 on the hosts tagged "gpu" in inventory order (n1, n3, n4: the profile's h1, h3 and h4), so the
+    slow port of h2 (inventory host n2) takes no part; too few tagged hosts is one sentence."""
+    tags = {"n1": ["gpu"], "n3": ["gpu"], "n4": ["gpu"]}
+    inv = inventory(tmp_path, [(n, FLEET, tags.get(n, [])) for n in ("n0", "n1", "n2", "n3", "n4")],
+                    extra='[place]\nranks = "tag:gpu"')
+    with RemoteTarget(inv, seed=5, launcher=launcher) as t:
+        got = t.run(ring(("r0", "r1", "r2")), 1.0, repetition=0)
+        assert {f.client for f in got.flows} == {"r0", "r1", "r2"} and got.truth == ()
+        assert [h for h in launcher.started if h not in ("n0", "n1")] == ["n3", "n4"]
+        with pytest.raises(Unsupported, match=r"needs 4 hosts; \S+ has 3 carrying the tag 'gpu' \(\[place\] ranks\)"):
+            t.run(ring(("r0", "r1", "r2", "r3")), 1.0)
+    plain = inventory(tmp_path, [(n, FLEET, []) for n in ("n0", "n1", "n2", "n3", "n4")])
+    with RemoteTarget(plain, seed=5, launcher=launcher) as t:
+        assert "fault:h2:port_speed" in t.run(ring(("r0", "r1", "r2")), 1.0, repetition=0).truth
+
+
+@pytest.mark.parametrize(("place", "says"), [
+    ('ranks = "n1"', r"hosts.toml:2: place: ranks: a pattern's ranks are placed by tag \(\"tag:T\"\), not on one "
+                     r"host: got 'n1'"),
+    ('ranks = "tag:tpu"', "no host carries the tag 'tpu'"),
+])
+def test_place_ranks_is_a_tag_some_host_carries(tmp_path: Path, place: str, says: str) -> None:
+    from collie.errors import InputError
+    from collie.remote.inventory import load_inventory
+
+    path = inventory(tmp_path, [("n0", FLEET, ["gpu"]), ("n1", FLEET, [])], extra=f"[place]\n{place}")
+    with pytest.raises(InputError, match=says):
+        load_inventory(path)

@@ -200,7 +200,7 @@ def test_placement_by_name_and_tag_and_replacement_rules(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(("extra", "hosts", "message"), [
-    ('[place]\nc = "x"', None, r"hosts.toml:2: place: unknown field 'c'; allowed fields are a, b$"),
+    ('[place]\nc = "x"', None, r"hosts.toml:2: place: unknown field 'c'; allowed fields are a, b, ranks$"),
     ('[place]\na = "nope"', None, r"hosts.toml:2: place: a: no host named 'nope'; hosts are 'x', 'y'"),
     ('[place]\na = "tag:gpu"', None, r"hosts.toml:2: place: a: no host carries the tag 'gpu'"),
     ('[place]\na = 3', None, r"hosts.toml:2: place: a: expected a host name or \"tag:TAG\", got 3$"),
