@@ -36,19 +36,20 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
     * **Receiver not ready** (``rnr``): receiver-starvation counters (RNR NAKs sent or received, packets dropped
       for want of a receive WQE) judged the same way, against their own margin and floor. The symptom names the
       host whose receive queue ran dry, the responder, even where the requester counted the NAKs it got.
-    * **Isolation** (``isolation``): in an isolation experiment (some flow is a victim, ``Flow.victim``; the others its
-      aggressors) a victim got less than its fair share, or waited longer, than when it ran alone (its *solo* baseline:
-      ``Workload.solo``, measured once per distinct victim; :attr:`Oracle.solos`). Its slowdown is the worse of ``fair /
-      bps`` and ``p99 / solo p99``, where the fair share is ``min(solo bps, bits/s ceiling / tenants, solo bits per
-      packet x packets/s ceiling / tenants)`` and the tenants are the flows whose payload enters the victim's receiving
-      host (a flow mixing READ with other opcodes enters both its hosts: READ responses the client's, the rest the
-      server's), or those whose payload leaves its sending host over the same path (the wire, or loopback), when they
-      are more: a bandwidth victim beside a bandwidth aggressor that gets half the link got its fair share (Husky's
-      definition, Kong et al., NSDI 2023). It is a symptom when ``fair / bps`` passes ``isolation_slowdown`` or ``p99 /
-      solo p99`` passes ``isolation_latency``; it names the victim's receiving host, end ``victim``, and its value is
-      the factor that passed its threshold by more. Without a solo baseline no isolation is judged. The victim's traffic
-      stays in its receiver's low-throughput judgement: the ceiling bounds what all the flows into a host get together
-      (leaving it out would make an aggressor sharing the link fairly look low).
+    * **Isolation** (``isolation``): in an isolation experiment (some flow is a victim, ``Flow.victim``; the others
+      its aggressors) a victim got less than its fair share, or waited longer, than when it ran alone (its *solo*
+      baseline: ``Workload.solo``, measured once per distinct victim; :attr:`Oracle.solos`). Its slowdown is the worse
+      of ``fair / bps`` and ``p99 / solo p99``, where the fair share is
+      ``min(solo bps, bits/s ceiling / tenants, solo bits per packet x packets/s ceiling / tenants)`` and the tenants
+      are the flows whose payload enters the victim's receiving host (a flow mixing READ with other opcodes enters
+      both its hosts: READ responses the client's, the rest the server's), or those whose payload leaves its sending
+      host over the same path (the wire, or loopback), when they are more: a bandwidth victim beside a bandwidth
+      aggressor that gets half the link got its fair share (Husky's definition, Kong et al., NSDI 2023). It is a
+      symptom when ``fair / bps`` passes ``isolation_slowdown`` or ``p99 / solo p99`` passes ``isolation_latency``; it
+      names the victim's receiving host, end ``victim``, and its value is the factor that passed its threshold by
+      more. Without a solo baseline no isolation is judged. The victim's traffic stays in its receiver's
+      low-throughput judgement: the ceiling bounds what all the flows into a host get together (leaving it out would
+      make an aggressor sharing the link fairly look low).
     * **Straggler** (``straggler``): in a run of a collective pattern (``Workload.pattern``; every link of a ring
       or an all-to-all should perform alike), a connection slower than ``1 - straggler_margin`` x the pattern's
       reference link rate, the median of the faster half of the links of its group
