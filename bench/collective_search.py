@@ -15,7 +15,14 @@ workloads/collective.toml --budget B`` on it, with confirmation and minimization
   confirmed anomalies whose case does not touch the faulty host, summed, with the fault-free fleet's in brackets;
 * **s/campaign**: wall time per campaign.
 
+With ``--fault link`` the fleet is ``fleet8-cx6-fabric`` (two leaves of four hosts, two spines, PFC) and the fault
+one link between a leaf and a spine at a quarter of its speed, drawn per seed: only traffic between the leaves
+whose QPs ECMP puts on that spine meets it, so a pattern needs five hosts or more and the right QPs. "found" and
+"first" are as above for that link; "fewest" does not apply; "false" counts the fabric's other anomalies (an
+incast's pause, ...), which are real, beside the ones of the fabric without the slow link in brackets.
+
     PYTHONPATH=. python bench/collective_search.py --seeds 6 --budget 200
+    PYTHONPATH=. python bench/collective_search.py --seeds 6 --budget 200 --fault link
 """
 
 from __future__ import annotations
@@ -66,6 +73,17 @@ def fleet_profile(folder: Path, fault: tuple[str, str, float] | None, seed: int 
     return path
 
 
+def fabric_profile(folder: Path, link: tuple[int, int] | None, seed: int = 0) -> Path:
+    """``fleet8-cx6-fabric`` with one slow link between a leaf and a spine (a quarter of its speed), or none."""
+    text = (PROFILE_DIR / "fleet8-cx6-fabric.toml").read_text(encoding="utf-8").replace(
+        'name = "fleet8-cx6-fabric"', 'name = "bench-fabric"')
+    if link is not None:
+        text += f"\n[[fabric.slow_links]]\nleaf = {link[0]}\nspine = {link[1]}\nfactor = 0.25\n"
+    path = folder / (f"slow-link-{seed}.toml" if link else "fabric.toml")
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def campaign(profile: Path, out: Path, seed: int, budget: int, strategy: tuple[str, ...]) -> float:
     t0 = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "collie", "campaign", "--target", f"sim:{profile}", "--seed",
@@ -107,17 +125,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=6)
     ap.add_argument("--budget", type=int, default=200)
+    ap.add_argument("--fault", choices=("host", "link"), default="host",
+                    help="a faulty host of fleet8-cx6, or a slow link between switches of fleet8-cx6-fabric")
     args = ap.parse_args()
     tallies = {name: Tally() for name in STRATEGIES}
+    links = args.fault == "link"
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        clean = fleet_profile(folder, None)
+        clean = fabric_profile(folder, None) if links else fleet_profile(folder, None)
         for seed in range(1, args.seeds + 1):
             draw = random.Random(seed)
             index = draw.randrange(1, 8)
             kind, factor = draw.choice(KINDS)
-            faulty = fleet_profile(folder, (f"h{index}", kind, factor), seed)
-            label = f"fault:h{index}:{kind}"
+            if links:
+                leaf, spine = draw.randrange(2), draw.randrange(2)
+                faulty = fabric_profile(folder, (leaf, spine), seed)
+                label, kind, factor = f"fault:leaf{leaf}-spine{spine}:link_speed", "link", 0.25
+            else:
+                faulty = fleet_profile(folder, (f"h{index}", kind, factor), seed)
+                label = f"fault:h{index}:{kind}"
             truth = SimTarget(str(faulty), seed=seed)
             for name, strategy in STRATEGIES.items():
                 t = tallies[name]
@@ -135,7 +161,7 @@ def main() -> None:
                         continue
                     hit = True
                     p = case.workload.pattern
-                    if case.mfs is not None and p is not None:
+                    if case.mfs is not None and p is not None and not links:
                         t.on_fault += 1
                         t.fewest += fewest_hosts(len(p.hosts), p.kind.value, index)
                 t.found += hit
@@ -146,9 +172,10 @@ def main() -> None:
                     clean_out = folder / f"{name}-{seed}-clean"
                     campaign(clean, clean_out, seed, args.budget, strategy)
                     t.false_clean += sum(c.confirmed for c in cases(clean_out))
-            print(f"seed {seed}: h{index} {kind} x{factor}: "
+            print(f"seed {seed}: {label} x{factor}: "
                   + "; ".join(f"{n} {tallies[n].anomalies[-1]} anomalies" for n in STRATEGIES), flush=True)
-    print(f"\n{args.seeds} fleets of 8 hosts with one faulty host, budget {args.budget}, space {SPACE_FILE.name}")
+    what = "on a fabric with one slow link between switches" if links else "with one faulty host"
+    print(f"\n{args.seeds} fleets of 8 hosts {what}, budget {args.budget}, space {SPACE_FILE.name}")
     print(f"{'strategy':<8} {'found':>7} {'first':>7} {'fewest':>8} {'anomalies':>10} {'false':>9} {'s/campaign':>11}")
     for name, t in tallies.items():
         first = f"{statistics.median(t.first):.0f}" if t.first else "-"
