@@ -233,6 +233,11 @@ class Symptom:
             return self.threshold / max(self.value, 1e-6)
         return self.value / max(self.threshold, 1e-12)
 
+    def port_words(self, host: str = "") -> str:
+        """The port a pause from the fabric is attributed to, in words: ``the switch port into h0`` (``host``:
+        how the caller labels :attr:`host`), or ``a link between switches``."""
+        return "a link between switches" if self.link == "fabric" else f"the switch port into {host or self.host}"
+
     @property
     def counter_host(self) -> str:
         """The host ``counter`` was read on (the key of its clean baseline is ``counter_host:counter``)."""

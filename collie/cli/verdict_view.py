@@ -20,8 +20,7 @@ def magnitude(symptom: Symptom, oracle: Oracle | None = None) -> str:
         bound = "at most " if symptom.estimate else ""
         origin = ""
         if symptom.end == "fabric":
-            port = "a link between switches" if symptom.link == "fabric" else f"the switch port into {symptom.host}"
-            origin = f"{symptom.read_on} by {port}, "
+            origin = f"{symptom.read_on} by {symptom.port_words()}, "
         return f"{origin}paused {bound}{symptom.value:.3%} of the time (threshold {symptom.threshold:.2%}, {x})"
     if symptom.kind == "low_throughput":
         return (f"{symptom.value:.1%} of the calibrated ceiling (threshold {symptom.threshold:.0%}, {x} below "

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Final
 
 from collie.codec import Reader, check_fields, expect_type
@@ -206,6 +206,11 @@ class Flow:
     def payload_sender(self) -> Endpoint:
         """The end whose NIC sends the payload (see :attr:`receiver_is_client`)."""
         return self.server if self.receiver_is_client else self.client
+
+    def moved(self, names: Mapping[str, str]) -> Flow:
+        """This flow between the hosts ``names`` gives its client's and its server's (memory placement kept)."""
+        return replace(self, client=replace(self.client, host=names[self.client.host]),
+                       server=replace(self.server, host=names[self.server.host]))
 
     @property
     def max_size(self) -> int:

@@ -281,9 +281,9 @@ class SearchSpace:
         f = pattern.flow
         hosts = pattern.hosts
         victims = [] if pattern.victim is None else [pattern.victim]
+        client, server = _victim_ends(hosts)
         if hosts != rank_hosts(len(hosts)) or f.client.memory != f.server.memory or \
-                not self._declared(victims, replace(f, client=Endpoint(_victim_ends(hosts)[0]),
-                                                    server=Endpoint(_victim_ends(hosts)[1]))):
+                not self._declared(victims, replace(f, client=Endpoint(client), server=Endpoint(server))):
             raise InputError("this pattern is not a point of the search space (a point's pattern places its ranks "
                              "on the hosts r0, r1, ... in order, with one memory placement, and at most one victim, "
                              "one of the space's [victims], from r1 to its last host)")
@@ -440,8 +440,8 @@ class SearchSpace:
 
 def _victim_ends(hosts: tuple[str, ...]) -> tuple[str, str]:
     """Where a victim beside a pattern over ``hosts`` runs: from the second host to the last (to the first of
-    two)."""
-    return hosts[1], hosts[-1] if len(hosts) > 2 else hosts[0]
+    two; on the one host of a pattern of one, loopback)."""
+    return hosts[1 % len(hosts)], hosts[-1] if len(hosts) > 2 else hosts[0]
 
 
 def _flow_point(f: Flow, direction: str, memory: str, victim: str) -> dict[str, Any]:

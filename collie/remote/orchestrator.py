@@ -55,7 +55,6 @@ from types import TracebackType
 from typing import Final, Self, TypeVar
 
 from collie.errors import InputError, TargetError, TargetUnavailable
-from collie.model.flow import Flow
 from collie.model.patterns import rank_host_index
 from collie.model.workload import Workload
 from collie.remote.client import AgentClient
@@ -479,15 +478,9 @@ def _renamed(workload: Workload, names: Mapping[str, str]) -> Workload:
     if workload.pattern is not None:
         victim = workload.pattern.victim
         pattern = dataclasses.replace(workload.pattern, hosts=tuple(names[h] for h in workload.pattern.hosts),
-                                      victim=None if victim is None else _moved(victim, names))
+                                      victim=None if victim is None else victim.moved(names))
         return Workload.of_pattern(pattern, workload.name, workload.description)
-    return workload.with_flows(tuple(_moved(f, names) for f in workload.flows))
-
-
-def _moved(f: Flow, names: Mapping[str, str]) -> Flow:
-    """Flow ``f`` between the hosts ``names`` gives its ends."""
-    return dataclasses.replace(f, client=dataclasses.replace(f.client, host=names[f.client.host]),
-                               server=dataclasses.replace(f.server, host=names[f.server.host]))
+    return workload.with_flows(tuple(f.moved(names) for f in workload.flows))
 
 
 def _renamed_result(result: RunResult, names: Mapping[str, str]) -> RunResult:

@@ -328,8 +328,7 @@ def headline(s: Symptom | None, machines: Machines = LOCAL) -> str:
     if s is None:
         return ""
     if s.end == "fabric":  # a pause no host sent: named after the port it is attributed to
-        port = "a link between switches" if s.link == "fabric" else f"the switch port into {machines.label(s.host)}"
-        return f"{_SYMPTOMS.get(s.kind, s.kind)} from {port}"
+        return f"{_SYMPTOMS.get(s.kind, s.kind)} from {s.port_words(machines.label(s.host))}"
     return f"{_SYMPTOMS.get(s.kind, s.kind)} on {machines.label(s.host, s.end)}"
 
 
@@ -436,14 +435,15 @@ def point_words(point: Mapping[str, Any]) -> str:
 def workload_lines(w: Workload) -> tuple[str, ...]:
     """A workload in lines: one per flow, or for a pattern its collective and the shape of every connection
     (``ring_allreduce of 64 MiB per rank over r0, r1, r2 (3 hosts, 1 rank each): 3 connections``, then ``each
-    connection: RC WRITE of 256 KiB, ...``), which stays two lines for a thousand connections."""
+    connection: RC WRITE of 256 KiB, ...``), which stays two lines for a thousand connections, then its victim's
+    line if it has one (``victim bulk: r1 -> r2: RC WRITE of 64 KiB, ...``)."""
     p = w.pattern
     if p is None:
         return tuple(flow_words(f) for f in w.flows)
     ranks = f"{p.ranks_per_host} rank{'s' if p.ranks_per_host != 1 else ''} each"
-    shape = flow_shape(w.flows[0])
+    victim = () if p.victim is None else (f"victim {p.victim.victim}: {flow_words(p.victim)}",)
     return (f"{p.kind.value} of {format_bytes(p.size)} per rank over {', '.join(p.hosts)} ({len(p.hosts)} hosts, "
-            f"{ranks}): {len(w.flows)} connections", f"each connection: {shape}")
+            f"{ranks}): {len(p.pairs())} connections", f"each connection: {flow_shape(w.flows[0])}", *victim)
 
 
 def flow_words(f: Flow) -> str:

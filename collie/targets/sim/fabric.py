@@ -170,8 +170,10 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
     Returns:
         each resource's carried load, and what congestion did.
     """
-    alone = [c.rate for c in calcs]
     stage_of = {k: j for c in calcs for path in c.paths for j in range(UP, NIC + 1) for k in path[j]}
+    if not stage_of:  # every flow loops back: no switch on its way
+        return _shares(calcs, caps), NONE
+    alone = [c.rate for c in calcs]
     # per stage, the load arriving at each resource when it and every later stage hold nothing back (the hops
     # before it do): a stage's port is congested when that exceeds its capacity
     arriving: dict[int, list[float]] = {}

@@ -128,9 +128,7 @@ class SimTarget:
             host = self._roles
         else:
             return workload, {}
-        flows = tuple(replace(f, client=replace(f.client, host=host[f.client.host]),
-                              server=replace(f.server, host=host[f.server.host])) for f in workload.flows)
-        return workload.with_flows(flows), {h: role for role, h in host.items()}
+        return workload.with_flows(tuple(f.moved(host) for f in workload.flows)), {h: role for role, h in host.items()}
 
     def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:
         """Simulate one experiment of ``duration`` measured seconds; ``repetition`` picks its noise (see the

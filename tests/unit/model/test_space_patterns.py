@@ -71,6 +71,9 @@ def test_a_victim_beside_a_pattern_runs_from_r1_to_its_last_host() -> None:
         assert victim.sizes == (65536,) and victim.opcodes == ("WRITE",)
         assert SPACE.point_of(w)["victim"] == "bandwidth" and features(w).victim == "bandwidth"
         assert SPACE.build(SPACE.point_of(w)).key() == w.key()
+    alone = SPACE.build({**RING, "hosts": 1, "ranks_per_host": 2, "victim": "bandwidth"})  # one host: loopback
+    assert (alone.flows[-1].client.host, alone.flows[-1].server.host) == ("r0", "r0")
+    assert SPACE.build(SPACE.point_of(alone)).key() == alone.key()
     moved = SPACE.build({**RING, "victim": "bandwidth"}).pattern
     assert moved is not None and moved.victim is not None
     elsewhere = replace(moved, victim=replace(moved.victim, server=Endpoint("r2")))

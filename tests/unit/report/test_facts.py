@@ -135,3 +135,15 @@ def test_a_pause_from_the_fabric_is_told_from_the_port_it_is_attributed_to() -> 
                                "the 0.10% threshold (counter rx_prio3_pause_duration)")
     between = Symptom("pause", "r2", "fabric", 0.3, 0.001, "rx_prio3_pause_duration", read_on="r2", link="fabric")
     assert headline(between) == "PFC pause from a link between switches"
+
+
+def test_a_pattern_case_is_told_in_two_lines_and_its_victim_in_a_third() -> None:
+    from collie.model.patterns import Pattern, PatternKind
+    from collie.model.workload import Workload
+    from collie.report.facts import workload_lines
+
+    victim = Flow(Endpoint("r1"), Endpoint("r2"), sizes=(65536,), victim="bulk")
+    w = Workload.of_pattern(Pattern(PatternKind.INCAST, ("r0", "r1", "r2"), 1 << 20, victim=victim))
+    lines = workload_lines(w)
+    assert len(lines) == 3 and lines[0].endswith(": 2 connections")  # the victim is no connection of the incast
+    assert lines[1].startswith("each connection: RC WRITE") and lines[2].startswith("victim bulk: r1 -> r2: RC WRITE")
