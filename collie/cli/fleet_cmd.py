@@ -41,7 +41,7 @@ def check_dict(check: FleetCheck) -> dict[str, Any]:
     result = check.result
     return {
         "target": check.target, "size": check.size, "hosts": list(result.hosts), "margin": result.margin,
-        "experiments": result.experiments, "all_pairs": len(result.hosts) * (len(result.hosts) - 1) // 2,
+        "experiments": result.experiments, "all_pairs": result.all_pairs, "nics_per_host": result.rails,
         "rounds": [{"index": r.index, "kind": r.kind.value, "order": list(r.order),
                     "reference_gbs": r.reference_gbs, "slow": list(r.slow),
                     "links": [{k: v for k, v in asdict(link).items() if k != "connection"} for link in r.links]}
@@ -80,7 +80,8 @@ def check(target_spec: TargetSpec, size: int, duration: float, margin: float, ht
     second ring, then pairs, when faults are many for the fleet's size). A suspect is named with the links that
     show it. Far fewer experiments than measuring all pairs (docs/collectives.md#collie-fleet-check).
 
-    A slow link between two hosts that are both healthy is named too: the path between them is slow.
+    A slow link between two hosts that are both healthy is named too: the path between them is slow. Hosts with
+    several NICs are checked rail by rail (NIC k of every host), and a suspect is a NIC (h5/1: NIC 1 of h5).
 
     \b
     Exit codes:
@@ -101,11 +102,10 @@ def check(target_spec: TargetSpec, size: int, duration: float, margin: float, ht
     if fmt == "json":
         emit(json.dumps(check_dict(done), indent=2))
     else:
-        n = len(result.hosts)
         emit(render([{"round": r.index, "pattern": r.kind.value, "links": len(r.links), "slow": len(r.slow),
                       "reference [GB/s]": round(r.reference_gbs, 2)} for r in result.rounds], fmt,
-                    title=f"fleet check of {n} hosts on {target_spec}: {result.experiments} rounds "
-                          f"({format_bytes(size)} per rank; all pairs one by one: {n * (n - 1) // 2})"))
+                    title=f"fleet check of {result.checked} on {target_spec}: {result.experiments} rounds "
+                          f"({format_bytes(size)} per rank; all pairs one by one: {result.all_pairs})"))
         if result.suspects:
             emit(render([{"host": s.host, "worst": f"{s.worst:.0%}", "evidence": "; ".join(s.evidence)}
                          for s in result.suspects], fmt, title="suspects"))
@@ -123,5 +123,5 @@ def check(target_spec: TargetSpec, size: int, duration: float, margin: float, ht
         if result.suspects else []
     if result.unexplained:
         found.append(f"{len(result.unexplained)} slow link(s) between healthy hosts: {', '.join(result.unexplained)}")
-    click.echo("; ".join(found) if found else f"clean: no suspect among {len(result.hosts)} hosts", err=True)
+    click.echo("; ".join(found) if found else f"clean: no suspect among {result.checked}", err=True)
     sys.exit(int(ExitCode.ANOMALIES if result.flagged else ExitCode.CLEAN))

@@ -20,6 +20,10 @@ links, a healthy link's rate while up to half of them are slow). The schedule:
    then those the pairs cleared), as many per round as there are such partners; should none be left, the
    candidates still unsettled are all named.
 
+On a fleet whose hosts have several NICs, each *rail* (NIC ``k`` of every host: ``h0/1``, ``h1/1``, ...) is
+checked as a fleet of its own, one rail after the other (:func:`check_rails`): a round never runs two NICs of
+one host, so what they share (a dual-port NIC's PCIe slot) cannot hide a slow one, and a suspect is a NIC.
+
 A slow link of any round with no suspect at either end is *unexplained*: both its hosts are healthy, so the path
 between them is slow (on a switch fabric, a link between switches it crosses). The check names it beside the
 suspects.
@@ -35,10 +39,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from collie.model.collective import LinkFigure, reference_gbs
+from collie.model.flow import nic_address
 from collie.targets.base import TargetInfo
 
 #: Random orders tried for the second ring (the one with the fewest neighbours in common is kept).
@@ -77,15 +82,28 @@ class Suspect:
 
 @dataclass(frozen=True)
 class FleetResult:
-    """A fleet check: its rounds, its suspects (the worst first), the hosts it checked, and the slow links no
-    suspect is an end of (``unexplained``, in the order the rounds measured them: the path between two healthy
-    hosts is slow, a link between switches)."""
+    """A fleet check: its rounds, its suspects (the worst first), the hosts it checked (their NICs, rail by rail,
+    when it checked ``rails`` NICs of each host), and the slow links no suspect is an end of (``unexplained``, in
+    the order the rounds measured them: the path between two healthy hosts is slow, a link between switches)."""
 
     hosts: tuple[str, ...]
     rounds: tuple[Round, ...]
     suspects: tuple[Suspect, ...]
     margin: float
     unexplained: tuple[str, ...] = ()
+    rails: int = 1
+
+    @property
+    def all_pairs(self) -> int:
+        """Experiments measuring every pair of hosts (of NICs of a rail) one by one would take."""
+        n = len(self.hosts) // self.rails
+        return self.rails * n * (n - 1) // 2
+
+    @property
+    def checked(self) -> str:
+        """What it checked, in words: ``8 hosts``, or ``16 NICs (8 hosts x 2)``."""
+        n = len(self.hosts)
+        return f"{n} hosts" if self.rails == 1 else f"{n} NICs ({n // self.rails} hosts x {self.rails})"
 
     @property
     def flagged(self) -> bool:
@@ -184,6 +202,29 @@ def check_fleet(run: RunPattern, hosts: Sequence[str], margin: float = 0.2, seed
     unexplained = dict.fromkeys(link.name for r in rounds for link in r.links
                                 if link.name in r.slow and link.src not in found and link.dst not in found)
     return FleetResult(tuple(hosts), tuple(rounds), tuple(suspects), margin, tuple(unexplained))
+
+
+def check_rails(run: RunPattern, hosts: Sequence[str], nics: int, margin: float = 0.2, seed: int = 0
+                ) -> FleetResult:
+    """Localise the slow NICs of ``hosts``, each with ``nics`` NICs: :func:`check_fleet` of each rail in turn (see
+    the module docstring), its rounds numbered on from the rail before; :func:`check_fleet` itself when each host
+    has one NIC.
+
+    Raises:
+        ValueError: as :func:`check_fleet`.
+    """
+    if nics == 1:
+        return check_fleet(run, hosts, margin, seed)
+    rails = [check_fleet(run, [nic_address(h, k) for h in hosts], margin, seed) for k in range(nics)]
+    rounds: list[Round] = []
+    for rail in rails:
+        rounds += [replace(r, index=len(rounds) + i) for i, r in enumerate(rail.rounds, 1)]
+    every = [h for rail in rails for h in rail.hosts]
+    rank = {h: i for i, h in enumerate(every)}
+    suspects = sorted((_suspect(s.host, rounds) for rail in rails for s in rail.suspects),
+                      key=lambda s: (s.worst, rank[s.host]))
+    return FleetResult(tuple(every), tuple(rounds), tuple(suspects), margin,
+                       tuple(link for rail in rails for link in rail.unexplained), rails=nics)
 
 
 def _confirm(run: RunPattern, rounds: list[Round], unsure: list[str], healthy: list[str], margin: float,

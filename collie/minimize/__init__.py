@@ -42,6 +42,10 @@ Order and grouping:
       the anomaly, else its tail is the condition: ``line_tail`` (bytes past the last whole cache line) or
       ``tail_packet`` (the last packet's payload), each edge bisected on the offset from the boundary, the case
       moved to the lower edge beside a power of two (see :mod:`collie.minimize.sizes`);
+    * the dimensions the space's ``[minimize] again`` names (numeric ones: ``hosts`` of a collective) are shrunk
+      once more when every other is simplified: their simplest value probed, else their near edge bisected
+      again, whose condition replaces the one found first (a pattern of fewer ranks per host may show the
+      anomaly on fewer hosts than it did when ``hosts`` was shrunk first);
     * a dimension whose probe could not run is tried once more, when the others are simpler; if it still
       cannot, that reads as a loss: the dimension keeps the case's value (its verb halves, its flag, its
       edge bisected from the simplest value), since one that cannot be shown irrelevant is not irrelevant;
@@ -201,6 +205,8 @@ class Minimizer:
         for d in retry:
             # the last try: a probe that still cannot run reads as a loss (unknown is not irrelevant)
             conditions += self._dimension(d, current, final=True) or []
+        for d in (d for n in self.space.shrink_again for d in self.space.dimensions if d.name == n):
+            conditions = self._again(d, current, conditions)
         conditions += self._shrink.check_far(current)
         confirmed = self._shrink.confirm(current)
         if not confirmed:
@@ -332,6 +338,30 @@ class Minimizer:
             self._shrink.far.append(retreating(d.name, from_to(values, values[end], values[here]),
                                                lambda v: partial(self._far_edge, d, v)))
         return found
+
+    def _again(self, d: Dimension, current: dict[str, Any], conditions: list[Condition]) -> list[Condition]:
+        """``conditions`` with dimension ``d``'s near edge found once more, now that every other dimension is
+        simplified (the space's ``[minimize] again``: a pattern of fewer ranks per host may need fewer hosts): its
+        simplest value probed, then the edge bisected from it, the case moved there; the edge's earlier condition
+        is replaced (dropped when the simplest value keeps the anomaly). Unchanged when ``d`` is at its simplest
+        value or that probe cannot run."""
+        value, simplest = current[d.name], d.simplest()
+        if not isinstance(d, (IntRange, Choice)) or value == simplest:
+            return conditions
+        values = sorted(set(ladder(d)) | {value})
+        kept = self._shrink.test({**current, d.name: simplest}, f"{d.name} -> {simplest} (again)")
+        if kept is None:
+            return conditions
+        feature = edge_feature(d.name)
+        op = ">=" if nearest_index(values, value) > nearest_index(values, simplest) else "<="
+        rest = [c for c in conditions if (c.feature, c.op) != (feature, op)]
+        if kept:
+            current[d.name] = simplest
+            return rest
+        current[d.name], found = self._shrink.bisect(
+            d.name, values, simplest, value, current, partial(self._edge_condition, d.name, feature, op),
+            places_case=True)
+        return rest + found
 
     def _far_edge(self, d: IntRange | Choice, far: Any, current: dict[str, Any]) -> list[Condition]:
         """The edge between the current value of ``d`` (anomalous) and ``far`` (not), as a condition."""

@@ -25,6 +25,7 @@ DRIVES: Final[Mapping[str, tuple[str, ...]]] = {
     "signal_every": ("signal_every",), "rq_depth": ("rq_depth",), "recv_batch": ("recv_batch",),
     "recv_sges": ("recv_sges",), "recv_delay_us": ("recv_delay_us",), "mr_churn": ("mr_churn",),
     "qp_churn": ("qp_churn",), "hosts": ("hosts",), "ranks_per_host": ("ranks_per_host",),
+    "nics": ("nics",),
     "sizes": ("max_msg", "min_msg", "sizes", "size_mix", "line_tail", "tail_packet"),
 }
 #: The halves of a verb (``RC_READ``: transport ``RC``, opcode ``READ``), tested apart when the verb is necessary.

@@ -88,13 +88,19 @@ class Verbs:
     def _patterns(self, d: Choice, current: Mapping[str, Any]) -> list[Condition]:
         """The patterns that keep an anomaly which needs one (its simplest value, no pattern, lost it): the case's
         and every other of the space's that kept it on the same hosts and connection shape, one probe each
-        (``pattern in {all_to_all, ring_allreduce}``: a slow host slows every collective it takes part in)."""
+        (``pattern in {all_to_all, ring_allreduce}``: a slow host slows every collective it takes part in).
+        Each other pattern that kept is checked again on the simplified case (fewer hosts, fewer QPs), alone:
+        one that loses the anomaly there leaves the condition (:func:`superseded` takes the intersection)."""
         value = current[d.name]
         keeping = [value, *(v for v in d.values if v not in (value, d.simplest()) and
                             self._shrink.test({**current, d.name: v}, f"{d.name} -> {v}"))]
         if len(keeping) == 1:
             return categorical_conditions(self.space, d.name, value)
-        return [Condition(d.name, "in", tuple(sorted(keeping)))]
+        condition = Condition(d.name, "in", tuple(sorted(keeping)))
+        for other in keeping[1:]:
+            narrower = [Condition(d.name, "in", tuple(sorted(v for v in keeping if v != other)))]
+            self._check(Check(d.name, other, partial(_given, narrower), alone=True), narrower)
+        return [condition]
 
     def _verb(self, d: Choice, current: dict[str, Any], lost: bool) -> list[Condition]:
         """Whether the transport, the opcode or both of the current verb are necessary.
@@ -213,11 +219,30 @@ class Verbs:
         return [Condition("opcode", "==", MIXED)]
 
 
+def _given(conditions: list[Condition], _case: dict[str, Any]) -> list[Condition]:
+    """The lost callback of a check whose conditions do not depend on the case it lost on."""
+    return conditions
+
+
 def superseded(conditions: list[Condition]) -> list[Condition]:
     """``conditions`` without an ``in`` on a feature that an ``==`` also pins (the verb check that found the
-    half necessary after all narrows the disagreeing alternatives' set)."""
+    half necessary after all narrows the disagreeing alternatives' set), and with the ``in`` conditions on one
+    feature as one, their intersection where the first stood (``==`` when one value is left: a pattern check
+    that lost on the simplified case narrows the patterns that kept on the case as found)."""
     pinned = {c.feature for c in conditions if c.op == "=="}
-    return [c for c in conditions if c.op != "in" or c.feature not in pinned]
+    sets: dict[str, set[Any]] = {}
+    for c in conditions:
+        if c.op == "in" and c.feature not in pinned:
+            sets[c.feature] = sets[c.feature] & set(c.value) if c.feature in sets else set(c.value)
+    out: list[Condition] = []
+    for c in conditions:
+        if c.op != "in":
+            out.append(c)
+        elif c.feature in sets:
+            values = sorted(sets.pop(c.feature))
+            out.append(Condition(c.feature, "==", values[0]) if len(values) == 1 else
+                       Condition(c.feature, "in", tuple(values)))
+    return out
 
 
 def _verb_halves(d: Choice, value: str) -> list[tuple[list[str], Condition]]:

@@ -16,8 +16,8 @@ Aggregation rules (for workloads of several flows):
       and the smallest payload of the last packet of a message of several packets (1 for MTU + 1 bytes; 0 when
       no message spans packets). "size mod 64 in 1..8" is ``line_tail >= 1 and line_tail <= 8``;
     * ``pattern`` is the collective a workload runs (``ring_allreduce``, ...; ``none`` for a workload of flows),
-      ``ranks_per_host`` its ranks on each host (1 without a pattern), and ``hosts`` counts the hosts either
-      touches;
+      ``ranks_per_host`` its ranks on each host (1 without a pattern), ``hosts`` counts the hosts either
+      touches and ``nics`` the most NICs of one host it uses (``h3`` and ``h3/1`` are two NICs of one host);
     * ``victim`` names the victim flow of an isolation experiment (``Flow.victim``: ``latency``, say; several
       joined by ``+``), ``none`` when no flow is one. Every other feature describes the aggressors only (the
       flows that are no victim): a condition on them, in a quirk or an MFS, means the same with a victim beside
@@ -38,13 +38,14 @@ strategy's surrogate is given (the strategies know nothing of workloads; whoever
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from operator import attrgetter
 from typing import Any, Final
 
 from collie.codec import built
-from collie.model.flow import ATOMIC_OPCODES, MIXED, RECV_CONSUMING, Flow
+from collie.model.flow import ATOMIC_OPCODES, MIXED, RECV_CONSUMING, Flow, split_address
 from collie.model.workload import Workload
 
 SMALL_MSG: Final = 1024
@@ -100,6 +101,7 @@ class Features:
     recv_gap_ns: int
     pattern: str
     ranks_per_host: int
+    nics: int
 
     def as_dict(self) -> dict[str, int | bool | str]:
         return asdict(self)
@@ -211,7 +213,7 @@ def _flows(flows: Sequence[Flow], every: tuple[Flow, ...]) -> Features:
         "transport": transports.pop() if len(transports) == 1 else MIXED,
         "opcode": opcodes.pop() if len(opcodes) == 1 else MIXED,
         "flows": len(flows),
-        "hosts": len(qps_host),
+        "hosts": len(set(map(_host_of, qps_host))),
         "qps_total": qps_total,
         "qps_flow": qps_flow,
         "qps_host": max(qps_host.values()),
@@ -250,7 +252,17 @@ def _flows(flows: Sequence[Flow], every: tuple[Flow, ...]) -> Features:
         "recv_gap_ns": recv_gap_ns,
         "pattern": "none",
         "ranks_per_host": 1,
+        "nics": _nics(qps_host),
     })
+
+
+def _host_of(address: str) -> str:
+    return split_address(address)[0]
+
+
+def _nics(addresses: Iterable[str]) -> int:
+    """The ``nics`` feature of the NICs at ``addresses`` (see the module docstring)."""
+    return max(Counter(map(_host_of, set(addresses))).values())
 
 
 def _one_flow(f: Flow, every: tuple[Flow, ...]) -> Features:
@@ -273,7 +285,7 @@ def _one_flow(f: Flow, every: tuple[Flow, ...]) -> Features:
         "transport": f.transport,
         "opcode": ops[0] if ops.count(ops[0]) == len(ops) else MIXED,  # Flow.opcode
         "flows": 1,
-        "hosts": 1 if loopback else 2,
+        "hosts": 1 if _host_of(client.host) == _host_of(server.host) else 2,
         "qps_total": qps_flow,
         "qps_flow": qps_flow,
         "qps_host": ends * qps_flow,
@@ -313,6 +325,7 @@ def _one_flow(f: Flow, every: tuple[Flow, ...]) -> Features:
         "recv_gap_ns": _recv_gap_ns(f),
         "pattern": "none",
         "ranks_per_host": 1,
+        "nics": _nics((client.host, server.host)),
     })
 
 

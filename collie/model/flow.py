@@ -2,9 +2,11 @@
 legal values of each field, and the flow's file form.
 
 A flow's client is the requester (it posts WRITE/READ/SEND/atomic work requests, one opcode pattern cycled over
-them like the size pattern), its server the responder; a flow whose client and server are the same host is
-loopback. ``qps`` and ``mrs`` count per flow and per side. Which end receives the payload is
-:attr:`Flow.receiver_is_client`, written once here.
+them like the size pattern), its server the responder; a flow whose client and server are the same NIC is
+loopback. An endpoint names its host, and on a host with more than one NIC which of them: the address
+``h3/1`` is NIC 1 of host ``h3``, and ``h3`` alone its NIC 0 (:func:`nic_address`, :func:`split_address`), so
+the workloads and results of one-NIC hosts read as before NICs were counted. ``qps`` and ``mrs`` count per flow
+and per side. Which end receives the payload is :attr:`Flow.receiver_is_client`, written once here.
 
 Invariants:
     * every record is a frozen dataclass, hashable and compared by value;
@@ -17,6 +19,7 @@ Invariants:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Final
@@ -64,6 +67,9 @@ FLOW_LIMITS: Final[Mapping[str, tuple[int, int]]] = {
 #: first recorded: leaving them out keeps those keys).
 OMITTED_AT_DEFAULT: Final = ("recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn", "victim")
 SIZE_LIMITS: Final = (1, 1 << 31)
+#: Most NICs one host may have (an endpoint's NIC is 0 to MAX_NICS - 1).
+MAX_NICS: Final = 16
+_ADDRESS: Final = re.compile(r"(.+)/([1-9][0-9]?)")
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,8 @@ class Endpoint:
     """One end of a flow.
 
     Attributes:
-        host: name of the host (a key of the target's inventory; ``a`` and ``b`` on the simulator).
+        host: the address of its NIC: the host's name (a key of the target's inventory; ``a`` and ``b`` on the
+            simulator) for its NIC 0, ``host/i`` for its NIC ``i`` (see the module docstring).
         memory: where its buffers live: ``local`` (the NIC's NUMA node), ``remote`` (the other socket) or
             ``gpu`` (device memory, GPU-Direct).
     """
@@ -185,7 +192,7 @@ class Flow:
 
     @property
     def loopback(self) -> bool:
-        """True when client and server are the same host."""
+        """True when client and server are the same NIC (two NICs of one host talk through their switch)."""
         return self.client.host == self.server.host
 
     @property
@@ -208,9 +215,10 @@ class Flow:
         return self.server if self.receiver_is_client else self.client
 
     def moved(self, names: Mapping[str, str]) -> Flow:
-        """This flow between the hosts ``names`` gives its client's and its server's (memory placement kept)."""
-        return replace(self, client=replace(self.client, host=names[self.client.host]),
-                       server=replace(self.server, host=names[self.server.host]))
+        """This flow between the hosts ``names`` gives its client's and its server's hosts (each end keeps its
+        NIC and memory placement)."""
+        return replace(self, client=replace(self.client, host=moved_address(self.client.host, names)),
+                       server=replace(self.server, host=moved_address(self.server.host, names)))
 
     @property
     def max_size(self) -> int:
@@ -246,10 +254,10 @@ def flow_to_dict(flow: Flow) -> dict[str, Any]:
 
 def _endpoint_from(value: Any, where: str) -> Endpoint:
     if isinstance(value, str):
-        return Endpoint(host=host_name(value, where))
+        return Endpoint(host=address_name(value, where))
     expect_type(value, dict, where, 'a host name or a table like { host = "a", memory = "local" }')
     check_fields(value, where, ("host", "memory"), required=("host",))
-    host = host_name(expect_type(value["host"], str, f"{where}.host", "a host name"), f"{where}.host")
+    host = address_name(expect_type(value["host"], str, f"{where}.host", "a host name"), f"{where}.host")
     memory = value.get("memory", "local")
     if memory not in MEMORY_PLACEMENTS:
         raise InputError(f"{where}.memory: {memory!r} is not a memory placement; use one of "
@@ -261,6 +269,48 @@ def host_name(name: str, where: str) -> str:
     """``name`` when it can name a host (letters, digits, ``-``, ``_``, ``.``); else :class:`InputError`."""
     if not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise InputError(f"{where}: {name!r} is not a host name (letters, digits, '-', '_', '.')")
+    return name
+
+
+def nic_address(host: str, nic: int) -> str:
+    """The address of NIC ``nic`` of ``host``: the host's name for NIC 0, ``host/nic`` for any other."""
+    return host if nic == 0 else f"{host}/{nic}"
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``(host, nic)`` of a NIC's address (:func:`nic_address`'s inverse; a plain host name is its NIC 0)."""
+    found = _ADDRESS.fullmatch(address)
+    return (found[1], int(found[2])) if found else (address, 0)
+
+
+def moved_address(address: str, names: Mapping[str, str]) -> str:
+    """``address`` with its host renamed by ``names`` (KeyError when ``names`` has no name for it), NIC kept."""
+    host, nic = split_address(address)
+    return nic_address(names[host], nic)
+
+
+def nic_problem(addresses: Iterable[str], nics: int = 1) -> str | None:
+    """Why a target whose hosts have ``nics`` NICs each cannot run flows between ``addresses``: the first that
+    names a NIC beyond them, in a sentence that names no target (a remote fleet of simulated hosts and the
+    simulator say the same); None when none does."""
+    for address in addresses:
+        host, nic = split_address(address)
+        if nic >= nics:
+            use = "the hosts' NIC 0 (a pattern's nics = 1)" if nics == 1 else \
+                f"NICs 0 to {nics - 1} (a pattern's nics <= {nics})"
+            return (f"{address} is NIC {nic} of host {host}, and this target's hosts have {nics} NIC"
+                    f"{'s' if nics > 1 else ''} each: use {use}")
+    return None
+
+
+def address_name(name: str, where: str) -> str:
+    """``name`` when it can address a NIC (a host name, or ``host/i`` with ``i`` from 1 to :data:`MAX_NICS` - 1);
+    else :class:`InputError`."""
+    host, nic = split_address(name)
+    if "/" in host or nic >= MAX_NICS:
+        raise InputError(f"{where}: {name!r} is not a host or a host's NIC (a host name for its NIC 0, or "
+                         f"host/i for its NIC i from 1 to {MAX_NICS - 1})")
+    host_name(host, where)
     return name
 
 

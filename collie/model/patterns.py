@@ -1,7 +1,9 @@
 """Collective patterns over N ranks: which rank sends how many bytes to which, in which step.
 
 A :class:`Pattern` places ``len(hosts) * ranks_per_host`` ranks on named hosts (rank ``r`` on
-``hosts[r // ranks_per_host]``) and expands into
+``hosts[r // ranks_per_host]``), each rank on one of its host's first ``nics`` NICs (local rank ``i`` on NIC
+``i mod nics``, as NCCL gives each GPU its nearest NIC: :meth:`Pattern.host_of` is the rank's NIC address,
+``h3/1`` for NIC 1 of ``h3``, see :mod:`collie.model.flow`), and expands into
 
 * **connections**: one :class:`~collie.model.flow.Flow` per ordered pair of ranks that exchange data (client =
   the sending rank's host, server = the receiving rank's host; two ranks on one host make a loopback flow), every
@@ -54,7 +56,7 @@ from typing import Any, Final
 
 from collie.codec import Reader, check_fields, expect_type
 from collie.errors import InputError
-from collie.model.flow import Endpoint, Flow, flow_from_dict, flow_to_dict, host_name
+from collie.model.flow import MAX_NICS, Endpoint, Flow, flow_from_dict, flow_to_dict, host_name, nic_address
 from collie.model.units import parse_size
 
 
@@ -80,7 +82,7 @@ MAX_RANKS_PER_HOST: Final = 64
 SIZE_RANGE: Final = (1, 1 << 40)
 _TEMPLATE_HOSTS: Final = ("client", "server")
 _RANK_HOST: Final = re.compile(r"r(0|[1-9][0-9]*)")
-_FIELDS: Final = ("kind", "hosts", "ranks_per_host", "size", "seed", "flow", "victim")
+_FIELDS: Final = ("kind", "hosts", "ranks_per_host", "nics", "size", "seed", "flow", "victim")
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,8 @@ class Pattern:
         kind: which collective.
         hosts: the hosts the ranks are placed on, in rank order (rank ``r`` on ``hosts[r // ranks_per_host]``).
         ranks_per_host: ranks on each host.
+        nics: NICs of each host its ranks use, 1 to ``ranks_per_host``: local rank ``i`` of a host uses its NIC
+            ``i mod nics``.
         size: bytes per rank, as nccl-tests' ``size`` column (see the table for what each kind moves).
         flow: the shape of every connection's flow; its client and server are ignored (each connection has
             its own), its ``sizes`` are the WR sizes, each cut to the bytes of a transfer when larger.
@@ -115,13 +119,16 @@ class Pattern:
     flow: Flow = field(default_factory=lambda: Flow(Endpoint("a"), Endpoint("b")))
     seed: int = 0
     victim: Flow | None = None
+    nics: int = 1
 
     @property
     def ranks(self) -> int:
         return len(self.hosts) * self.ranks_per_host
 
     def host_of(self, rank: int) -> str:
-        return self.hosts[rank // self.ranks_per_host]
+        """The address of the NIC rank ``rank`` uses: its host's name, with ``/i`` for the host's NIC ``i > 0``."""
+        host, local = divmod(rank, self.ranks_per_host)
+        return nic_address(self.hosts[host], local % self.nics)
 
     @property
     def busbw_factor(self) -> float:
@@ -152,15 +159,14 @@ class Pattern:
         chunk = self.transfer_bytes
         sizes = tuple(min(s, chunk) for s in self.flow.sizes)
         shaped = replace(self.flow, sizes=sizes)
-        clients = {h: replace(self.flow.client, host=h) for h in self.hosts}
-        servers = {h: replace(self.flow.server, host=h) for h in self.hosts}
-        between: dict[tuple[str, str], Flow] = {}  # connections between the same two hosts are equal flows
+        between: dict[tuple[str, str], Flow] = {}  # connections between the same two NICs are equal flows
         out = []
         for src, dst in self.pairs():
             ends = (self.host_of(src), self.host_of(dst))
             flow = between.get(ends)
             if flow is None:
-                flow = between[ends] = replace(shaped, client=clients[ends[0]], server=servers[ends[1]])
+                flow = between[ends] = replace(shaped, client=replace(self.flow.client, host=ends[0]),
+                                               server=replace(self.flow.server, host=ends[1]))
             out.append(flow)
         return tuple(out)
 
@@ -208,6 +214,8 @@ def pattern_to_dict(p: Pattern) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": p.kind.value, "hosts": list(p.hosts), "size": p.size}
     if p.ranks_per_host != 1:
         out["ranks_per_host"] = p.ranks_per_host
+    if p.nics != 1:
+        out["nics"] = p.nics
     if p.kind is PatternKind.PERMUTATION:
         out["seed"] = p.seed
     out["flow"] = template
@@ -235,6 +243,9 @@ def pattern_from_dict(raw: Any, where: str) -> Pattern:
     expect_type(rph, int, f"{where}.ranks_per_host", f"an integer from 1 to {MAX_RANKS_PER_HOST}")
     if isinstance(rph, bool) or not 1 <= rph <= MAX_RANKS_PER_HOST:
         raise InputError(f"{where}.ranks_per_host: {rph!r} is out of range; allowed is 1 to {MAX_RANKS_PER_HOST}")
+    nics = raw.get("nics", 1)
+    if isinstance(nics, bool) or not isinstance(nics, int) or not 1 <= nics <= MAX_NICS:
+        raise InputError(f"{where}.nics: expected an integer from 1 to {MAX_NICS}, got {nics!r}")
     try:
         size = parse_size(raw["size"])
     except (ValueError, TypeError) as exc:
@@ -259,7 +270,7 @@ def pattern_from_dict(raw: Any, where: str) -> Pattern:
         victim_raw = expect_type(raw["victim"], dict, f"{where}.victim", "a table of flow fields")
         victim = flow_from_dict({"victim": "victim", **victim_raw}, f"{where}.victim")
     pattern = Pattern(kind=kind, hosts=hosts, size=size, ranks_per_host=rph, flow=template,
-                      seed=seed if kind is PatternKind.PERMUTATION else 0, victim=victim)
+                      seed=seed if kind is PatternKind.PERMUTATION else 0, victim=victim, nics=nics)
     check_pattern(pattern, where)
     return pattern
 
@@ -268,6 +279,9 @@ def check_pattern(p: Pattern, where: str) -> None:
     """Raise :class:`InputError` (one sentence naming the field) when ``p`` cannot be expanded."""
     for i, h in enumerate(p.hosts):
         host_name(h, f"{where}.hosts[{i}]")
+    if p.nics > p.ranks_per_host:
+        raise InputError(f"{where}.nics: {p.nics} NICs per host for {p.ranks_per_host} rank(s) per host; a rank "
+                         "uses one NIC, so at most ranks_per_host")
     n = p.ranks
     if n < 2:
         raise InputError(f"{where}.hosts: a pattern needs at least 2 ranks, got {n} "

@@ -88,6 +88,7 @@ PARAMETERS: Final[Mapping[str, Any]] = {
     "pattern": "none",
     "hosts": 2,
     "ranks_per_host": 1,
+    "nics": 1,
     "pattern_size": 1 << 26,
 }
 PARAMETER_HELP: Final[Mapping[str, str]] = {
@@ -119,12 +120,13 @@ PARAMETER_HELP: Final[Mapping[str, str]] = {
                "direction makes): its connections take the flow shape the other parameters describe, and "
                "direction does not apply",
     "hosts": "hosts a pattern's ranks are placed on (r0 .. r{hosts-1}); a target plays ri with its i-th host",
-    "ranks_per_host": "a pattern's ranks on each host (ranks on one host talk over loopback)",
+    "ranks_per_host": "a pattern's ranks on each host (ranks on one NIC talk over loopback)",
+    "nics": "NICs of each host a pattern's ranks use: local rank i on NIC i mod nics (at most ranks_per_host)",
     "pattern_size": "a pattern's bytes per rank, as nccl-tests' size column",
 }
 #: The parameters of a collective pattern (searched by ``workloads/collective.toml``; the whole two-host space,
 #: ``workloads/default.toml``, leaves them at their defaults: no pattern).
-PATTERN_PARAMETERS: Final = ("pattern", "hosts", "ranks_per_host", "pattern_size")
+PATTERN_PARAMETERS: Final = ("pattern", "hosts", "ranks_per_host", "nics", "pattern_size")
 _PATTERN_ONLY: Final = frozenset(PATTERN_PARAMETERS[1:])
 _FLOWS_ONLY: Final = frozenset(("direction",))
 #: The values of ``pattern``: none (a workload of flows), then every collective kind.
@@ -151,6 +153,8 @@ class SearchSpace:
     #: the order the minimizer shrinks dimensions in (see :data:`SHRINK_ORDER`)
     shrink_order: tuple[str, ...] = SHRINK_ORDER
     victims: Mapping[str, Flow] = field(default_factory=dict)
+    #: numeric dimensions the minimizer shrinks once more when every other is simplified (``[minimize] again``)
+    shrink_again: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -164,11 +168,13 @@ class SearchSpace:
 
     def applies(self, name: str, point: Mapping[str, Any]) -> bool:
         """Whether parameter ``name`` changes the workload ``point`` builds: a pattern's parameters only with a
-        pattern, ``direction`` only without one (a move or a minimizing probe of one that does not
-        apply would run the same workload again)."""
+        pattern (``nics`` only with more than one rank per host), ``direction`` only without one (a move or a
+        minimizing probe of one that does not apply would run the same workload again)."""
         if name not in _PATTERN_ONLY and name not in _FLOWS_ONLY:
             return True
-        plain = point.get("pattern", self.fixed.get("pattern", PARAMETERS["pattern"])) == "none"
+        plain = self.complete(point)["pattern"] == "none"
+        if name == "nics" and self.complete(point)["ranks_per_host"] == 1:
+            return False
         return plain if name in _FLOWS_ONLY else not plain
 
     def complete(self, point: Mapping[str, Any]) -> dict[str, Any]:
@@ -191,7 +197,8 @@ class SearchSpace:
         ``pinned_memory`` can still fail (see :meth:`validate`).
 
         A ``pattern`` other than ``none`` makes the workload that collective over ``hosts`` host roles ``r0``,
-        ``r1``, ... with ``ranks_per_host`` ranks each and ``pattern_size`` bytes per rank, every connection
+        ``r1``, ... with ``ranks_per_host`` ranks each spread over ``nics`` NICs of each host (cut to
+        ``ranks_per_host``) and ``pattern_size`` bytes per rank, every connection
         shaped as the point's flow from ``a`` to ``b`` would be (``direction`` does not apply), and a ``victim``
         other than ``none`` beside it from ``r1`` to the pattern's last host (``r0`` of two: a victim runs between
         hosts its aggressors use); :meth:`problems` says when the pattern cannot be placed (an odd pairwise, a
@@ -234,7 +241,8 @@ class SearchSpace:
             hosts = rank_hosts(p["hosts"])
             victim = None if p["victim"] == "none" else self._victim(p["victim"], flow(*_victim_ends(hosts)))
             return Workload.of_pattern(Pattern(PatternKind(p["pattern"]), hosts, p["pattern_size"],
-                                               p["ranks_per_host"], flow=flow("a", "b"), victim=victim))
+                                               p["ranks_per_host"], flow=flow("a", "b"), victim=victim,
+                                               nics=min(p["nics"], p["ranks_per_host"])))
         flows = tuple(flow(c, s) for c, s in DIRECTION_PAIRS[p["direction"]])
         if p["victim"] != "none":
             flows = (*flows, self._victim(p["victim"], flows[0]))
@@ -289,7 +297,7 @@ class SearchSpace:
                              "one of the space's [victims], from r1 to its last host)")
         point = {**_flow_point(f, PARAMETERS["direction"], f.client.memory, victims[0].victim if victims else "none"),
                  "pattern": pattern.kind.value, "hosts": len(pattern.hosts), "ranks_per_host": pattern.ranks_per_host,
-                 "pattern_size": pattern.size}
+                 "nics": pattern.nics, "pattern_size": pattern.size}
         return {k: v for k, v in point.items() if k in self.names}
 
     def _declared(self, victims: list[Flow], first: Flow) -> bool:
@@ -557,7 +565,7 @@ def _dimension(raw: Any, where: str) -> Dimension:
 def _shrink_order(raw: Any, where: str) -> tuple[str, ...]:
     """The ``[minimize]`` table's ``order``: parameters and one ``"*"``, each once (default :data:`SHRINK_ORDER`)."""
     expect_type(raw, dict, where, "a table")
-    check_fields(raw, where, ("order",))
+    check_fields(raw, where, ("order", "again"))
     order = expect_type(raw.get("order", list(SHRINK_ORDER)), list, f"{where}.order",
                         'a list of parameters and one "*" (the others, in groups)')
     for name in order:
@@ -566,6 +574,19 @@ def _shrink_order(raw: Any, where: str) -> tuple[str, ...]:
     if order.count("*") != 1 or len(set(order)) != len(order):
         raise InputError(f'{where}.order: name each parameter at most once and "*" (the others, in groups) once')
     return tuple(order)
+
+
+def _shrink_again(raw: Any, where: str, dimensions: tuple[Dimension, ...]) -> tuple[str, ...]:
+    """The ``[minimize]`` table's ``again``: numeric or ordered dimensions of the space, each once (default none)."""
+    again = expect_type(raw.get("again", []), list, f"{where}.again", "a list of numeric dimensions of the space")
+    numeric = {d.name for d in dimensions if isinstance(d, IntRange) or (isinstance(d, Choice) and d.ordered)}
+    for name in again:
+        if name not in numeric:
+            raise InputError(f"{where}.again: {name!r} is not a numeric or ordered dimension of this space; use one "
+                             f"of {', '.join(sorted(numeric)) or 'none'}")
+    if len(set(again)) != len(again):
+        raise InputError(f"{where}.again: names a dimension twice")
+    return tuple(again)
 
 
 def _victims(raw: Any, where: str) -> dict[str, Flow]:
@@ -629,6 +650,7 @@ def load_space(path: str | Path | None = None) -> SearchSpace:
         description=expect_type(raw.get("description", ""), str, f"{where}: description", "a string"),
         shrink_order=_shrink_order(raw.get("minimize", {}), f"{where}: minimize"),
         victims=victims,
+        shrink_again=_shrink_again(raw.get("minimize", {}), f"{where}: minimize", dims),
     )
     problems = space.problems(space.simplest())
     if problems:

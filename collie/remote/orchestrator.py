@@ -55,6 +55,7 @@ from types import TracebackType
 from typing import Final, Self, TypeVar
 
 from collie.errors import InputError, TargetError, TargetUnavailable
+from collie.model.flow import nic_problem
 from collie.model.patterns import rank_host_index
 from collie.model.workload import Workload
 from collie.remote.client import AgentClient
@@ -254,6 +255,9 @@ class RemoteTarget:
                 or it names a host taken out.
         """
         used = workload.hosts
+        nics = nic_problem(used)
+        if nics:
+            raise Unsupported(nics)
         if set(used) <= set(ROLES):
             return {name: mine for name, roles in self._roles().items()
                     if (mine := tuple(r for r in roles if r in used))}

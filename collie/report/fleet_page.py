@@ -62,5 +62,5 @@ def render_fleet_html(check: FleetCheck) -> str:
                  if check.info.kind == "sim" else "")
     return template("fleet.html.j2").render(
         version=__version__, check=check, result=result, size=format_bytes(check.size), map_hosts=hosts,
-        cells=zip(hosts, cells, strict=True), whole=len(hosts) == n, all_pairs=n * (n - 1) // 2,
+        cells=zip(hosts, cells, strict=True), whole=len(hosts) == n, all_pairs=result.all_pairs,
         simulated=simulated)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collie.errors import InputError, TargetError
-from collie.fleet import FleetCheck, RoundKind, check_fleet
+from collie.fleet import FleetCheck, RoundKind, check_rails
 from collie.gate import InfrastructureError
 from collie.model.collective import LinkFigure, collective
 from collie.model.flow import Endpoint, Flow
@@ -22,7 +22,8 @@ _KINDS = {RoundKind.RING: PatternKind.RING_ALLREDUCE, RoundKind.PAIRS: PatternKi
 def fleet_check(target_spec: TargetSpec, *, size: int, duration: float, margin: float, seed: int,
                 accept_new_host_keys: bool = False) -> FleetCheck:
     """Check every host of ``target_spec``'s fleet (:func:`collie.fleet.check_fleet`), each round a pattern of
-    ``size`` bytes per rank run for ``duration`` seconds.
+    ``size`` bytes per rank run for ``duration`` seconds; a fleet whose hosts have several NICs
+    (:attr:`~collie.targets.base.TargetInfo.nics`) rail by rail (:func:`collie.fleet.check_rails`).
 
     Raises:
         InputError: the target has fewer than 3 hosts, or ``margin`` is not in (0, 1).
@@ -50,5 +51,5 @@ def fleet_check(target_spec: TargetSpec, *, size: int, duration: float, margin: 
                                           f"{'; '.join(result.errors[:3])}")
             return collective(pattern, result.flows).links
 
-        result = check_fleet(run, hosts, margin, seed)
+        result = check_rails(run, hosts, len(info.nics) // len(hosts), margin, seed)
     return FleetCheck(str(target_spec), info, size, result)

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any, Final, Protocol, Self, runtime_checkable
 
 from collie.codec import Reader, decode, encode_fields
+from collie.model.flow import nic_address
 from collie.model.workload import Workload
 
 
@@ -45,7 +46,8 @@ class TargetInfo:
         line_rate_bps: link speed in bits/s (before any header overhead).
         msg_rate_pps: the NIC's packet-rate ceiling in packets/s (0 when unknown; calibration measures it).
         hosts: the host names workloads may use.
-        details: anything else worth fingerprinting (PCIe gen/width, CPU, NUMA layout, ...).
+        details: anything else worth fingerprinting (PCIe gen/width, CPU, NUMA layout, ...); ``nics``: the NICs of
+            each host, when more than one (see :attr:`nics`).
         max_rd_atomic: READ and atomic requests a QP keeps outstanding (its ``max_rd_atomic`` as the target sets
             it up, within the device's ``max_qp_rd_atom``): the window that bounds a READ or atomic flow's rate
             (0 = unknown, as in fingerprints recorded before it was kept).
@@ -71,6 +73,13 @@ class TargetInfo:
         """Whether every number measured on this target comes from the simulator: the ``sim`` target, or a
         ``remote`` one whose every host runs it (``details["simulated"] == "yes"``)."""
         return self.kind == "sim" or (self.kind == "remote" and self.details.get("simulated") == "yes")
+
+    @property
+    def nics(self) -> tuple[str, ...]:
+        """The address of every NIC of every host (:func:`~collie.model.flow.nic_address`): :attr:`hosts` when
+        each host has one NIC, else ``h0``, ``h0/1``, ..., ``h1``, ``h1/1``, ... as ``details["nics"]`` says."""
+        per_host = int(self.details.get("nics", "1"))
+        return tuple(nic_address(h, i) for h in self.hosts for i in range(per_host))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (``hosts`` a list), every field but ``max_rd_atomic`` and ``atomics`` at their

@@ -24,8 +24,8 @@ def test_sim_profiles_lists_the_builtins() -> None:
     p = run_cli("sim", "profiles", "--format", "json")
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
-    assert [r["name"] for r in rows] == ["cx6-200g", "cx6-200g-amd", "fleet8-cx6", "fleet8-cx6-fabric",
-                                        "fleet8-cx6-faults", "ideal", "p2100g-100g", "rxe"]
+    assert [r["name"] for r in rows] == ["cx6-200g", "cx6-200g-amd", "fleet8-cx6", "fleet8-cx6-2port",
+                                        "fleet8-cx6-fabric", "fleet8-cx6-faults", "ideal", "p2100g-100g", "rxe"]
     assert {r["name"]: r["quirks"] for r in rows}["cx6-200g-amd"] == 13
     table = run_cli("sim", "profiles")
     assert table.returncode == 0 and "ConnectX-6" in table.stdout

@@ -118,3 +118,18 @@ def test_usage_mistakes_are_one_sentence_and_exit_2(args: list[str], says: str) 
 def test_an_html_path_that_is_a_folder_is_refused_before_anything_runs(tmp_path: Path) -> None:
     r = run_cli("fleet", "check", "--html", str(tmp_path))
     assert r.returncode == 2 and "is a folder; give a file name" in r.stderr
+
+
+def test_a_fleet_of_dual_port_hosts_is_checked_port_by_port_and_names_the_slow_port(tmp_path: Path) -> None:
+    html = tmp_path / "fleet.html"
+    r = run_cli("fleet", "check", "--target", "sim:fleet8-cx6-2port", "--format", "json", "--html", str(html))
+    assert r.returncode == 1, r.stderr
+    data = json.loads(r.stdout)
+    assert [s["host"] for s in data["suspects"]] == ["h5/1"] and data["nics_per_host"] == 2
+    assert data["all_pairs"] == 56 and len(data["hosts"]) == 16 and data["experiments"] == 3
+    assert all(len({h.split("/")[0] for h in rnd["order"]}) == len(rnd["order"]) for rnd in data["rounds"])
+    assert "1 suspect(s): h5/1" in r.stderr
+    page = html.read_text(encoding="utf-8")
+    assert "16 NICs (8 hosts x 2)" in page and "rail by rail" in page
+    table = run_cli("fleet", "check", "--target", "sim:fleet8-cx6-2port")
+    assert table.returncode == 1 and "fleet check of 16 NICs (8 hosts x 2)" in table.stdout.replace("\n", " ")

@@ -34,7 +34,7 @@ def test_the_features_each_parameter_drives_are_the_ones_it_moves() -> None:
     assert named <= set(Features.__dataclass_fields__)
     # a receive-consuming verb, so the receive side applies
     base = {**SPACE.simplest(), "op": "RC_SEND"}
-    ring = {**COLLECTIVE.simplest(), "op": "RC_SEND", "pattern": "ring_allreduce"}
+    ring = {**COLLECTIVE.simplest(), "op": "RC_SEND", "pattern": "ring_allreduce", "ranks_per_host": 2}
     for name, driven in DRIVES.items():
         if name == "sizes":
             continue

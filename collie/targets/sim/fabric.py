@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
+from collie.model.flow import nic_address
 from collie.targets.sim.profile import Fabric
 from collie.targets.sim.sharing import Shared, fair_shares, loads
 
@@ -75,11 +76,13 @@ def spread(src: str, dst: str, qps: int, spines: int) -> tuple[tuple[int, float]
 
 
 class Topology:
-    """A profile's fabric, compiled: each host's leaf, the uplinks' capacity and how congestion behaves."""
+    """A profile's fabric, compiled: each NIC's leaf (its host's: a host's NICs have a port each on its leaf), the
+    uplinks' capacity and how congestion behaves."""
 
-    def __init__(self, fabric: Fabric, hosts: Sequence[str]) -> None:
+    def __init__(self, fabric: Fabric, hosts: Sequence[str], nics: int = 1) -> None:
         self.fabric: Final = fabric
-        self.leaf: Final = {h: i // fabric.hosts_per_leaf for i, h in enumerate(hosts)}
+        self.leaf: Final = {nic_address(h, k): i // fabric.hosts_per_leaf for i, h in enumerate(hosts)
+                            for k in range(nics)}
         self.uplink_bps: Final = fabric.uplink_gbps * 1e9
         self.xoff_bits: Final = fabric.xoff_kib * 1024 * 8
         #: (leaf, spine) -> the fraction of its speed a slow link between them keeps

@@ -48,7 +48,7 @@ from typing import Final
 
 from collie.codec import built
 from collie.model.features import CACHE_LINE, Features
-from collie.model.flow import ATOMIC_BYTES, ATOMIC_OPCODES, RECV_CONSUMING, Flow
+from collie.model.flow import ATOMIC_BYTES, ATOMIC_OPCODES, RECV_CONSUMING, Flow, split_address
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
 from collie.targets.sim.churn import HostChurn, flow_figures, host_churn, miss_slots, xlate_working_set
@@ -214,7 +214,9 @@ class Compiled:
         #: per host with a mis-set MTU, the largest RoCE payload its port carries
         self.port_mtus: Final = {f.host: f.factor * MAX_MTU for f in profile.faults if f.kind is FaultKind.MTU}
         #: the switches under a fleet (None: an ideal non-blocking switch)
-        self.topology: Final = Topology(profile.fabric, profile.hosts) if profile.fabric else None
+        self.topology: Final = Topology(profile.fabric, profile.hosts, profile.host.nics) if profile.fabric else None
+        #: the PCIe bandwidth each host's NICs share, each way (0: none shared)
+        self.shared_pcie: Final = profile.host.shared_pcie_gbps * 1e9
         self.line: Final = nic.line_rate_gbps * 1e9
         self.line_mbps: Final = nic.line_rate_gbps * 1e3
         self.base_latency_us: Final = nic.base_latency_us
@@ -243,9 +245,8 @@ def check_supported(profile: Profile, workload: Workload) -> None:
     for f in workload.flows:
         for ep in (f.client, f.server):
             host, memory = ep.host, ep.memory
-            if host not in profile.hosts:
-                raise Unsupported(f"host {host!r} is not in profile {profile.name} "
-                                  f"(hosts: {', '.join(profile.hosts)})")
+            if not profile.has_node(host):
+                raise Unsupported(_not_a_node(profile, host))
             if memory == "gpu" and profile.host.gpu == "none":
                 raise Unsupported(f"profile {profile.name} has no GPU for memory = 'gpu'")
             if memory == "remote" and profile.host.sockets < 2:
@@ -266,6 +267,17 @@ def check_supported(profile: Profile, workload: Workload) -> None:
     for h, n in mrs.items():
         if n > nic.max_mr:
             raise Unsupported(f"host {h}: {n} MRs > device max_mr {nic.max_mr}")
+
+
+def _not_a_node(profile: Profile, address: str) -> str:
+    """Why ``address`` names no NIC of ``profile``, in one sentence."""
+    host, nic = split_address(address)
+    nics = profile.host.nics
+    if host in profile.hosts:
+        return (f"{address} is NIC {nic} of host {host}, which has {nics} NIC{'s' if nics > 1 else ''} in profile "
+                f"{profile.name} ([host] nics)")
+    shown = ", ".join(profile.hosts[:8]) + (f", ... ({len(profile.hosts)} hosts)" if len(profile.hosts) > 8 else "")
+    return f"host {host!r} is not in profile {profile.name} (hosts: {shown})"
 
 
 # In the hot paths below, ``b if b < a else a`` is ``min(a, b)`` and ``b if b > a else a`` is ``max(a, b)``, exactly
@@ -469,6 +481,7 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
     churning: dict[int, tuple[float, float]] = {first[h]: s for h, s in slots.items()} if slots else {}
     topology = model.topology
     links = Links(topology, caps) if topology is not None else None
+    shared = SharedPcie(model.shared_pcie, caps, calcs) if model.shared_pcie else None
     inf = math.inf
     for c in calcs:
         a, b = first[c.client], first[c.server]
@@ -491,6 +504,8 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
             wr_use = ((b + PCIE_WR, c.fwd_wr * 8), (a + PCIE_WR, c.rev_wr * 8))
             if links is not None:
                 plain_use = _routed(c, links, a, b, plain_use)
+        if shared is not None:
+            plain_use, wr_use = shared.crossed(c, plain_use, wr_use)
         # the resources it uses, and what the flow would get alone on each (the least of which it gets alone;
         # every capacity and usage is positive and finite, so no minimum here meets a NaN)
         u = c.uses
@@ -569,9 +584,74 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
         load, caps = [], []
     else:
         load = fair_shares(calcs, caps)
+    if shared is not None:
+        cong = replace(cong, faults=cong.faults + shared.saturated(calcs))
     for c in calcs:
         c.rate *= c.eff
     return load, caps, cong
+
+
+class SharedPcie:
+    """The PCIe bandwidth the NICs of each host share (``[host] shared_pcie_gbps``): two resources (reads,
+    writes) per host whose NICs the run uses two or more of, appended to the run's capacities when first
+    crossed.
+
+    Every byte such a host's NICs read from or write to its memory crosses the shared link as well as their own
+    (:data:`PCIE_RD`, :data:`PCIE_WR`), so two NICs of a host at line rate get what the shared link carries. A NIC
+    alone on its host meets its own link first (its loopback path keeps its own DMA budget, as without sharing).
+    """
+
+    def __init__(self, bps: float, caps: list[float], calcs: list[FlowCalc]) -> None:
+        self.bps = bps
+        self.caps = caps
+        nics: dict[str, set[str]] = {}
+        for c in calcs:
+            for address in (c.client, c.server):
+                nics.setdefault(split_address(address)[0], set()).add(address)
+        self.sharing = {h for h, used in nics.items() if len(used) > 1}
+        self.ids: dict[str, tuple[int, int]] = {}  # host -> (read, write) resource ids
+
+    def _of(self, address: str) -> tuple[int, int] | None:
+        host = split_address(address)[0]
+        if host not in self.sharing:
+            return None
+        ids = self.ids.get(host)
+        if ids is None:
+            ids = self.ids[host] = (len(self.caps), len(self.caps) + 1)
+            self.caps += [self.bps, self.bps]
+        return ids
+
+    def crossed(self, c: FlowCalc, plain_use: tuple[tuple[int, float], ...], wr_use: tuple[tuple[int, float], ...]
+                ) -> tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]:
+        """``plain_use`` with the reads and ``wr_use`` with the writes flow ``c`` puts on shared links."""
+        client, server = self._of(c.client), self._of(c.server)
+        reads: list[tuple[int, float]] = []
+        writes: list[tuple[int, float]] = []
+        if c.loopback and client is not None:
+            reads.append((client[0], c.fwd_rd * 8 + c.rev_rd * 8))
+            writes.append((client[1], c.fwd_wr * 8 + c.rev_wr * 8))
+        elif not c.loopback:
+            if client is not None:
+                reads.append((client[0], c.fwd_rd * 8))
+                writes.append((client[1], c.rev_wr * 8))
+            if server is not None:
+                reads.append((server[0], c.rev_rd * 8))
+                writes.append((server[1], c.fwd_wr * 8))
+        return plain_use + tuple(reads), wr_use + tuple(writes)
+
+    def saturated(self, calcs: list[FlowCalc]) -> tuple[str, ...]:
+        """``base:shared_pcie`` when a shared link carries at least :data:`_SATURATED` of what it can at the
+        flows' rates (it held them back), else nothing."""
+        used = dict.fromkeys((k for ids in self.ids.values() for k in ids), 0.0)
+        for c in calcs:
+            for k, v in c.uses:
+                if k in used:
+                    used[k] += c.rate * v
+        return ("base:shared_pcie",) if any(x >= _SATURATED * self.bps for x in used.values()) else ()
+
+
+#: A shared link carrying this fraction of its capacity holds its flows back.
+_SATURATED: Final = 0.97
 
 
 def _routed(c: FlowCalc, links: Links, a: int, b: int, plain_use: tuple[tuple[int, float], ...]

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from collie.codec import Reader, check_fields, expect_type
 from collie.errors import InputError
+from collie.model.flow import MAX_NICS, nic_address
 from collie.targets.sim.quirks import GPU_PLACEMENTS, Conditions, Quirk, parse_quirks
 from collie.tomlio import parse_toml
 
@@ -73,12 +74,22 @@ class Pcie:
 
 @dataclass(frozen=True)
 class HostSpec:
+    """What every host of the profile is.
+
+    ``nics``: its NICs, each as ``[nic]`` says, each with its own PCIe link, switch port and counters (NIC ``i``
+    of host ``h`` is addressed ``h/i``, NIC 0 ``h``); ``shared_pcie_gbps``: what those NICs' PCIe traffic
+    shares on its way to the host's memory, each way (the two ports of a dual-port NIC in one slot, NICs behind
+    one PCIe switch uplink); 0: each NIC's own link is all it crosses.
+    """
+
     cpu_vendor: str
     cpu_model: str
     sockets: int
     nic_numa_node: int
     kernel: str
     gpu: str
+    nics: int = 1
+    shared_pcie_gbps: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -124,10 +135,12 @@ class FaultKind(Enum):
 
 @dataclass(frozen=True)
 class Fault:
-    """One host of a fleet that is not like the others (ground truth for tests and benchmarks only).
+    """One host of a fleet, or one NIC of a host, that is not like the others (ground truth for tests and
+    benchmarks only).
 
     Attributes:
-        host: a host of the profile.
+        host: the address of the NIC it is on (``h3``, or ``h3/1`` for NIC 1 of a host with several NICs; a
+            fault the profile declares for a host, not a NIC, is one fault per NIC of the host).
         kind: what is wrong with it.
         factor: the fraction of their capacity its affected resources keep, in (0, 1] (a lossy link: the
             fraction of packets that arrive).
@@ -139,7 +152,7 @@ class Fault:
 
     @property
     def id(self) -> str:
-        """How ``RunResult.truth`` names it when it shaped a run: ``fault:h3:port_speed``."""
+        """How ``RunResult.truth`` names it when it shaped a run: ``fault:h3:port_speed``, ``fault:h3/1:pcie``."""
         return f"fault:{self.host}:{self.kind.value}"
 
 
@@ -200,6 +213,19 @@ class Profile:
     fabric: Fabric | None = None
 
     @functools.cached_property
+    def nodes(self) -> tuple[str, ...]:
+        """The address of every NIC of every host, host by host (the hosts themselves when each has one NIC)."""
+        return tuple(nic_address(h, i) for h in self.hosts for i in range(self.host.nics))
+
+    def has_node(self, address: str) -> bool:
+        """Whether ``address`` is a NIC of this profile (see :attr:`nodes`)."""
+        return address in self._node_set
+
+    @functools.cached_property
+    def _node_set(self) -> frozenset[str]:
+        return frozenset(self.nodes)
+
+    @functools.cached_property
     def conditions(self) -> Conditions:
         """The active quirks' conditions, compiled once (see :class:`~collie.targets.sim.quirks.Conditions`)."""
         return Conditions(self.active_quirks)
@@ -227,7 +253,8 @@ _PCIE: Final = {"gen": (int, 4), "width": (int, 16), "relaxed_ordering": (bool, 
                 "partial_write_bytes": (int, 88)}
 _HOST: Final = {
     "cpu_vendor": (str, "intel"), "cpu_model": (str, ""), "sockets": (int, 2), "nic_numa_node": (int, 0),
-    "kernel": (str, "6.1.0-18-amd64"), "gpu": (str, "none"),
+    "kernel": (str, "6.1.0-18-amd64"), "gpu": (str, "none"), "nics": (int, 1),
+    "shared_pcie_gbps": (float, 0.0),
 }
 _CACHE: Final = {"qpc_entries": (int, 512), "mpt_entries": (int, 8192), "mtt_entries": (int, 65536),
                  "rx_wqe_entries": (int, 4096), "miss_ns": (float, 100.0), "residency_ms": (float, 50.0)}
@@ -404,6 +431,12 @@ def parse_profile(text: str, source: str) -> Profile:
     if not 1 <= host_t["sockets"] <= 8:
         raise InputError(f"{_loc(source, text, 'host', 'sockets')}: {host_t['sockets']} is out of range; "
                          f"allowed is 1 to 8")
+    if not 1 <= host_t["nics"] <= MAX_NICS:
+        raise InputError(f"{_loc(source, text, 'host', 'nics')}: {host_t['nics']} NICs per host is out of range; "
+                         f"allowed is 1 to {MAX_NICS}")
+    if host_t["shared_pcie_gbps"] < 0 or (host_t["shared_pcie_gbps"] and host_t["nics"] == 1):
+        raise InputError(f"{_loc(source, text, 'host', 'shared_pcie_gbps')}: {host_t['shared_pcie_gbps']} is not "
+                         "allowed; the PCIe bandwidth a host's NICs share is positive, and needs nics of 2 or more")
     if host_t["nic_numa_node"] >= host_t["sockets"]:
         raise InputError(f"{_loc(source, text, 'host', 'nic_numa_node')}: node {host_t['nic_numa_node']} "
                          f"does not exist on a host with {host_t['sockets']} socket(s)")
@@ -457,7 +490,7 @@ def parse_profile(text: str, source: str) -> Profile:
             inactive.append((q, why))
         else:
             active.append(q)
-    faults = _faults(data.get("faults", []), tuple(hosts_raw), _loc(source, text, None, "faults"))
+    faults = _faults(data.get("faults", []), tuple(hosts_raw), host.nics, _loc(source, text, None, "faults"))
     fabric = _fabric(data, len(hosts_raw), nic.line_rate_gbps, source, text) if "fabric" in data else None
     return Profile(name=name, description=description, source=source, dialect=dialect,
                    hosts=tuple(hosts_raw), nic=nic, pcie=pcie, host=host, cache=cache, model=model,
@@ -492,13 +525,13 @@ def _fabric(data: dict[str, Any], hosts: int, line_gbps: float, source: str, tex
     return Fabric(**t, slow_links=tuple(slow))
 
 
-def _faults(raw: Any, hosts: tuple[str, ...], where: str) -> tuple[Fault, ...]:
-    """The ``[[faults]]`` tables: each a host of the profile, a kind and a factor in (0, 1]; a host at most once
-    per kind."""
+def _faults(raw: Any, hosts: tuple[str, ...], nics: int, where: str) -> tuple[Fault, ...]:
+    """The ``[[faults]]`` tables: each a host of the profile, a kind, a factor in (0, 1] and optionally ``nic``,
+    one of the host's NICs (without it, the fault is on every NIC of the host); a NIC at most once per kind."""
     items = Reader(where).items(raw, "a list of [[faults]] tables")
     out: list[Fault] = []
     for i, item in enumerate(items):
-        t = Reader(where).at(i).table(item, ("host", "kind", "factor"), ("host", "kind", "factor"))
+        t = Reader(where).at(i).table(item, ("host", "kind", "factor", "nic"), ("host", "kind", "factor"))
         host = t.text("host")
         if host not in hosts:
             t.at("host").fail(f"{host!r} is not a host of this profile")
@@ -506,10 +539,17 @@ def _faults(raw: Any, hosts: tuple[str, ...], where: str) -> tuple[Fault, ...]:
         factor = t.number("factor")
         if not 0 < factor <= 1:
             t.at("factor").fail(f"the fraction of capacity left must be in (0, 1], got {factor}")
-        fault = Fault(host, kind, factor)
-        if any(f.id == fault.id for f in out):
-            t.at("host").fail(f"{host} already has a {kind.value} fault")
-        out.append(fault)
+        on = range(nics)
+        if "nic" in item:
+            nic = t.integer("nic")
+            if not 0 <= nic < nics:
+                t.at("nic").fail(f"NIC {nic} does not exist; each host has NICs 0 to {nics - 1} ([host] nics)")
+            on = range(nic, nic + 1)
+        for nic in on:
+            fault = Fault(nic_address(host, nic), kind, factor)
+            if any(f.id == fault.id for f in out):
+                t.at("host").fail(f"{fault.host} already has a {kind.value} fault")
+            out.append(fault)
     return tuple(out)
 
 

@@ -15,7 +15,10 @@ Invariants:
       its first two hosts, as an inventory without ``[place]`` plays them; the result names the roles, and is
       the one a two-host profile of the same subsystem gives;
     * a pattern of the search space over host roles ``r0``, ``r1``, ... has role ``ri`` played by the profile's
-      i-th host (a two-host profile: ``a``, ``b``); the result names the roles.
+      i-th host (a two-host profile: ``a``, ``b``); the result names the roles. A role's NIC ``ri/k`` is NIC ``k``
+      of the host that plays ``ri``;
+    * a fleet whose hosts have several NICs (``[host] nics``) simulates each NIC as a device of its own (its PCIe
+      link, switch port and counters): ``RunResult.hosts`` has one entry per NIC used, named by its address.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Self
 from collie.codec import built
 from collie.errors import InputError
 from collie.model.features import features
+from collie.model.flow import moved_address, nic_problem, split_address
 from collie.model.patterns import rank_host_index
 from collie.model.workload import Workload
 from collie.targets.base import RunResult, TargetInfo, Unsupported
@@ -101,6 +105,8 @@ class SimTarget:
             "max_qp_wr": str(nic.max_qp_wr),
             "quirks": ", ".join(q.id for q in p.active_quirks) or "none",
         }
+        if host.nics > 1:
+            details["nics"] = str(host.nics)
         return TargetInfo(
             name=self._spec, kind="sim", nic_model=nic.model, firmware=nic.firmware,
             driver=nic.driver or _DRIVERS[p.dialect], kernel=host.kernel, counter_dialect=p.dialect,
@@ -115,7 +121,7 @@ class SimTarget:
         Raises:
             Unsupported: host roles ``r0`` .. ``ri`` of a pattern beyond the profile's hosts.
         """
-        roles = workload.hosts
+        roles = sorted({split_address(h)[0] for h in workload.hosts})  # each NIC's host
         ranked = [rank_host_index(h) for h in roles]
         if all(i is not None for i in ranked) and not set(roles) <= set(self.profile.hosts):
             last = max(i for i in ranked if i is not None)
@@ -140,6 +146,8 @@ class SimTarget:
         """
         if not duration > 0:
             raise ValueError(f"duration must be positive, got {duration}")
+        if problem := nic_problem(workload.hosts, self.profile.host.nics):
+            raise Unsupported(problem)  # before placement: in the workload's names, as a remote fleet says it
         placed, names = self.placed(workload)
         check_supported(self.profile, placed)
         key = workload.key()
@@ -153,9 +161,9 @@ class SimTarget:
         draws = Draws(self.seed, key, rep)
         out = simulate(self._model, placed, features(workload), duration, draws)
         if names:
-            out = replace(out, flows=tuple(replace(f, client=names[f.client], server=names[f.server])
-                                           for f in out.flows),
-                          hosts=tuple(replace(h, host=names[h.host]) for h in out.hosts))
+            out = replace(out, flows=tuple(replace(f, client=moved_address(f.client, names),
+                                                   server=moved_address(f.server, names)) for f in out.flows),
+                          hosts=tuple(replace(h, host=moved_address(h.host, names)) for h in out.hosts))
         if self.pace > 0:
             time.sleep(self.pace * duration)
         return built(RunResult, {

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from collie.model.flow import ATOMIC_OPCODES, INLINE_OPCODES, Flow
+from collie.model.flow import ATOMIC_OPCODES, INLINE_OPCODES, Flow, nic_problem
 from collie.model.units import format_bytes
 from collie.model.workload import Workload
 
@@ -164,6 +164,9 @@ def check_workload(workload: Workload, lim: DeviceLimits, roles: tuple[str, ...]
     """
     many = len(workload.flows) > 1
     out: list[str] = []
+    nics = nic_problem(workload.hosts)
+    if nics:
+        out.append(nics)
     here = [(i, f, sum(ends_here(f, roles))) for i, f in enumerate(workload.flows)]
     here = [(i, f, n) for i, f, n in here if n]
     for i, f, _ in here:

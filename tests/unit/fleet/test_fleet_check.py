@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from collie.fleet import RoundKind, check_fleet, ring_orders
+from collie.fleet import RoundKind, check_fleet, check_rails, ring_orders
 from collie.model.collective import LinkFigure
 
 HEALTHY = 22.9
@@ -173,3 +173,21 @@ def test_a_slow_link_between_healthy_hosts_is_named_as_unexplained() -> None:
     assert result.suspects == () and result.unexplained == ("h05->h06",) and result.flagged
     assert not check_fleet(Fake({}), fleet(16)).flagged
     assert check_fleet(Fake({"h05": 0.5}), fleet(16)).unexplained == ()  # every slow link has the suspect at an end
+
+
+def test_hosts_of_two_nics_are_checked_rail_by_rail_and_a_suspect_is_a_nic() -> None:
+    run = Fake({"h05/1": 0.5})
+    result = check_rails(run, fleet(16), 2)
+    assert [s.host for s in result.suspects] == ["h05/1"] and result.rails == 2
+    # the first rail is clean in one ring; the second takes a ring and a round of pairs, numbered on
+    assert [r.index for r in result.rounds] == [1, 2, 3] and result.experiments == 3
+    assert all(len({h.split("/")[0] for h in order}) == len(order) for _, order in run.rounds)  # one NIC a host
+    assert run.rounds[0][1] == tuple(fleet(16)) and run.rounds[1][1][0] == "h00/1"
+    assert result.hosts == (*fleet(16), *(f"{h}/1" for h in fleet(16)))
+    assert result.all_pairs == 2 * 120 and result.checked == "32 NICs (16 hosts x 2)"
+    assert all(e.startswith(("round 2 ", "round 3 ")) for e in result.suspects[0].evidence)
+
+
+def test_hosts_of_one_nic_are_checked_as_a_fleet() -> None:
+    assert check_rails(Fake({"h03": 0.5}), fleet(8), 1) == check_fleet(Fake({"h03": 0.5}), fleet(8))
+    assert check_fleet(Fake({}), fleet(8)).checked == "8 hosts"

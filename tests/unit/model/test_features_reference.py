@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from collie.model.features import CACHE_LINE, LARGE_MSG, SMALL_MSG, Features, _flows, _one_flow, features
-from collie.model.flow import RECV_CONSUMING, Endpoint, Flow, hosts_of
+from collie.model.flow import RECV_CONSUMING, Endpoint, Flow, hosts_of, split_address
 from collie.model.space import load_space
 from collie.model.workload import Workload
 
@@ -52,7 +52,8 @@ def reference(workload: Workload) -> Features:
     tails = [s - (s - 1) // f.mtu * f.mtu for f in flows if f.transport != "UD" for s in f.sizes if s > f.mtu]
     return Features(
         transport=_common([f.transport for f in flows]), opcode=_common([f.opcode for f in flows]),
-        flows=len(flows), hosts=len(hosts_of(flows)), qps_total=sum(f.qps for f in flows),
+        flows=len(flows), hosts=len({split_address(h)[0] for h in hosts_of(flows)}),
+        qps_total=sum(f.qps for f in flows),
         qps_flow=max(f.qps for f in flows), qps_host=max(qps_host.values()), batch=max(f.batch for f in flows),
         sges=max(f.sges for f in flows), sge_bytes=max(-(-f.max_size // f.sges) for f in flows),
         wq_depth=max(f.sq_depth for f in flows), rq_depth=max(f.rq_depth for f in flows),
@@ -76,6 +77,7 @@ def reference(workload: Workload) -> Features:
         recv_gap_ns=max(_recv_gap_ns(f) for f in flows),
         pattern=workload.pattern.kind.value if workload.pattern else "none",
         ranks_per_host=workload.pattern.ranks_per_host if workload.pattern else 1,
+        nics=max(Counter(split_address(h)[0] for h in hosts_of(flows)).values()),
     )
 
 

@@ -21,7 +21,8 @@ from collie.targets.sim import SimTarget
 from tests.conftest import ROOT
 
 SPACE = load_space(ROOT / "workloads" / "collective.toml")
-RING = {"pattern": "ring_allreduce", "hosts": 4, "ranks_per_host": 2, "pattern_size": 1 << 24, "op": "RC_SEND",
+RING = {"pattern": "ring_allreduce", "hosts": 4, "ranks_per_host": 2, "nics": 1, "pattern_size": 1 << 24,
+        "op": "RC_SEND",
         "qps": 4, "sizes": [65536], "mtu": 2048, "wq_depth": 256, "direction": "bidirectional", "victim": "none"}
 
 
@@ -116,7 +117,7 @@ def test_moves_only_change_parameters_that_apply() -> None:
     assert SPACE.applies("direction", plain) and not SPACE.applies("hosts", plain)
     assert not SPACE.applies("pattern_size", plain) and SPACE.applies("pattern", plain)
     rng = np.random.default_rng(5)
-    for point, idle in ((RING, {"direction"}), (plain, {"hosts", "ranks_per_host", "pattern_size"})):
+    for point, idle in ((RING, {"direction"}), (plain, {"hosts", "ranks_per_host", "nics", "pattern_size"})):
         moved = {SPACE.mutate(point, rng)[1] for _ in range(300)}
         assert moved and not moved & idle, moved
     assert SPACE.mutate(RING, rng, name="direction")[1] == "direction"  # named: moved all the same

@@ -30,9 +30,9 @@ def _oracle(profile: str) -> Oracle:
     return oracle_for(SimTarget(profile, seed=11))
 
 
-def test_builtin_profiles_are_the_documented_eight() -> None:
-    assert PROFILES == ["cx6-200g", "cx6-200g-amd", "fleet8-cx6", "fleet8-cx6-fabric", "fleet8-cx6-faults", "ideal",
-                        "p2100g-100g", "rxe"]
+def test_builtin_profiles_are_the_documented_nine() -> None:
+    assert PROFILES == ["cx6-200g", "cx6-200g-amd", "fleet8-cx6", "fleet8-cx6-2port", "fleet8-cx6-fabric",
+                        "fleet8-cx6-faults", "ideal", "p2100g-100g", "rxe"]
 
 
 def _quirks(truth: tuple[str, ...]) -> tuple[str, ...]:
