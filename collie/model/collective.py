@@ -29,15 +29,11 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from collie.model.patterns import Pattern
-
-#: The least rate of the traffic beside a pattern, as a fraction of the pattern's traffic out of its sender or
-#: into its receiver (the lesser), that sets the hosts it touches apart (:attr:`CollectiveResult.tenants`).
-TENANT_SHARE: Final = 0.1
 
 
 class Measured(Protocol):
@@ -95,10 +91,8 @@ class CollectiveResult:
         links: every connection's figure, in connection order.
         ranks: every rank's figure, in rank order.
         spread: ``(median - slowest) / median`` of the links' rates (0: homogeneous).
-        tenants: (sending host, receiving host) of the traffic beside the pattern (its victim's) when it moved
-            at least :data:`TENANT_SHARE` of what the pattern sent out of its sender or into its receiver, which
-            gives the hosts it touches a standing of their own (:meth:`group_of`); a victim that moves less loads
-            no host enough to set it apart, and setting it apart would hide a slow host at its end.
+        tenants: (sending host, receiving host) of the traffic beside the pattern (its victim's), which gives
+            the hosts it touches a standing of their own (:meth:`group_of`).
     """
 
     time_s: float
@@ -237,22 +231,10 @@ def collective(pattern: Pattern, flows: Sequence[Measured]) -> CollectiveResult:
                   for r in range(n))
     median = statistics.median(link.gbs for link in links)
     spread = (median - min(link.gbs for link in links)) / median if median > 0 else 0.0
-    return CollectiveResult(time_s=total, algbw_gbs=algbw, busbw_gbs=algbw * pattern.busbw_factor,
-                            links=links, ranks=ranks, spread=spread, tenants=_tenants(pattern, flows, links))
-
-
-def _tenants(pattern: Pattern, flows: Sequence[Measured], links: Sequence[LinkFigure]) -> tuple[tuple[str, str], ...]:
-    """:attr:`CollectiveResult.tenants` of a run: its victim's ends when the victim moved at least
-    :data:`TENANT_SHARE` of what the pattern sent out of its sender or into its receiver."""
     victim = pattern.victim
-    beside = next((f for f in flows if f.flow == len(links)), None)
-    if victim is None or beside is None:
-        return ()
-    ends = (victim.payload_sender.host, victim.payload_receiver.host)
-    out = sum(link.gbs for link in links if link.src == ends[0] and not link.loopback)
-    into = sum(link.gbs for link in links if link.dst == ends[1] and not link.loopback)
-    moved = beside.bps / 8e9
-    return (ends,) if moved >= TENANT_SHARE * min(out, into) else ()
+    tenants = () if victim is None else ((victim.payload_sender.host, victim.payload_receiver.host),)
+    return CollectiveResult(time_s=total, algbw_gbs=algbw, busbw_gbs=algbw * pattern.busbw_factor,
+                            links=links, ranks=ranks, spread=spread, tenants=tenants)
 
 
 def _per_s(nbytes: float, seconds: float) -> float:

@@ -56,8 +56,12 @@ def test_the_slow_host_is_found_and_minimized_to_the_fewest_hosts_that_show_it(t
         assert faulty, case.anomaly_id
         odd = pattern.kind.value == "pairwise" and pattern.ranks_per_host % 2
         fewest = {i + 1 + (i + 1) % 2 * odd for i in faulty}
-        assert point["hosts"] in fewest and pattern.hosts == tuple(f"r{i}" for i in range(point["hosts"])), \
-            case.anomaly_id
+        if pattern.victim is not None:  # a victim sets its two hosts apart: three hosts leave nothing to compare
+            fewest = {max(n, 4) for n in fewest}
+        # a permutation of fewer hosts is another derangement, not this one less its last hosts: only its lower
+        # bound holds
+        held = point["hosts"] >= min(fewest) if pattern.kind.value == "permutation" else point["hosts"] in fewest
+        assert held and pattern.hosts == tuple(f"r{i}" for i in range(point["hosts"])), case.anomaly_id
         described = case.mfs.describe()
         assert f"hosts >= {point['hosts']}" in described and "pattern" in described, (case.anomaly_id, described)
         assert case.mfs.matches(case.workload)
