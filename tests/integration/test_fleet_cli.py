@@ -133,3 +133,15 @@ def test_a_fleet_of_dual_port_hosts_is_checked_port_by_port_and_names_the_slow_p
     assert "16 NICs (8 hosts x 2)" in page and "rail by rail" in page
     table = run_cli("fleet", "check", "--target", "sim:fleet8-cx6-2port")
     assert table.returncode == 1 and "fleet check of 16 NICs (8 hosts x 2)" in table.stdout.replace("\n", " ")
+
+
+def test_a_flapping_link_is_named_with_its_host(tmp_path: Path) -> None:
+    text = (PROFILE_DIR / "fleet8-cx6.toml").read_text(encoding="utf-8").replace('name = "fleet8-cx6"',
+                                                                                  'name = "flapping"')
+    path = tmp_path / "flapping.toml"
+    path.write_text(text + '\n[[faults]]\nhost = "h4"\nkind = "flapping_link"\nfactor = 0.8\n', encoding="utf-8")
+    r = run_cli("fleet", "check", "--target", f"sim:{path}", "--format", "json")
+    assert r.returncode == 1, r.stderr
+    data = json.loads(r.stdout)
+    # up 80 % of the time, and RC waits out its timeout after each of two outages a second: two thirds of the rate
+    assert [s["host"] for s in data["suspects"]] == ["h4"] and 0.6 < data["suspects"][0]["worst"] < 0.72

@@ -122,6 +122,7 @@ QUANTITIES: Final[Mapping[str, Quantity]] = {
     "rx_pkts": _count("rx_pkts", _PACKETS),
     "lost_rx": _count("lost_rx", _COUNT),
     "lost_tx": _count("lost_tx", _COUNT),
+    "link_down": _count("link_down", _EVENTS),
     "rx_write": _count("rx_write", _COUNT),
     "rx_read": _count("rx_read", _COUNT),
     "rx_atomic": _count("rx_atomic", _COUNT),

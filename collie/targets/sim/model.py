@@ -29,7 +29,8 @@ Base model (no quirk can be seen in it):
 Invariants:
     * pure: the result depends only on (profile, workload, features, duration, noise draws);
     * no pause above the setup blip (< 0.01 % of the duration) and no loss unless a quirk fired, a flow
-      crosses a host's lossy link or a port with a mis-set MTU smaller than its packets (faults of the profile),
+      crosses a host's lossy or flapping link or a port with a mis-set MTU smaller than its packets (faults of
+      the profile),
       or a port of the profile's fabric is congested
       (:mod:`collie.targets.sim.fabric`);
     * ``Outcome.fired`` lists the fired quirks' ids, then a ``base:<limit>`` label for each base-model limit
@@ -107,6 +108,7 @@ class HostAcc:
     pause_rx: float = 0.0  # ratio: this host was paused by its peer, or by its switch
     lost_rx: float = 0.0  # data packets lost on the way in (per second)
     lost_tx: float = 0.0  # data packets this host had to resend
+    link_down: float = 0.0  # times its link went down (per second)
     pcie_stall: float = 0.0  # percent of time without PCIe credits
     rnr_naks_sent: float = 0.0  # responder: RNR NAKs it sent (its receive queue was empty)
     rnr_naks_received: float = 0.0  # requester: RNR NAKs it received (and resent after the RNR timer)
@@ -211,6 +213,8 @@ class Compiled:
         self.fault_caps: Final = _fault_caps(profile)
         #: per host with a lossy link, the fraction of packets it loses
         self.link_losses: Final = _link_losses(profile)
+        #: per host with a flapping link, the fraction of the time it is down
+        self.link_down: Final = {f.host: 1.0 - f.factor for f in profile.faults if f.kind is FaultKind.FLAPPING_LINK}
         #: per host with a mis-set MTU, the largest RoCE payload its port carries
         self.port_mtus: Final = {f.host: f.factor * MAX_MTU for f in profile.faults if f.kind is FaultKind.MTU}
         #: the switches under a fleet (None: an ideal non-blocking switch)
@@ -426,6 +430,24 @@ def _fault_caps(profile: Profile) -> dict[str, tuple[tuple[Fault, tuple[int, ...
         if fault.kind in _FAULT_RESOURCES:
             out.setdefault(fault.host, []).append((fault, _FAULT_RESOURCES[fault.kind]))
     return {h: tuple(v) for h, v in out.items()}
+
+
+#: How long one outage of a flapping link lasts (the link retrains): its outages per second are the fraction of
+#: the time it is down over this.
+FLAP_DOWN_S: Final = 0.1
+#: What an RC flow across a flapping link waits after each outage before it resends: its QPs' retransmission
+#: timeout (4.096 us x 2^14, the ``timeout`` of 14 that perftest and NCCL set), during which the link is up and
+#: idle for it.
+RC_TIMEOUT_S: Final = 4.096e-6 * 2 ** 14
+
+
+def _flapping(c: FlowCalc, f: Flow, down: Mapping[str, float]) -> tuple[float, float]:
+    """The fraction of the time flow ``c`` moves nothing across its hosts' flapping links (down, and for RC the
+    retransmission timeout after each outage), and the outages per second it meets."""
+    at_src, at_dst = down.get(c.src, 0.0), down.get(c.dst, 0.0)
+    outages = (at_src + at_dst) / FLAP_DOWN_S
+    idle = 1.0 - (1.0 - at_src) * (1.0 - at_dst) + (outages * RC_TIMEOUT_S if f.transport == "RC" else 0.0)
+    return (idle if idle < 1.0 else 1.0), outages
 
 
 #: At most this fraction of a flow's packets is lost: one that loses them all still resends (and counts the
@@ -708,6 +730,7 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     loss = 0.0
     lossy = model.link_losses
     mtus = model.port_mtus
+    flapping = model.link_down
     for q in fired:
         thr *= q.symptom.throughput
         loss = 1.0 - (1.0 - loss) * (1.0 - q.symptom.loss)
@@ -772,6 +795,10 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
             flow_loss = 1.0 - (1.0 - loss) * (1.0 - link * (1.0 + GO_BACK_N_PACKETS) / (1.0 + link * GO_BACK_N_PACKETS))
             flow_loss = flow_loss if flow_loss < _ALL_LOST else _ALL_LOST  # every packet lost: resent in vain
         factor = (factor if factor < thr else thr) * (1.0 - flow_loss)
+        idle = outages = 0.0
+        if flapping and not c.loopback and (c.src in flapping or c.dst in flapping):
+            idle, outages = _flapping(c, f, flapping)
+            factor *= 1.0 - idle
         c.rate *= factor * global_noise * (1.0 - amp * 0.5 * ((draws[i] + draws[i + 1]) * 0.5))
         i += 2
         r = c.rate
@@ -807,6 +834,12 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
             lost = r * pkts * flow_loss / (1.0 - flow_loss)
             d.lost_rx += lost
             s.lost_tx += lost
+        if outages:  # each outage loses what each QP had in flight (at most what the flow sends in a timeout)
+            window = f.qps * f.sq_depth * pkts
+            per_outage = r / (1.0 - idle) * pkts * RC_TIMEOUT_S if idle < 1.0 else window
+            lost = outages * (window if window < per_outage else per_outage)
+            d.lost_rx += lost
+            s.lost_tx += lost
 
     _diagnostics(model, feats, hosts, prox, churn)
 
@@ -839,6 +872,9 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
         if ratio > hosts[h].pause_rx:
             hosts[h].pause_rx = ratio
 
+    for h, down in flapping.items():
+        if h in hosts:
+            hosts[h].link_down = down / FLAP_DOWN_S
     line = model.line
     counters_of = model.counters
     diagnostics = model.diagnostics
@@ -891,10 +927,14 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     setup = (m.setup_base_s + qps_sides * m.setup_qp_us * 1e-6 + mrs_sides * m.setup_mr_us * 1e-6
              + pinned * 8 / model.setup_pin_bps) * (1.0 + 0.05 * (draw() - 0.5))
     labels = [lb for c in calcs for lb in c.labels]
-    faults = _faults_felt(model, calcs, list(hosts)) if model.fault_caps or lossy or mtus else ()
+    faults = _faults_felt(model, calcs, list(hosts)) if model.fault_caps or lossy or mtus or flapping else ()
     return built(Outcome, {"flows": tuple(out_flows), "hosts": tuple(out_hosts), "setup_s": setup,
                            "fired": tuple([q.id for q in fired]) + (tuple(dict.fromkeys(labels)) if labels else ())
                            + faults + cong.faults + cong.ports})
+
+
+#: The faults a flow meets by crossing the host's link at all.
+_LINK_FAULTS: Final = frozenset((FaultKind.LOSSY_LINK, FaultKind.FLAPPING_LINK))
 
 
 def _faults_felt(model: Compiled, calcs: list[FlowCalc], hosts: list[str]) -> tuple[str, ...]:
@@ -905,7 +945,7 @@ def _faults_felt(model: Compiled, calcs: list[FlowCalc], hosts: list[str]) -> tu
     mtus = model.port_mtus
     oversized = {h for c in calcs if not c.loopback for h in (c.src, c.dst) if h in mtus and _oversize(c, mtus[h])}
     return tuple(fault.id for i, h in enumerate(hosts) for fault in model.profile.faults if fault.host == h
-                 and (h in crossed if fault.kind is FaultKind.LOSSY_LINK else h in oversized
+                 and (h in crossed if fault.kind in _LINK_FAULTS else h in oversized
                       if fault.kind is FaultKind.MTU
                       else any(i * _KINDS + k in used for k in _FAULT_RESOURCES[fault.kind])))
 

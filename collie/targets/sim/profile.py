@@ -131,6 +131,10 @@ class FaultKind(Enum):
     #: a mis-set MTU: the host's switch port carries RoCE payloads of at most ``factor`` x 4096 bytes (0.25: 1024)
     #: and drops larger packets; a flow whose packets are larger loses them, and RC resends them in vain
     MTU = "mtu"
+    #: a flapping link (a marginal transceiver, a loose cable): the host's link goes down and retrains, up a
+    #: fraction ``factor`` of the time in outages of 0.1 s each; an RC flow across it also waits out its
+    #: retransmission timeout after each outage and resends its window; the port counts each outage
+    FLAPPING_LINK = "flapping_link"
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,8 @@ class Fault:
         host: the address of the NIC it is on (``h3``, or ``h3/1`` for NIC 1 of a host with several NICs; a
             fault the profile declares for a host, not a NIC, is one fault per NIC of the host).
         kind: what is wrong with it.
-        factor: the fraction of their capacity its affected resources keep, in (0, 1] (a lossy link: the
+        factor: the fraction of their capacity its affected resources keep, in (0, 1] (a flapping link: of the
+            time it is up; a lossy link: the
             fraction of packets that arrive).
     """
 

@@ -111,6 +111,26 @@ def test_a_lossy_link_slows_its_links_by_go_back_n_and_shows_in_loss_counters() 
     assert lossy.host("h0").counters["out_of_sequence"] == 0  # a host off the lossy link loses nothing
 
 
+@pytest.mark.parametrize(("transport", "kept"), [("RC", 0.9 - 0.0671), ("UC", 0.9)])
+def test_a_flapping_link_is_down_part_of_the_time_and_its_port_counts_each_outage(transport: str,
+                                                                                   kept: float) -> None:
+    """h3's link up 90 % of the time, in outages of 0.1 s (one a second): its links move 0.9 of their rate, an
+    RC flow less again by its retransmission timeout after each outage (67 ms); h3 counts its outages."""
+    w = Workload.of_pattern(Pattern(PatternKind.RING_ALLREDUCE, host_names(8), 64 << 20,
+                                    flow=replace(FLOW, transport=transport)))
+    base = fleet(8).run(w, 10.0)
+    flapping = fleet(8, Fault("h3", FaultKind.FLAPPING_LINK, 0.9)).run(w, 10.0)
+    assert flapping.truth == ("fault:h3:flapping_link",)
+    rate = {f.flow: f.bps for f in base.flows}
+    slowed = {f.client + "->" + f.server: f.bps / rate[f.flow] for f in flapping.flows}
+    assert slowed["h2->h3"] == pytest.approx(kept, abs=0.03) and slowed["h3->h4"] == pytest.approx(kept, abs=0.03)
+    assert all(v == pytest.approx(1.0, abs=0.03) for k, v in slowed.items() if "h3" not in k)
+    counters = flapping.host("h3").counters
+    assert counters["link_downed"] == counters["link_down_events_phy"] == 10
+    assert counters["out_of_sequence"] > 0 and flapping.host("h2").counters["packet_seq_err"] > 0
+    assert base.host("h3").counters["link_downed"] == 0 and flapping.host("h0").counters["link_downed"] == 0
+
+
 def test_a_mis_set_mtu_drops_the_packets_larger_than_it_and_hangs_the_ring_only_then() -> None:
     """h3's port carries at most 1024 B of payload: a ring at MTU 4096 with 1 MiB WRITEs loses every packet in
     and out of h3 (RC resends them in vain, the ring never ends); at MTU 1024, or with messages of 512 B, nothing
