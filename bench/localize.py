@@ -18,7 +18,8 @@ all pairs one by one, and the CPU time per draw.
 
 Fault kinds and factors (each slows a 200G host's links well past the 20 % margin): a port at half speed, PCIe at
 a quarter (Gen3 x8 in a Gen4 x16 fleet), buffers on the far NUMA node at half the PCIe bandwidth, a link losing
-1 % of its packets (RC's go-back-N makes that a quarter of the rate).
+1 % of its packets (RC's go-back-N makes that a quarter of the rate), a link up 70 % of the time (three outages of
+0.1 s a second, each followed by RC's 67 ms timeout: half the rate).
 
 With ``--fabric HOSTS_PER_LEAF`` the fleets sit on a non-blocking leaf-spine fabric with PFC, and a fleet of more
 than one leaf gets a row ``link`` too: one link between a random leaf and spine at a tenth of its speed per draw,
@@ -46,7 +47,8 @@ from collie.targets.sim import SimTarget, load_profile
 from collie.targets.sim.profile import Fabric, Fault, FaultKind, Profile, host_names
 
 FLOW = Flow(Endpoint("a"), Endpoint("b"), sizes=(1 << 20,), mr_size=1 << 20, qps=2)
-FACTORS = {FaultKind.PORT_SPEED: 0.5, FaultKind.PCIE: 0.25, FaultKind.FAR_NUMA: 0.5, FaultKind.LOSSY_LINK: 0.99}
+FACTORS = {FaultKind.PORT_SPEED: 0.5, FaultKind.PCIE: 0.25, FaultKind.FAR_NUMA: 0.5, FaultKind.LOSSY_LINK: 0.99,
+           FaultKind.FLAPPING_LINK: 0.7}
 MARGIN = 0.2
 
 

@@ -107,3 +107,22 @@ def test_an_incast_pause_on_a_fabric_is_attributed_to_its_root_port_and_minimize
     journal = [json.loads(line) for line in (tmp_path / "c" / "trials.jsonl").read_text().splitlines()]
     signatures = [(t.get("verdict") or {}).get("signature", "") for t in journal]
     assert any("pause@fabric" in sig and "isolation@victim" in sig for sig in signatures)
+
+
+def test_two_ports_that_share_a_slot_are_found_and_minimized_to_two_hosts_of_two_ranks_on_both_ports(
+        tmp_path: Path) -> None:
+    """``fleet8-cx6-2port``: each host's two ports share one PCIe slot, so ranks spread over both ports cannot
+    both run at line rate; the minimal case is two hosts of two ranks, one on each port, and the MFS says it needs
+    both ports (``nics >= 2``). The port at half speed hides under the shared slot whenever both ports run (the
+    fleet check finds it rail by rail)."""
+    cases = [read_case_folder(f) for f in _campaign(tmp_path / "c", "sim:fleet8-cx6-2port", 1)]
+    truth = SimTarget("fleet8-cx6-2port", seed=1)
+    shared = [c for c in cases if "base:shared_pcie" in truth.run(c.workload, 1.0).truth]
+    assert shared and all(c.signature.startswith("low_throughput@receiver") for c in shared)
+    for case in shared:
+        assert case.evidence is not None and case.mfs is not None and case.confirmed
+        point = case.evidence.point
+        assert (point["hosts"], point["ranks_per_host"], point["nics"]) == (2, 2, 2), case.anomaly_id
+        assert "nics >= 2" in case.mfs.describe() and "ranks_per_host >= 2" in case.mfs.describe()
+        assert {s.host for s in case.evidence.verdict.symptoms} <= {"r0", "r0/1", "r1", "r1/1"}
+        assert {f.client.host for f in case.workload.flows} == {"r0", "r0/1", "r1", "r1/1"}
