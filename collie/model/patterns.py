@@ -56,7 +56,16 @@ from typing import Any, Final
 
 from collie.codec import Reader, check_fields, expect_type
 from collie.errors import InputError
-from collie.model.flow import MAX_NICS, Endpoint, Flow, flow_from_dict, flow_to_dict, host_name, nic_address
+from collie.model.flow import (
+    MAX_NICS,
+    Endpoint,
+    Flow,
+    address_name,
+    flow_from_dict,
+    flow_to_dict,
+    nic_address,
+    split_address,
+)
 from collie.model.units import parse_size
 
 
@@ -99,7 +108,9 @@ class Pattern:
 
     Attributes:
         kind: which collective.
-        hosts: the hosts the ranks are placed on, in rank order (rank ``r`` on ``hosts[r // ranks_per_host]``).
+        hosts: the hosts the ranks are placed on, in rank order (rank ``r`` on ``hosts[r // ranks_per_host]``); a
+            host may be one NIC of a host (``h3/1``: every rank on it uses that NIC; ``nics`` is then 1), as a
+            fleet check's rounds over one rail are.
         ranks_per_host: ranks on each host.
         nics: NICs of each host its ranks use, 1 to ``ranks_per_host``: local rank ``i`` of a host uses its NIC
             ``i mod nics``.
@@ -278,7 +289,11 @@ def pattern_from_dict(raw: Any, where: str) -> Pattern:
 def check_pattern(p: Pattern, where: str) -> None:
     """Raise :class:`InputError` (one sentence naming the field) when ``p`` cannot be expanded."""
     for i, h in enumerate(p.hosts):
-        host_name(h, f"{where}.hosts[{i}]")
+        address_name(h, f"{where}.hosts[{i}]")
+    on_nics = [h for h in p.hosts if split_address(h)[1]]
+    if on_nics and p.nics > 1:
+        raise InputError(f"{where}.nics: hosts names a host's NIC ({on_nics[0]}), and nics spreads each host's ranks "
+                         "over its NICs; name hosts, or leave nics at 1")
     if p.nics > p.ranks_per_host:
         raise InputError(f"{where}.nics: {p.nics} NICs per host for {p.ranks_per_host} rank(s) per host; a rank "
                          "uses one NIC, so at most ranks_per_host")

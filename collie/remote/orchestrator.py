@@ -12,7 +12,9 @@ A workload names its hosts in one of three ways:
 
 On verbs hosts the workload's names are sent as they are; sim hosts simulate one fleet profile, and the
 inventory's i-th host plays the profile's i-th host (``h0``, ``h1``, ...), so a run over hosts named like the
-profile's returns exactly what ``sim:PROFILE`` returns.
+profile's returns exactly what ``sim:PROFILE`` returns. A NIC address (``node3/1``, ``r3/1``) is played by the
+agent of its host; a NIC beyond what the hosts' agents have (a verbs agent drives one device; a sim agent as many
+as its profile's ``[host] nics``) makes the workload ``Unsupported``, in the sentence ``sim:PROFILE`` says.
 
 A run of one workload, every step driven on all agents at once (a thread per agent, never one round trip after
 another):
@@ -55,7 +57,7 @@ from types import TracebackType
 from typing import Final, Self, TypeVar
 
 from collie.errors import InputError, TargetError, TargetUnavailable
-from collie.model.flow import nic_problem
+from collie.model.flow import moved_address, nic_problem, split_address
 from collie.model.patterns import rank_host_index
 from collie.model.workload import Workload
 from collie.remote.client import AgentClient
@@ -170,7 +172,9 @@ class RemoteTarget:
     def describe(self) -> TargetInfo:
         """The fingerprint: kind ``remote``, hosts = the inventory's host names (in its order), NIC fields from
         the placed hosts' own targets (``X / Y`` when the roles' hosts differ), and per role its host, address,
-        skew and every fingerprint field in ``details`` (``a.host``, ``a.nic_model``, ``a.profile``, ...)."""
+        skew and every fingerprint field in ``details`` (``a.host``, ``a.nic_model``, ``a.profile``, ...);
+        ``details["nics"]`` when the roles' hosts have the same number of NICs, more than one (sim hosts of a
+        fleet profile with ``[host] nics``)."""
         infos = {r: self._agent_of(r).info for r in ROLES}
         details: dict[str, str] = {}
         for r in ROLES:
@@ -183,6 +187,9 @@ class RemoteTarget:
             details.update({f"{r}.{k}": v for k, v in a.info.details.items()})
         if all(h.target.kind is TargetKind.SIM for h in self.placement.values()):
             details["simulated"] = "yes"
+        nics = {i.details.get("nics", "1") for i in infos.values()}
+        if len(nics) == 1 and nics != {"1"}:
+            details["nics"] = nics.pop()  # the hosts' NICs each (a fleet profile's [host] nics)
 
         def joined(field: str) -> str:
             values = list(dict.fromkeys(str(getattr(i, field)) for i in infos.values()))
@@ -220,10 +227,13 @@ class RemoteTarget:
         failed = self._ensure_agents([self.inventory.host(n) for n in used])
         if failed:
             self._failed(failed)
+        nics = min(int(self._agents[n].info.details.get("nics", "1")) for n in used)
+        if problem := nic_problem(workload.hosts, nics):
+            raise Unsupported(problem)
         names = self._agent_names(used)
         sent = _renamed(workload, names)
         # each involved host with the names of the workload's hosts it plays, as its agent knows them
-        involved = {host: tuple(names[r] for r in roles) for host, roles in used.items()}
+        involved = {host: tuple(moved_address(r, names) for r in roles) for host, roles in used.items()}
         agents = [self._agents[name] for name in involved]
         warmup = self._warmup(duration)
         plans = {name: RunPlan(run=self._runs, workload=sent, roles=roles, warmup=warmup, duration=duration,
@@ -246,18 +256,21 @@ class RemoteTarget:
         return _renamed_result(dataclasses.replace(merged, workload_key=workload.key()), names)
 
     def _hosts_of(self, workload: Workload) -> dict[str, tuple[str, ...]]:
-        """Each inventory host taking part in ``workload``'s run with the workload's hosts it plays (see the
-        module docstring): the placed hosts of the roles it uses, the hosts playing its host roles, or the hosts
-        it names.
+        """Each inventory host taking part in ``workload``'s run with the workload's NIC addresses it plays (see
+        the module docstring): the placed hosts of the roles it uses, the hosts playing its host roles, or the
+        hosts it names; a NIC address (``r3/1``) goes with its host.
 
         Raises:
             Unsupported: a workload host is neither a role nor a host of the inventory, the workload names both,
                 or it names a host taken out.
         """
-        used = workload.hosts
-        nics = nic_problem(used)
-        if nics:
-            raise Unsupported(nics)
+        addresses = workload.hosts
+        used = tuple(sorted({split_address(a)[0] for a in addresses}))
+        return {name: tuple(a for a in addresses if split_address(a)[0] in bases)
+                for name, bases in self._bases_of(used).items()}
+
+    def _bases_of(self, used: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+        """:meth:`_hosts_of` of the workload's hosts ``used`` (their NICs aside)."""
         if set(used) <= set(ROLES):
             return {name: mine for name, roles in self._roles().items()
                     if (mine := tuple(r for r in roles if r in used))}
@@ -298,7 +311,7 @@ class RemoteTarget:
             Unsupported: named hosts mix simulated and verbs targets or simulator profiles, or a sim host's
                 position is beyond its profile's hosts.
         """
-        played = [w for roles in used.values() for w in roles]
+        played = sorted({split_address(w)[0] for roles in used.values() for w in roles})
         hosts = [self.inventory.host(n) for n in used]
         if set(played) <= set(ROLES) or all(h.target.kind is not TargetKind.SIM for h in hosts):
             return {w: w for w in played}
@@ -314,9 +327,10 @@ class RemoteTarget:
                               f"{self.inventory.path}, and {targets[0]} simulates {len(simulated)} hosts; a "
                               "workload naming it needs a fleet profile of that many hosts on every host (such as "
                               "sim:fleet8-cx6, or a profile with hosts = N)")
-        if all(rank_host_index(w) == position[h.name] for h in hosts for w in used[h.name]):
+        bases = {h.name: {split_address(w)[0] for w in used[h.name]} for h in hosts}
+        if all(rank_host_index(w) == position[h.name] for h in hosts for w in bases[h.name]):
             return {w: w for w in played}  # host roles on their own positions: each simulator places them itself
-        return {w: simulated[position[h.name]] for h in hosts for w in used[h.name]}
+        return {w: simulated[position[h.name]] for h in hosts for w in bases[h.name]}
 
     def _warmup(self, duration: float) -> float:
         if self.warmup is not None:
@@ -494,9 +508,9 @@ def _renamed_result(result: RunResult, names: Mapping[str, str]) -> RunResult:
         return result
     back = {v: k for k, v in names.items()}
     return dataclasses.replace(
-        result, flows=tuple(dataclasses.replace(f, client=back[f.client], server=back[f.server])
-                            for f in result.flows),
-        hosts=tuple(dataclasses.replace(h, host=back[h.host]) for h in result.hosts))
+        result, flows=tuple(dataclasses.replace(f, client=moved_address(f.client, back),
+                                                server=moved_address(f.server, back)) for f in result.flows),
+        hosts=tuple(dataclasses.replace(h, host=moved_address(h.host, back)) for h in result.hosts))
 
 
 def _host_order(workload: Workload, parts: Mapping[str, HostPart]) -> list[str]:

@@ -98,3 +98,30 @@ def test_a_pattern_campaign_on_four_remote_sim_hosts_finds_what_the_local_simula
     assert journal(tmp_path / "remote") == journal(tmp_path / "local")
     assert any("hosts >= 3" in str(mfs) for _, mfs in found.values())
     no_agent_left(tmp_path / "sshd")
+
+
+def test_ranks_on_both_ports_of_four_remote_dual_port_sim_hosts_are_the_local_simulators(
+        farm4: SshdFarm, ssh_home: Path, tmp_path: Path) -> None:
+    """Four hosts running ``sim:fleet8-cx6-2port`` (two ports sharing a slot): a ring of two ranks per host, one on
+    each port, names each port by its address, as the local simulator does; a fleet check goes rail by rail."""
+    dual = "sim:fleet8-cx6-2port"
+    inventory = farm4.inventory(tmp_path / "hosts.toml", target=dual)
+    ring = tmp_path / "ring.toml"
+    ring.write_text(RING.replace('size = "64MiB"', 'size = "64MiB"\nranks_per_host = 2\nnics = 2'),
+                    encoding="utf-8")
+    runs = {spec: run_cli("run", "--target", spec, "--workload", str(ring), "--duration", "1", "--seed", "3",
+                          "--format", "json") for spec in (f"remote:{inventory}", dual)}
+    for r in runs.values():
+        assert r.returncode in (0, 1), r.stderr  # 1: the shared slot holds both ports below their ceiling
+    remote, local = (json.loads(r.stdout) for r in runs.values())
+    assert remote["collective"] == local["collective"] and remote["flows"] == local["flows"]
+    assert [h["host"] for h in remote["hosts"]] == ["h0", "h0/1", "h1", "h1/1", "h2", "h2/1", "h3", "h3/1"]
+    assert remote["hosts"] == local["hosts"] and remote["verdict"]["signature"] == local["verdict"]["signature"]
+    check = run_cli("fleet", "check", "--target", f"remote:{inventory}", "--format", "json")
+    assert check.returncode == 0, check.stderr
+    data = json.loads(check.stdout)
+    assert data["nics_per_host"] == 2 and data["experiments"] == 2 and len(data["hosts"]) == 8
+    one_port = farm4.inventory(tmp_path / "one.toml", target=FLEET)
+    refused = run_cli("run", "--target", f"remote:{one_port}", "--workload", str(ring), "--duration", "1")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "h0/1 is NIC 1 of host h0, and this target's hosts have 1 NIC each" in refused.stderr

@@ -93,3 +93,12 @@ def test_a_target_of_one_nic_per_host_says_which_address_it_cannot_run() -> None
                                            "use the hosts' NIC 0 (a pattern's nics = 1)")
     assert nic_problem(("r1/3",), 2) == ("r1/3 is NIC 3 of host r1, and this target's hosts have 2 NICs each: "
                                          "use NICs 0 to 1 (a pattern's nics <= 2)")
+
+
+def test_a_pattern_may_run_on_one_nic_of_each_host() -> None:
+    rail = {"kind": "ring_allreduce", "hosts": ["h0/1", "h1/1", "h2/1"], "size": "1MiB"}
+    p = pattern_from_dict(rail, "pattern")
+    assert [c.client.host for c in p.connections()] == ["h0/1", "h1/1", "h2/1"]
+    assert pattern_from_dict(pattern_to_dict(p), "pattern") == p
+    with pytest.raises(InputError, match=r"^pattern\.nics: hosts names a host's NIC \(h0/1\), and nics spreads"):
+        pattern_from_dict({**rail, "ranks_per_host": 2, "nics": 2}, "pattern")
