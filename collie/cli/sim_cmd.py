@@ -44,12 +44,22 @@ def _details(p: Profile) -> dict[str, Any]:
                 f"relaxed ordering {'on' if p.pcie.relaxed_ordering else 'off'}",
         "host": f"{p.host.cpu_model or p.host.cpu_vendor} ({p.host.cpu_vendor}), {p.host.sockets} socket(s), "
                 f"NIC on node {p.host.nic_numa_node}, kernel {p.host.kernel}",
+        "nics": _nic_words(p),
         "gpu": p.host.gpu,
         "caches": f"QPC {p.cache.qpc_entries}, MPT {p.cache.mpt_entries}, MTT {p.cache.mtt_entries}, "
                   f"RX WQE {p.cache.rx_wqe_entries} entries",
         "noise": p.model.noise,
         "fabric": _fabric_words(p),
     }
+
+
+def _nic_words(p: Profile) -> str:
+    """The NICs of each host, in words."""
+    n, shared = p.host.nics, p.host.shared_pcie_gbps
+    if n == 1:
+        return "one per host"
+    return (f"{n} per host ({p.hosts[0]}, {p.hosts[0]}/1, ...), each its own device, port and PCIe link"
+            + (f"; they share {shared:g} Gb/s of PCIe to the host's memory" if shared else ""))
 
 
 def _fabric_words(p: Profile) -> str:

@@ -6,7 +6,7 @@ A :class:`Pattern` places ``len(hosts) * ranks_per_host`` ranks on named hosts (
 ``h3/1`` for NIC 1 of ``h3``, see :mod:`collie.model.flow`), and expands into
 
 * **connections**: one :class:`~collie.model.flow.Flow` per ordered pair of ranks that exchange data (client =
-  the sending rank's host, server = the receiving rank's host; two ranks on one host make a loopback flow), every
+  the sending rank's NIC, server = the receiving rank's NIC; two ranks on one NIC make a loopback flow), every
   flow shaped by the pattern's ``flow`` template (transport, opcodes, WR sizes, QPs per connection, ...);
 * **steps**: the transfers of each step, ``(connection, bytes)``. A rank starts its transfers of step ``k + 1``
   only when its own transfers of step ``k`` are done and it has received every transfer of step ``k`` sent to
