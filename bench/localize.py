@@ -27,6 +27,13 @@ every host healthy; "exact" is then naming no host and at least one slow path be
 naming no host (the pairing scheme, which names hosts only).
 
     PYTHONPATH=. python bench/localize.py --sizes 8,32,128 --draws 40 --fabric 8
+
+With ``--nics N`` every host has N NICs sharing one PCIe slot (``fleet8-cx6-2port``'s 239.5 Gb/s each way), the
+faults fall on random NICs, and collie checks rail by rail (:func:`collie.fleet.check_rails`); beside it a row
+``collie, one ring`` checks every NIC of the fleet at once, as a fleet of hosts (the pairing scheme too), where
+the shared slot holds every NIC of a busy host below its line rate.
+
+    PYTHONPATH=. python bench/localize.py --sizes 8,32 --draws 40 --nics 2
 """
 
 from __future__ import annotations
@@ -38,9 +45,9 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from collie.fleet import RoundKind, check_fleet
+from collie.fleet import RoundKind, check_fleet, check_rails
 from collie.model.collective import LinkFigure, collective
-from collie.model.flow import Endpoint, Flow
+from collie.model.flow import Endpoint, Flow, nic_address
 from collie.model.patterns import Pattern, PatternKind
 from collie.model.workload import Workload
 from collie.targets.sim import SimTarget, load_profile
@@ -107,36 +114,50 @@ def main() -> None:
     ap.add_argument("--fabric", type=int, default=0, metavar="HOSTS_PER_LEAF",
                     help="put the fleet on a non-blocking leaf-spine fabric with PFC, this many hosts per leaf "
                          "(spines of 400 Gb/s uplinks, half as many as hosts per leaf); 0: one ideal switch")
+    ap.add_argument("--nics", type=int, default=1, help="NICs per host, sharing one PCIe slot; 1: one NIC a host")
     args = ap.parse_args()
     base = load_profile("fleet8-cx6")
+    if args.nics > 1:
+        slot = load_profile("fleet8-cx6-2port").host.shared_pcie_gbps
+        base = replace(base, host=replace(base.host, nics=args.nics, shared_pcie_gbps=slot))
     if args.fabric:
         base = replace(base, fabric=Fabric(args.fabric, max(1, args.fabric // 2), 400.0, True, 256.0))
     print(f"{'hosts':>5} {'faults':>6} {'method':<18} {'exact':>7} {'wrong/draw':>10} {'rounds':>6} "
           f"{'all pairs':>9} {'CPU s/draw':>10}")
     for n in (int(x) for x in args.sizes.split(",")):
         hosts = list(host_names(n))
+        nics = [nic_address(h, k) for h in hosts for k in range(args.nics)]  # every NIC (the hosts: one each)
+        pairs = args.nics * n * (n - 1) // 2
         for nfaults in (0, 1, 2):
             stats: dict[str, list[tuple[bool, int, int, float]]] = {"collie": [], "two-round pairing": []}
+            if args.nics > 1:
+                stats["collie, one ring"] = []
             for draw in range(args.draws):
                 rng = random.Random(f"{n}-{nfaults}-{draw}")
-                bad = rng.sample(hosts, nfaults)
+                bad = rng.sample(nics, nfaults)
                 faults = tuple(Fault(h, kind, FACTORS[kind])
                                for h, kind in zip(bad, (rng.choice(list(FACTORS)) for _ in bad), strict=True))
                 target = SimTarget(replace(base, hosts=tuple(hosts), faults=faults), seed=draw)
                 run = runner(target, args.size)
                 t0 = time.process_time()
-                result = check_fleet(run, hosts, MARGIN, seed=draw)
+                result = check_rails(run, hosts, args.nics, MARGIN, seed=draw)
                 t1 = time.process_time()
                 named = {s.host for s in result.suspects}
                 stats["collie"].append((named == set(bad), len(named - set(bad)), result.experiments, t1 - t0))
+                if args.nics > 1:
+                    t0 = time.process_time()
+                    result = check_fleet(run, nics, MARGIN, seed=draw)
+                    named = {s.host for s in result.suspects}
+                    stats["collie, one ring"].append((named == set(bad), len(named - set(bad)), result.experiments,
+                                                      time.process_time() - t0))
                 t0 = time.process_time()
-                named, rounds = two_round_pairing(run, hosts, rng)
+                named, rounds = two_round_pairing(run, nics, rng)
                 t1 = time.process_time()
                 stats["two-round pairing"].append((named == set(bad), len(named - set(bad)), rounds, t1 - t0))
             for method, rows in stats.items():
                 exact = sum(r[0] for r in rows) / len(rows)
                 print(f"{n:>5} {nfaults:>6} {method:<18} {exact:>7.1%} {statistics.mean(r[1] for r in rows):>10.2f} "
-                      f"{statistics.mean(r[2] for r in rows):>6.2f} {n * (n - 1) // 2:>9} "
+                      f"{statistics.mean(r[2] for r in rows):>6.2f} {pairs:>9} "
                       f"{statistics.mean(r[3] for r in rows):>10.2f}", flush=True)
         if base.fabric is not None and n > base.fabric.hosts_per_leaf:
             slow_link(base, hosts, args)
