@@ -312,17 +312,29 @@ class Campaign:
 
 
 def _too_few_hosts(space: SearchSpace, info: TargetInfo) -> str:
-    """A warning when the space searches patterns over more hosts than the target has (``""`` otherwise): such
-    points are pruned, one experiment's worth of time each."""
-    if "hosts" not in space.names or "pattern" not in space.names:
+    """A warning when the space searches patterns over more hosts, or more NICs per host, than the target has
+    (``""`` otherwise): such points are pruned, one experiment's worth of time each."""
+    if "pattern" not in space.names:
         return ""
-    most = space.dimension("hosts")
-    wanted = most.hi if isinstance(most, IntRange) else max(most.values) if isinstance(most, Choice) else 0
-    if wanted <= len(info.hosts):
-        return ""
-    return (f"the space {space.name!r} searches patterns over up to {wanted} hosts and {info.name} has "
-            f"{len(info.hosts)}; points over more are pruned as unsupported (a fleet target, such as "
-            "sim:fleet8-cx6, or a smaller hosts range in the space file)")
+    hosts, nics = _most(space, "hosts"), _most(space, "nics")
+    per_host = len(info.nics) // max(1, len(info.hosts))
+    if hosts > len(info.hosts):
+        return (f"the space {space.name!r} searches patterns over up to {hosts} hosts and {info.name} has "
+                f"{len(info.hosts)}; points over more are pruned as unsupported (a fleet target, such as "
+                "sim:fleet8-cx6, or a smaller hosts range in the space file)")
+    if nics > per_host:
+        return (f"the space {space.name!r} spreads a host's ranks over up to {nics} NICs and the hosts of "
+                f"{info.name} have {per_host}; points over more are pruned as unsupported (a profile with [host] "
+                "nics, such as sim:fleet8-cx6-2port, or nics values up to that in the space file)")
+    return ""
+
+
+def _most(space: SearchSpace, name: str) -> int:
+    """The largest value dimension ``name`` of ``space`` takes (0 when the space does not search it)."""
+    if name not in space.names:
+        return 0
+    d = space.dimension(name)
+    return d.hi if isinstance(d, IntRange) else max(d.values) if isinstance(d, Choice) else 0
 
 
 def _begin_on(store: CampaignStore, info: TargetInfo, emit: Callable[[Event], None]) -> None:

@@ -63,3 +63,15 @@ def test_a_pattern_space_on_a_target_with_fewer_hosts_says_so_once(tmp_path: Pat
     assert r.stderr.count("warning: the space 'collective' searches patterns over up to 8 hosts and sim:cx6-200g "
                           "has 2; points over more are pruned") == 1
     assert "Traceback" not in r.stderr
+
+
+def test_a_pattern_space_on_hosts_of_one_nic_says_so_once(tmp_path: Path) -> None:
+    r = run_cli("campaign", "--target", "sim:fleet8-cx6", "--space", str(ROOT / "workloads" / "collective.toml"),
+                "--budget", "5", "--out", str(tmp_path / "c"), "--no-live")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("warning: the space 'collective' spreads a host's ranks over up to 2 NICs and the hosts "
+                          "of sim:fleet8-cx6 have 1; points over more are pruned") == 1
+    quiet = run_cli("campaign", "--target", "sim:fleet8-cx6-2port", "--space",
+                    str(ROOT / "workloads" / "collective.toml"), "--budget", "5", "--out", str(tmp_path / "d"),
+                    "--no-live")
+    assert quiet.returncode in (0, 1) and "warning" not in quiet.stderr, quiet.stderr
