@@ -417,6 +417,7 @@ def point_words(point: Mapping[str, Any]) -> str:
     shape = () if pattern == "none" else (f"{pattern} over {point.get('hosts', 2)} hosts"
                                           + (f" x {point['ranks_per_host']} ranks" if point.get("ranks_per_host", 1)
                                              != 1 else "")
+                                          + (f" on {point['nics']} NICs" if point.get("nics", 1) != 1 else "")
                                           + (f" ({_value('max_msg', point['pattern_size'])} per rank):"
                                              if "pattern_size" in point else ":"),)
     verb = str(point.get("op", "")).replace("_", " ")
@@ -440,7 +441,8 @@ def workload_lines(w: Workload) -> tuple[str, ...]:
     p = w.pattern
     if p is None:
         return tuple(flow_words(f) for f in w.flows)
-    ranks = f"{p.ranks_per_host} rank{'s' if p.ranks_per_host != 1 else ''} each"
+    ranks = f"{p.ranks_per_host} rank{'s' if p.ranks_per_host != 1 else ''} each" + \
+        (f" on {p.nics} NICs" if p.nics != 1 else "")
     victim = () if p.victim is None else (f"victim {p.victim.victim}: {flow_words(p.victim)}",)
     return (f"{p.kind.value} of {format_bytes(p.size)} per rank over {', '.join(p.hosts)} ({len(p.hosts)} hosts, "
             f"{ranks}): {len(p.pairs())} connections", f"each connection: {flow_shape(w.flows[0])}", *victim)

@@ -147,3 +147,15 @@ def test_a_pattern_case_is_told_in_two_lines_and_its_victim_in_a_third() -> None
     lines = workload_lines(w)
     assert len(lines) == 3 and lines[0].endswith(": 2 connections")  # the victim is no connection of the incast
     assert lines[1].startswith("each connection: RC WRITE") and lines[2].startswith("victim bulk: r1 -> r2: RC WRITE")
+
+
+def test_a_pattern_over_several_nics_of_each_host_says_so() -> None:
+    from collie.model.patterns import Pattern, PatternKind
+    from collie.model.workload import Workload
+    from collie.report.facts import workload_lines
+
+    w = Workload.of_pattern(Pattern(PatternKind.RING_ALLREDUCE, ("r0", "r1"), 1 << 26, ranks_per_host=2, nics=2))
+    assert workload_lines(w)[0] == ("ring_allreduce of 64 MiB per rank over r0, r1 (2 hosts, 2 ranks each on 2 "
+                                    "NICs): 4 connections")
+    point = {"pattern": "ring_allreduce", "hosts": 2, "ranks_per_host": 2, "nics": 2, "op": "RC_WRITE"}
+    assert point_words(point).startswith("ring_allreduce over 2 hosts x 2 ranks on 2 NICs: RC WRITE")
