@@ -317,7 +317,7 @@ def _too_few_hosts(space: SearchSpace, info: TargetInfo) -> str:
     if "pattern" not in space.names:
         return ""
     hosts, nics = _most(space, "hosts"), _most(space, "nics")
-    per_host = len(info.nics) // max(1, len(info.hosts))
+    per_host = info.nics_per_host
     if hosts > len(info.hosts):
         return (f"the space {space.name!r} searches patterns over up to {hosts} hosts and {info.name} has "
                 f"{len(info.hosts)}; points over more are pruned as unsupported (a fleet target, such as "

@@ -317,16 +317,10 @@ class Minimizer:
         values = sorted(set(ladder(d)) | {value})
         found: list[Condition] = []
         if value != simplest:
-            kept = self._shrink.test({**current, d.name: simplest}, f"{d.name} -> {simplest}")
-            if kept is None and not final:
+            near = self._from_simplest(d, values, current, final, f"{d.name} -> {simplest}")
+            if near is None:
                 return None
-            if kept:
-                current[d.name] = simplest
-            else:
-                op = ">=" if nearest_index(values, value) > nearest_index(values, simplest) else "<="
-                current[d.name], found = self._shrink.bisect(
-                    d.name, values, simplest, value, current,
-                    partial(self._edge_condition, d.name, edge_feature(d.name), op), places_case=True)
+            found = near
         if not self.settings.far_side:
             return found
         here, low = nearest_index(values, current[d.name]), nearest_index(values, simplest)
@@ -339,42 +333,58 @@ class Minimizer:
                                                lambda v: partial(self._far_edge, d, v)))
         return found
 
+    def _from_simplest(self, d: IntRange | Choice, values: list[Any], current: dict[str, Any], final: bool,
+                       why: str) -> list[Condition] | None:
+        """The near edge of ``d`` (``current`` not at its simplest value, which ``values``, its ladder with the
+        current value, holds): none if the simplest value keeps the anomaly (``current`` moves there), else the
+        edge bisected from it (``current`` moves to the edge). None when that probe could not run, unless
+        ``final`` (read as a loss)."""
+        value, simplest = current[d.name], d.simplest()
+        kept = self._shrink.test({**current, d.name: simplest}, why)
+        if kept is None and not final:
+            return None
+        if kept:
+            current[d.name] = simplest
+            return []
+        current[d.name], found = self._shrink.bisect(
+            d.name, values, simplest, value, current,
+            partial(self._edge_condition, d.name, edge_feature(d.name), _edge_op(values, value, simplest)),
+            places_case=True)
+        return found
+
     def _again(self, d: Dimension, current: dict[str, Any], conditions: list[Condition]) -> list[Condition]:
         """``conditions`` with dimension ``d``'s near edge found once more, now that every other dimension is
-        simplified (the space's ``[minimize] again``: a pattern of fewer ranks per host may need fewer hosts): its
-        simplest value probed, then the edge bisected from it, the case moved there; the edge's earlier condition
-        is replaced (dropped when the simplest value keeps the anomaly). Unchanged when ``d`` is at its simplest
-        value or that probe cannot run."""
+        simplified (the space's ``[minimize] again``: a pattern of fewer ranks per host may need fewer hosts),
+        in place of the edge found first (dropped when the simplest value keeps the anomaly). Unchanged when
+        ``d`` is at its simplest value or that probe cannot run."""
         value, simplest = current[d.name], d.simplest()
         if not isinstance(d, (IntRange, Choice)) or value == simplest:
             return conditions
         values = sorted(set(ladder(d)) | {value})
-        kept = self._shrink.test({**current, d.name: simplest}, f"{d.name} -> {simplest} (again)")
-        if kept is None:
+        near = self._from_simplest(d, values, current, False, f"{d.name} -> {simplest} (again)")
+        if near is None:
             return conditions
-        feature = edge_feature(d.name)
-        op = ">=" if nearest_index(values, value) > nearest_index(values, simplest) else "<="
-        rest = [c for c in conditions if (c.feature, c.op) != (feature, op)]
-        if kept:
-            current[d.name] = simplest
-            return rest
-        current[d.name], found = self._shrink.bisect(
-            d.name, values, simplest, value, current, partial(self._edge_condition, d.name, feature, op),
-            places_case=True)
-        return rest + found
+        first = (edge_feature(d.name), _edge_op(values, value, simplest))
+        return [c for c in conditions if (c.feature, c.op) != first] + near
 
     def _far_edge(self, d: IntRange | Choice, far: Any, current: dict[str, Any]) -> list[Condition]:
         """The edge between the current value of ``d`` (anomalous) and ``far`` (not), as a condition."""
         here = current[d.name]
         values = sorted(set(ladder(d)) | {here})
-        op = "<=" if nearest_index(values, far) > nearest_index(values, here) else ">="
-        return self._shrink.bisect(d.name, values, far, here, current,
-                                   partial(self._edge_condition, d.name, edge_feature(d.name), op))[1]
+        return self._shrink.bisect(d.name, values, far, here, current, partial(
+            self._edge_condition, d.name, edge_feature(d.name), _edge_op(values, here, far)))[1]
 
     def _edge_condition(self, name: str, feature: str | None, op: str, edge: Any, case: Mapping[str, Any]
                         ) -> list[Condition]:
         """``feature op`` its value at ``case`` with dimension ``name`` at ``edge`` (none without a feature)."""
         return [Condition(feature, op, feature_at(self.space, {**case, name: edge}, feature))] if feature else []
+
+
+def _edge_op(values: list[Any], value: Any, simplest: Any) -> str:
+    """The operator of an edge between a dimension's anomalous ``value`` and a value ``simplest`` (or any other)
+    that lost the anomaly: the anomaly needs at least the edge (``>=``) when ``value`` lies above it on the
+    ladder ``values``."""
+    return ">=" if nearest_index(values, value) > nearest_index(values, simplest) else "<="
 
 
 def off_edges(space: SearchSpace, mfs: MFS, point: Mapping[str, Any]) -> list[Condition]:

@@ -11,9 +11,8 @@ Invariants:
       is anything derived from the flows through :meth:`Workload.derived`;
     * ``Workload.from_toml(w.to_toml()) == w`` and likewise for JSON (lossless round trip);
     * a workload with a pattern has exactly the pattern's connections as flows (then its victim, if it has one),
-      and its key is the pattern's
-      (a workload of plain flows keeps the key it always had); changing its flows (:meth:`Workload.with_flows`)
-      makes it a workload of plain flows.
+      and its key is the pattern's (a workload of plain flows keeps the key it always had); changing its flows
+      (:meth:`Workload.with_flows`) makes it a workload of plain flows.
 
 The file format is documented in ``docs/workloads.md``.
 """

@@ -227,7 +227,7 @@ class RemoteTarget:
         failed = self._ensure_agents([self.inventory.host(n) for n in used])
         if failed:
             self._failed(failed)
-        nics = min(int(self._agents[n].info.details.get("nics", "1")) for n in used)
+        nics = min(self._agents[n].info.nics_per_host for n in used)
         if problem := nic_problem(workload.hosts, nics):
             raise Unsupported(problem)
         names = self._agent_names(used)

@@ -23,7 +23,7 @@ def fleet_check(target_spec: TargetSpec, *, size: int, duration: float, margin: 
                 accept_new_host_keys: bool = False) -> FleetCheck:
     """Check every host of ``target_spec``'s fleet (:func:`collie.fleet.check_fleet`), each round a pattern of
     ``size`` bytes per rank run for ``duration`` seconds; a fleet whose hosts have several NICs
-    (:attr:`~collie.targets.base.TargetInfo.nics`) rail by rail (:func:`collie.fleet.check_rails`).
+    (:attr:`~collie.targets.base.TargetInfo.nics_per_host`) rail by rail (:func:`collie.fleet.check_rails`).
 
     Raises:
         InputError: the target has fewer than 3 hosts, or ``margin`` is not in (0, 1).
@@ -51,5 +51,5 @@ def fleet_check(target_spec: TargetSpec, *, size: int, duration: float, margin: 
                                           f"{'; '.join(result.errors[:3])}")
             return collective(pattern, result.flows).links
 
-        result = check_rails(run, hosts, len(info.nics) // len(hosts), margin, seed)
+        result = check_rails(run, hosts, info.nics_per_host, margin, seed)
     return FleetCheck(str(target_spec), info, size, result)

@@ -23,7 +23,6 @@ from types import TracebackType
 from typing import Any, Final, Protocol, Self, runtime_checkable
 
 from collie.codec import Reader, decode, encode_fields
-from collie.model.flow import nic_address
 from collie.model.workload import Workload
 
 
@@ -47,7 +46,7 @@ class TargetInfo:
         msg_rate_pps: the NIC's packet-rate ceiling in packets/s (0 when unknown; calibration measures it).
         hosts: the host names workloads may use.
         details: anything else worth fingerprinting (PCIe gen/width, CPU, NUMA layout, ...); ``nics``: the NICs of
-            each host, when more than one (see :attr:`nics`).
+            each host, when more than one (see :attr:`nics_per_host`).
         max_rd_atomic: READ and atomic requests a QP keeps outstanding (its ``max_rd_atomic`` as the target sets
             it up, within the device's ``max_qp_rd_atom``): the window that bounds a READ or atomic flow's rate
             (0 = unknown, as in fingerprints recorded before it was kept).
@@ -75,11 +74,10 @@ class TargetInfo:
         return self.kind == "sim" or (self.kind == "remote" and self.details.get("simulated") == "yes")
 
     @property
-    def nics(self) -> tuple[str, ...]:
-        """The address of every NIC of every host (:func:`~collie.model.flow.nic_address`): :attr:`hosts` when
-        each host has one NIC, else ``h0``, ``h0/1``, ..., ``h1``, ``h1/1``, ... as ``details["nics"]`` says."""
-        per_host = int(self.details.get("nics", "1"))
-        return tuple(nic_address(h, i) for h in self.hosts for i in range(per_host))
+    def nics_per_host(self) -> int:
+        """The NICs of each host (``details["nics"]``; 1 when it does not say): NIC ``i`` of host ``h`` is
+        addressed ``h/i`` (:func:`~collie.model.flow.nic_address`)."""
+        return int(self.details.get("nics", "1"))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (``hosts`` a list), every field but ``max_rd_atomic`` and ``atomics`` at their

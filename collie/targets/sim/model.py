@@ -30,9 +30,7 @@ Invariants:
     * pure: the result depends only on (profile, workload, features, duration, noise draws);
     * no pause above the setup blip (< 0.01 % of the duration) and no loss unless a quirk fired, a flow
       crosses a host's lossy or flapping link or a port with a mis-set MTU smaller than its packets (faults of
-      the profile),
-      or a port of the profile's fabric is congested
-      (:mod:`collie.targets.sim.fabric`);
+      the profile), or a port of the profile's fabric is congested (:mod:`collie.targets.sim.fabric`);
     * ``Outcome.fired`` lists the fired quirks' ids, then a ``base:<limit>`` label for each base-model limit
       above that holds a flow below 0.9 of what it would get without it, then the ``fault:HOST:KIND`` of each
       fault of the profile that shaped the run, then the ``fabric:pause:PORT`` (``fabric:drop:PORT``) of each
@@ -212,9 +210,9 @@ class Compiled:
         #: per host with faults, its resources' offsets and the factors their capacities keep
         self.fault_caps: Final = _fault_caps(profile)
         #: per host with a lossy link, the fraction of packets it loses
-        self.link_losses: Final = _link_losses(profile)
+        self.link_losses: Final = _shortfalls(profile, FaultKind.LOSSY_LINK)
         #: per host with a flapping link, the fraction of the time it is down
-        self.link_down: Final = {f.host: 1.0 - f.factor for f in profile.faults if f.kind is FaultKind.FLAPPING_LINK}
+        self.link_down: Final = _shortfalls(profile, FaultKind.FLAPPING_LINK)
         #: per host with a mis-set MTU, the largest RoCE payload its port carries
         self.port_mtus: Final = {f.host: f.factor * MAX_MTU for f in profile.faults if f.kind is FaultKind.MTU}
         #: the switches under a fleet (None: an ideal non-blocking switch)
@@ -274,14 +272,10 @@ def check_supported(profile: Profile, workload: Workload) -> None:
 
 
 def _not_a_node(profile: Profile, address: str) -> str:
-    """Why ``address`` names no NIC of ``profile``, in one sentence."""
-    host, nic = split_address(address)
-    nics = profile.host.nics
-    if host in profile.hosts:
-        return (f"{address} is NIC {nic} of host {host}, which has {nics} NIC{'s' if nics > 1 else ''} in profile "
-                f"{profile.name} ([host] nics)")
+    """Why ``address`` names no NIC of ``profile``, in one sentence (a NIC beyond its host's is
+    :func:`~collie.model.flow.nic_problem`'s, said before placement)."""
     shown = ", ".join(profile.hosts[:8]) + (f", ... ({len(profile.hosts)} hosts)" if len(profile.hosts) > 8 else "")
-    return f"host {host!r} is not in profile {profile.name} (hosts: {shown})"
+    return f"host {address!r} is not in profile {profile.name} (hosts: {shown})"
 
 
 # In the hot paths below, ``b if b < a else a`` is ``min(a, b)`` and ``b if b > a else a`` is ``max(a, b)``, exactly
@@ -472,9 +466,10 @@ def _oversize(c: FlowCalc, port_mtu: float) -> float:
     return big / total if total else 0.0
 
 
-def _link_losses(profile: Profile) -> dict[str, float]:
-    """Per host with a lossy link, the fraction of its packets lost."""
-    return {f.host: 1.0 - f.factor for f in profile.faults if f.kind is FaultKind.LOSSY_LINK}
+def _shortfalls(profile: Profile, kind: FaultKind) -> dict[str, float]:
+    """Per host with a fault of ``kind``, ``1 - factor``: the packets a lossy link loses, the time a flapping
+    link is down."""
+    return {f.host: 1.0 - f.factor for f in profile.faults if f.kind is kind}
 
 
 def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: dict[str, tuple[float, float]]
@@ -646,20 +641,11 @@ class SharedPcie:
     def crossed(self, c: FlowCalc, plain_use: tuple[tuple[int, float], ...], wr_use: tuple[tuple[int, float], ...]
                 ) -> tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]:
         """``plain_use`` with the reads and ``wr_use`` with the writes flow ``c`` puts on shared links."""
-        client, server = self._of(c.client), self._of(c.server)
-        reads: list[tuple[int, float]] = []
-        writes: list[tuple[int, float]] = []
-        if c.loopback and client is not None:
-            reads.append((client[0], c.fwd_rd * 8 + c.rev_rd * 8))
-            writes.append((client[1], c.fwd_wr * 8 + c.rev_wr * 8))
-        elif not c.loopback:
-            if client is not None:
-                reads.append((client[0], c.fwd_rd * 8))
-                writes.append((client[1], c.rev_wr * 8))
-            if server is not None:
-                reads.append((server[0], c.rev_rd * 8))
-                writes.append((server[1], c.fwd_wr * 8))
-        return plain_use + tuple(reads), wr_use + tuple(writes)
+        ends = ((c.client, c.fwd_rd + c.rev_rd, c.fwd_wr + c.rev_wr),) if c.loopback else \
+            ((c.client, c.fwd_rd, c.rev_wr), (c.server, c.rev_rd, c.fwd_wr))  # (NIC, bytes it reads, writes)
+        shared = [(ids, rd, wr) for address, rd, wr in ends if (ids := self._of(address)) is not None]
+        return (plain_use + tuple((ids[0], rd * 8) for ids, rd, _ in shared),
+                wr_use + tuple((ids[1], wr * 8) for ids, _, wr in shared))
 
     def saturated(self, calcs: list[FlowCalc]) -> tuple[str, ...]:
         """``base:shared_pcie`` when a shared link carries at least :data:`_SATURATED` of what it can at the

@@ -22,7 +22,6 @@ from typing import Any
 from collie.errors import CollieError
 from collie.targets.session import HostPart, RunPlan
 from collie.targets.sim import SimTarget
-from collie.targets.sim.model import check_supported
 
 
 class SimSession:
@@ -40,7 +39,7 @@ class SimSession:
     def prepare(self, plan: RunPlan) -> list[dict[str, Any]]:
         """Record the plan; a workload the profile cannot run raises ``Unsupported`` here, before any host
         starts."""
-        check_supported(self._target.profile, self._target.placed(plan.workload)[0])
+        self._target.checked(plan.workload)
         self._plan = plan
         self._at = None
         return []

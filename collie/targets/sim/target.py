@@ -136,6 +136,19 @@ class SimTarget:
             return workload, {}
         return workload.with_flows(tuple(f.moved(host) for f in workload.flows)), {h: role for role, h in host.items()}
 
+    def checked(self, workload: Workload) -> tuple[Workload, dict[str, str]]:
+        """:meth:`placed` of a workload this profile can run.
+
+        Raises:
+            Unsupported: a NIC beyond its host's (said in the workload's names, as a remote fleet says it), a
+                host outside the profile, GPU memory without a GPU, over a device limit.
+        """
+        if problem := nic_problem(workload.hosts, self.profile.host.nics):
+            raise Unsupported(problem)
+        placed, names = self.placed(workload)
+        check_supported(self.profile, placed)
+        return placed, names
+
     def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:
         """Simulate one experiment of ``duration`` measured seconds; ``repetition`` picks its noise (see the
         module's invariants).
@@ -146,10 +159,7 @@ class SimTarget:
         """
         if not duration > 0:
             raise ValueError(f"duration must be positive, got {duration}")
-        if problem := nic_problem(workload.hosts, self.profile.host.nics):
-            raise Unsupported(problem)  # before placement: in the workload's names, as a remote fleet says it
-        placed, names = self.placed(workload)
-        check_supported(self.profile, placed)
+        placed, names = self.checked(workload)
         key = workload.key()
         if repetition is None:
             rep = self._runs.get(key, 0)
