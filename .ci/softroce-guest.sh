@@ -10,8 +10,10 @@ ip link set dum0 mtu 9000
 ip link set dum0 up
 ip link set lo up
 rdma link add rxe0 type rxe netdev dum0
-for _ in $(seq 50); do [ -e /sys/class/infiniband/rxe0/ports/1/gids/1 ] && break; sleep 0.1; done
-echo "softroce-guest: $(uname -r), rxe0 on dum0: $(cat /sys/class/infiniband/rxe0/ports/1/state)"
+# GID index 1 (the IPv4 address's RoCEv2 GID, which tests and perftest lines use) is filled in shortly after the
+# link is added; its sysfs file exists from the start and reads all zeros until then.
+for _ in $(seq 100); do grep -q ffff /sys/class/infiniband/rxe0/ports/1/gids/1 2>/dev/null && break; sleep 0.1; done
+echo "softroce-guest: $(uname -r), rxe0 on dum0: $(cat /sys/class/infiniband/rxe0/ports/1/state), GID 1 $(cat /sys/class/infiniband/rxe0/ports/1/gids/1)"
 export COLLIE_SOFTROCE=1 COLLIE_SOFTROCE_DEVICE=rxe0 PYTHONPATH="$PWD" PYTHONDONTWRITEBYTECODE=1
 export PATH="/usr/sbin:/usr/bin:/sbin:/bin"
 exec bash -c "$1"

@@ -37,7 +37,9 @@ ip link set pair0 up
 ip addr add 10.0.2.15/24 dev mgmt0
 ip link set mgmt0 up
 rdma link add rxe0 type rxe netdev pair0
-for _ in $(seq 50); do [ -e /sys/class/infiniband/rxe0/ports/1/gids/1 ] && break; sleep 0.1; done
+# GID index 1 (the IPv4 address's RoCEv2 GID, which tests and perftest lines use) is filled in shortly after the
+# link is added; its sysfs file exists from the start and reads all zeros until then.
+for _ in $(seq 100); do grep -q ffff /sys/class/infiniband/rxe0/ports/1/gids/1 2>/dev/null && break; sleep 0.1; done
 
 install -d -m 0755 /run/sshd
 # root's home is the host's /root: its shell start-up files (bash reads ~/.bashrc for ssh commands) could put

@@ -50,7 +50,8 @@ def _run(lines: PerftestLines, port: int, log: Path, timeout: float = 180) -> tu
         if server.poll() is None:
             server.kill()
             server.wait()
-    assert client.returncode == 0, f"{' '.join(client_cmd)}: rc {client.returncode}\n{client.stdout}{client.stderr}"
+    assert client.returncode == 0, (f"{' '.join(client_cmd)}: rc {client.returncode}\n{client.stdout}{client.stderr}"
+                                    f"\nserver (rc {server.returncode}):\n{log.read_text()}")
     return log.read_text(), client.stdout
 
 
