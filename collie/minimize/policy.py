@@ -61,7 +61,7 @@ def categorical_conditions(space: SearchSpace, name: str, value: Any) -> list[Co
         if value == "local":
             return [Condition("remote_numa", "==", False), Condition("gpu", "==", False)]
         return [Condition("remote_numa" if value == "remote" else "gpu", "==", True)]
-    if name in ("victim", "pattern"):
+    if name in ("victim", "pattern", "tclass"):
         return [Condition(name, "==", getattr(f, name))]
     return []
 

@@ -18,6 +18,8 @@ Aggregation rules (for workloads of several flows):
     * ``pattern`` is the collective a workload runs (``ring_allreduce``, ...; ``none`` for a workload of flows),
       ``ranks_per_host`` its ranks on each host (1 without a pattern), ``hosts`` counts the hosts either
       touches and ``nics`` the most NICs of one host it uses (``h3`` and ``h3/1`` are two NICs of one host);
+    * ``tclass`` is the traffic class the aggressors' packets carry (``106``), ``default`` when none sets one
+      (their hosts' own applies), ``MIXED`` when they differ;
     * ``victim`` names the victim flow of an isolation experiment (``Flow.victim``: ``latency``, say; several
       joined by ``+``), ``none`` when no flow is one. Every other feature describes the aggressors only (the
       flows that are no victim): a condition on them, in a quirk or an MFS, means the same with a victim beside
@@ -53,6 +55,11 @@ LARGE_MSG: Final = 65536
 #: Bytes of a cache line: a DMA write that ends inside one is a partial-line write (``line_tail``).
 CACHE_LINE: Final = 64
 _WRITES: Final = frozenset(("WRITE", "WRITE_IMM"))
+#: The ``tclass`` feature of flows that set no traffic class (their host's default applies).
+DEFAULT_TCLASS: Final = "default"
+#: Categorical features at a value that gets no column of its own in :func:`encode` (the reference level: workloads
+#: that never set the field encode as they did before it existed).
+_REFERENCE: Final = {"tclass": DEFAULT_TCLASS}
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,7 @@ class Features:
     pattern: str
     ranks_per_host: int
     nics: int
+    tclass: str
 
     def as_dict(self) -> dict[str, int | bool | str]:
         return asdict(self)
@@ -253,6 +261,7 @@ def _flows(flows: Sequence[Flow], every: tuple[Flow, ...]) -> Features:
         "pattern": "none",
         "ranks_per_host": 1,
         "nics": _nics(qps_host),
+        "tclass": _tclass({f.tclass for f in flows}),
     })
 
 
@@ -263,6 +272,14 @@ def _host_of(address: str) -> str:
 def _nics(addresses: Iterable[str]) -> int:
     """The ``nics`` feature of the NICs at ``addresses`` (see the module docstring)."""
     return max(Counter(map(_host_of, set(addresses))).values())
+
+
+def _tclass(classes: set[int | None]) -> str:
+    """The ``tclass`` feature of flows of the traffic classes ``classes`` (see the module docstring)."""
+    if len(classes) > 1:
+        return MIXED
+    (tclass,) = classes
+    return DEFAULT_TCLASS if tclass is None else str(tclass)
 
 
 def _one_flow(f: Flow, every: tuple[Flow, ...]) -> Features:
@@ -326,12 +343,13 @@ def _one_flow(f: Flow, every: tuple[Flow, ...]) -> Features:
         "pattern": "none",
         "ranks_per_host": 1,
         "nics": _nics((client.host, server.host)),
+        "tclass": _tclass({f.tclass}),
     })
 
 
 def encode(feats: Features) -> dict[str, float]:
     """The regression columns of one feature vector: numeric features as ``log2(1 + x)``, flags as 0/1,
-    categorical features one-hot (``name=value``; absent columns are 0).
+    categorical features one-hot (``name=value``; absent columns are 0; a ``tclass`` of ``default`` has none).
 
     Counters of NIC-internal events and rates tend to move multiplicatively with sizes, counts and depths, so a
     model linear in these columns captures the direction in which a metric grows.
@@ -343,7 +361,7 @@ def encode(feats: Features) -> dict[str, float]:
             row[name] = float(value)
         elif isinstance(value, int):
             row[name] = math.log2(1.0 + max(value, 0))
-        else:
+        elif _REFERENCE.get(name) != value:
             row[f"{name}={value}"] = 1.0
     return row
 

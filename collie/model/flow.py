@@ -12,7 +12,7 @@ Invariants:
     * every record is a frozen dataclass, hashable and compared by value;
     * ``flow_from_dict(flow_to_dict(f), where) == f`` (lossless round trip);
     * the file form of a flow that uses none of the newer fields (an opcode pattern, the receive side apart
-      from the send side, churn, a victim's name) is what it was before they existed, so a workload's key never
+      from the send side, churn, a victim's name, a traffic class) is what it was before they existed, so a workload's key never
       changes under it.
 """
 
@@ -65,7 +65,9 @@ FLOW_LIMITS: Final[Mapping[str, tuple[int, int]]] = {
 }
 #: Fields written to the file form only when they differ from their default (added after workload keys were
 #: first recorded: leaving them out keeps those keys).
-OMITTED_AT_DEFAULT: Final = ("recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn", "victim")
+OMITTED_AT_DEFAULT: Final = ("recv_batch", "recv_sges", "recv_delay_us", "mr_churn", "qp_churn", "victim", "tclass")
+#: A traffic class is a byte: the DSCP in its upper six bits, ECN in the lower two.
+TCLASS_LIMITS: Final = (0, 255)
 SIZE_LIMITS: Final = (1, 1 << 31)
 #: Most NICs one host may have (an endpoint's NIC is 0 to MAX_NICS - 1).
 MAX_NICS: Final = 16
@@ -123,6 +125,10 @@ class Flow:
         victim: the name of the tenant this flow is (``latency``, say) when it is the victim of an isolation
             experiment, whose other flows are its aggressors; ``""``: not a victim. The oracle compares a victim
             with the same flow run alone (:meth:`~collie.model.workload.Workload.solo`).
+        tclass: the traffic class its QPs put in each packet's header (the IP header's DSCP and ECN byte of
+            RoCEv2, as perftest's ``--tclass``): the fabric's switches queue, pause or drop it by the priority
+            its DSCP maps to. None: the class the host gives a QP that sets none (its administrator's default,
+            e.g. mlx5's ``tc/1/traffic_class``), which collie leaves alone.
     """
 
     client: Endpoint
@@ -148,6 +154,7 @@ class Flow:
     mr_churn: int = 0
     qp_churn: int = 0
     victim: str = ""
+    tclass: int | None = None
 
     @property
     def opcode(self) -> str:
@@ -349,6 +356,8 @@ def flow_from_dict(raw: Any, where: str) -> Flow:
             kwargs[name] = _bounded_int(value, lo, hi, f"{where}.{name}")
     if "burst" in raw:
         kwargs["burst"] = expect_type(raw["burst"], bool, f"{where}.burst", "true or false")
+    if "tclass" in raw:
+        kwargs["tclass"] = _bounded_int(raw["tclass"], *TCLASS_LIMITS, f"{where}.tclass")
     if "victim" in raw:
         kwargs["victim"] = victim_name(expect_type(raw["victim"], str, f"{where}.victim", "a tenant's name"),
                                        f"{where}.victim")

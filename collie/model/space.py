@@ -38,6 +38,7 @@ from collie.model.flow import (
     MTUS,
     OPCODES,
     RECV_CONSUMING,
+    TCLASS_LIMITS,
     Endpoint,
     Flow,
     flow_from_dict,
@@ -85,6 +86,7 @@ PARAMETERS: Final[Mapping[str, Any]] = {
     "mr_churn": 0,
     "qp_churn": 0,
     "victim": "none",
+    "tclass": "default",
     "pattern": "none",
     "hosts": 2,
     "ranks_per_host": 1,
@@ -116,6 +118,8 @@ PARAMETER_HELP: Final[Mapping[str, str]] = {
     "qp_churn": "QPs each side creates and destroys per second during the traffic (0 = none)",
     "victim": "a victim flow ([victims.NAME] of the space file) beside the flows, from the client to the server "
               "of the first, or beside a pattern, from r1 to its last host (none = no isolation experiment)",
+    "tclass": "the traffic class (DSCP and ECN byte) of every flow's packets, which the fabric maps to a priority "
+              "(default = the hosts' own, not set by collie)",
     "pattern": "a collective over hosts r0, r1, ... (ring_allreduce, all_to_all, incast, ...; none = the flows "
                "direction makes): its connections take the flow shape the other parameters describe, and "
                "direction does not apply",
@@ -235,6 +239,7 @@ class SearchSpace:
                 signal_every=min(p["signal_every"], depth), burst=p["burst"], processes=p["processes"],
                 recv_batch=recv_batch, recv_sges=recv_sges, recv_delay_us=recv_delay,
                 mr_churn=p["mr_churn"], qp_churn=p["qp_churn"],
+                tclass=None if p["tclass"] == "default" else p["tclass"],
             )
 
         if p["pattern"] != "none":
@@ -459,7 +464,8 @@ def _flow_point(f: Flow, direction: str, memory: str, victim: str) -> dict[str, 
             "sizes": list(f.sizes), "memory": memory, "processes": f.processes, "inline": f.inline,
             "signal_every": f.signal_every, "burst": f.burst, "mix": list(f.opcodes[1:]),
             "rq_depth": f.rq_depth, "recv_batch": f.recv_batch, "recv_sges": f.recv_sges,
-            "recv_delay_us": f.recv_delay_us, "mr_churn": f.mr_churn, "qp_churn": f.qp_churn, "victim": victim}
+            "recv_delay_us": f.recv_delay_us, "mr_churn": f.mr_churn, "qp_churn": f.qp_churn, "victim": victim,
+            "tclass": "default" if f.tclass is None else f.tclass}
 
 
 def constraint_rows() -> list[dict[str, str]]:
@@ -482,6 +488,7 @@ _DIM_FIELDS: Final = {
 }
 _CHOICE_DOMAINS: Final[Mapping[str, tuple[Any, ...]]] = {
     "op": OPS, "direction": DIRECTIONS, "memory": MEMORY_PLACEMENTS, "mtu": MTUS, "pattern": PATTERNS,
+    "tclass": ("default", *range(TCLASS_LIMITS[0], TCLASS_LIMITS[1] + 1)),
 }
 
 
@@ -500,7 +507,7 @@ def _dimension(raw: Any, where: str) -> Dimension:
         values = expect_type(raw.get("values"), list, f"{where}.values", "a non-empty list")
         allowed = _CHOICE_DOMAINS.get(name)
         for v in values:
-            if allowed is not None and v not in allowed:
+            if allowed is not None and (v not in allowed or isinstance(v, bool)):
                 raise InputError(f"{where}.values: {v!r} is not a legal {name}; use values from "
                                  f"{', '.join(map(str, allowed))}")
         if not values:

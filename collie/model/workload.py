@@ -55,7 +55,9 @@ def _canonical(f: Flow) -> str:
     """``json.dumps(flow_to_dict(f), sort_keys=True)``, written directly (keys in sorted order, the
     :data:`OMITTED_AT_DEFAULT` ones only when they differ from their default) when every field has its declared
     type; otherwise (a flow built in code with, say, a bool for an integer) by the JSON encoder itself."""
-    if {*map(type, _INTS(f)), *map(type, f.sizes)} != _JUST_INT or type(f.burst) is not bool:
+    tclass = f.tclass
+    if {*map(type, _INTS(f)), *map(type, f.sizes)} != _JUST_INT or type(f.burst) is not bool or \
+            (tclass is not None and type(tclass) is not int):
         return _canonical_json(f)
     try:  # str fields: encode_basestring_ascii is the JSON encoder's own (a TypeError: not a str)
         client, server = f.client, f.server
@@ -67,7 +69,7 @@ def _canonical(f: Flow) -> str:
         victim = f', "victim": {_str(f.victim)}' if f.victim != "" else ""
     except TypeError:
         return _canonical_json(f)
-    # (defaults of OMITTED_AT_DEFAULT: recv_batch = recv_sges = 1, the others 0 / "")
+    # (defaults of OMITTED_AT_DEFAULT: recv_batch = recv_sges = 1, tclass None, the others 0 / "")
     return (f'{{"batch": {f.batch}, "burst": {_BOOL[f.burst]}, "client": {c_ep}, "inline": {f.inline}, '
             + (f'"mr_churn": {f.mr_churn}, ' if f.mr_churn != 0 else "")
             + f'"mr_size": {f.mr_size}, "mrs": {f.mrs}, "mtu": {f.mtu}, "opcode": {opcode}, '
@@ -78,8 +80,9 @@ def _canonical(f: Flow) -> str:
             + (f'"recv_delay_us": {f.recv_delay_us}, ' if f.recv_delay_us != 0 else "")
             + (f'"recv_sges": {f.recv_sges}, ' if f.recv_sges != 1 else "")
             + f'"rq_depth": {f.rq_depth}, "server": {s_ep}, "sges": {f.sges}, "signal_every": {f.signal_every}, '
-            f'"sizes": [{", ".join(map(str, f.sizes))}], "sq_depth": {f.sq_depth}, "transport": {transport}'
-            f"{victim}}}")
+            f'"sizes": [{", ".join(map(str, f.sizes))}], "sq_depth": {f.sq_depth}, '
+            + (f'"tclass": {tclass}, ' if tclass is not None else "")
+            + f'"transport": {transport}{victim}}}')
 
 
 def _canonical_json(f: Flow) -> str:
