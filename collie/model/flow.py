@@ -12,8 +12,8 @@ Invariants:
     * every record is a frozen dataclass, hashable and compared by value;
     * ``flow_from_dict(flow_to_dict(f), where) == f`` (lossless round trip);
     * the file form of a flow that uses none of the newer fields (an opcode pattern, the receive side apart
-      from the send side, churn, a victim's name, a traffic class) is what it was before they existed, so a workload's key never
-      changes under it.
+      from the send side, churn, a victim's name, a traffic class) is what it was before they existed, so a
+      workload's key never changes under it.
 """
 
 from __future__ import annotations

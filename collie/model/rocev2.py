@@ -13,6 +13,14 @@ from typing import Final
 PACKET_OVERHEAD: Final = 8 + 12 + 14 + 4 + 20 + 8 + 12 + 4
 #: Longest pause one PFC XOFF frame can request: 65535 quanta of 512 bit times.
 XOFF_BITS: Final = 65535 * 512
+#: Priorities a port queues and PFC pauses apart (IEEE 802.1Qbb).
+PRIORITIES: Final = 8
+
+
+def priority(tclass: int) -> int:
+    """The priority a NIC or switch that trusts DSCP gives a packet of traffic class ``tclass`` under the usual
+    map, priority = DSCP / 8 (the DSCP is the class's upper six bits): 106 (DSCP 26) is priority 3."""
+    return tclass >> 5
 
 
 def packets(size: int, mtu: int) -> int:

@@ -10,8 +10,9 @@ Invariants:
     * values are deltas over the measured interval (gauges, e.g. ``outbound_pci_stalled_rd``: the mean);
     * a counter's value is ``rounding(amount x sim_scale x unit factor)``, in that order (``octets/4``: a
       quarter of the bytes; ``us``/``ms``: seconds x 1e6 / 1e3);
-    * pause durations are ``pause ratio x duration`` and per-priority templates are reported at
-      :data:`PRIO` only (the lossless priority, as in Collie);
+    * pause durations are ``pause ratio x duration``; per-priority templates are reported at :data:`PRIO` (the
+      priority of the hosts' own traffic class, the lossless one as in Collie) and at every other priority a
+      run's traffic is on, each from what its host counted on that priority;
     * byte and packet counters equal rate x duration, so they agree with
       :class:`~collie.targets.base.HostResult`.
 """
@@ -26,11 +27,12 @@ from typing import Final
 
 from collie.collectors.catalog import Catalog, CounterSpec, catalog_path, load_catalogs
 from collie.errors import InputError
-from collie.model.rocev2 import XOFF_BITS
-from collie.targets.sim.model import HostAcc
+from collie.model.rocev2 import PRIORITIES, XOFF_BITS
+from collie.targets.sim.model import HOST_PRIORITY, HostAcc
 
-#: The lossless priority the simulator's traffic and pause use; ``{p}`` templates are reported at it only.
-PRIO: Final = 3
+#: The priority of the simulated hosts' own traffic class: ``{p}`` templates are always reported at it, and at any
+#: other priority a run's traffic or pause is on.
+PRIO: Final = HOST_PRIORITY
 #: Bit times one simulated pause frame covers: frames are refreshed at half the quanta an XOFF can request.
 _QUANTA_BITS: Final = XOFF_BITS / 2
 #: One XOFF->XON transition per this many µs of pause (at least one when paused at all).
@@ -152,24 +154,56 @@ QUANTITIES: Final[Mapping[str, Quantity]] = {
 
 
 def reported(catalog: Catalog) -> list[CounterSpec]:
-    """The specs of ``catalog`` the simulator reports: a ``sim`` field, and no priority but :data:`PRIO`."""
+    """The specs of ``catalog`` the simulator reports whatever a run does: a ``sim`` field, and no priority but
+    :data:`PRIO` (a run reports the per-priority counters of any other priority its hosts' traffic is on too)."""
     return [s for s in catalog if s.sim and s.priority in (None, PRIO)]
+
+
+#: Fills in the counters of one list of specs: ``(out, acc, duration, line_rate_bps)``.
+_Fill = Callable[[dict[str, float], HostAcc, float, float], None]
 
 
 def counter_function(catalog: Catalog) -> CounterFunction:
     """A function ``(acc, duration, line_rate_bps) -> {counter: delta}`` reporting every counter of
-    :func:`reported`, in catalog order.
+    :func:`reported`, in catalog order, then the per-priority counters of each other priority in
+    ``acc.by_priority`` (each priority's from that priority's accumulator).
 
     Raises:
         InputError: a ``sim`` field names an unknown quantity, or one that cannot be reported in the counter's
             unit (one sentence naming the catalog file and the counter).
     """
+    specs = reported(catalog)
+    zeros = dict.fromkeys((s.name for s in specs), 0.0)  # every counter at 0 (the model leaves most there)
+    fill_plain = _filler([s for s in specs if s.priority is None])
+    fill_prio = _filler([s for s in specs if s.priority == PRIO])
+    others = {p: ([s for s in catalog if s.sim and s.priority == p]) for p in range(PRIORITIES) if p != PRIO}
+    fill_other = {p: (dict.fromkeys((s.name for s in ps), 0.0), _filler(ps)) for p, ps in others.items()}
+
+    def counters(acc: HostAcc, d: float, line: float) -> dict[str, float]:
+        out = zeros.copy()
+        fill_plain(out, acc, d, line)
+        by_priority = acc.by_priority
+        if not by_priority:  # an accumulator of no run (Compiled's probe): the priority's counters from it
+            fill_prio(out, acc, d, line)
+            return out
+        for p, at in by_priority.items():
+            if p == PRIO:
+                fill_prio(out, at, d, line)
+            else:
+                names, fill = fill_other[p]
+                out.update(names)
+                fill(out, at, d, line)
+        return out
+
+    return counters
+
+
+def _filler(specs: list[CounterSpec]) -> _Fill:
+    """What fills in the counters of ``specs`` (see :func:`counter_function`)."""
     # per quantity (in catalog order of first use): the counters that report it
     plan: dict[int, tuple[Quantity, list[tuple[str, float, Callable[[float], float]]]]] = {}  # by id
-    zeros: dict[str, float] = {}  # every counter at 0, in catalog order (the model leaves most of them there)
-    for spec in reported(catalog):
+    for spec in specs:
         q = _quantity(spec)
-        zeros[spec.name] = 0.0
         if q is not QUANTITIES["zero"]:
             plan.setdefault(id(q), (q, []))[1].append(
                 (spec.name, spec.sim_scale * q.units.get(spec.unit, 1.0), q.rounding))
@@ -192,8 +226,7 @@ def counter_function(catalog: Catalog) -> CounterFunction:
     others = tuple((fields.index(q.source) if q.source else None, q.amount, tuple(outs))
                    for q, outs in plan.values() if not q.rate)
 
-    def counters(acc: HostAcc, d: float, line: float) -> dict[str, float]:
-        out = zeros.copy()
+    def fill(out: dict[str, float], acc: HostAcc, d: float, line: float) -> None:
         v = read(acc)
         for i, name, scale in whole:
             if v[i]:  # every rounding keeps 0 at 0
@@ -211,9 +244,8 @@ def counter_function(catalog: Catalog) -> CounterFunction:
             if a:
                 for name, scale, rounding in outs:
                     out[name] = rounding(a * scale)
-        return out
 
-    return counters
+    return fill
 
 
 def dialect_catalog(dialect: str) -> Catalog:

@@ -41,11 +41,12 @@ import functools
 import math
 import zlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 from collie.model.flow import nic_address
+from collie.model.rocev2 import PRIORITIES
 from collie.targets.sim.profile import Fabric
 from collie.targets.sim.sharing import Shared, fair_shares, loads
 
@@ -62,9 +63,11 @@ _OVER: Final = 1e-6
 
 
 class Routed(Shared, Protocol):
-    """A flow as the fabric sees it: water-filling's view plus its paths (one per direction it sends data)."""
+    """A flow as the fabric sees it: water-filling's view plus its paths (one per direction it sends data) and
+    the priority its packets are queued at."""
 
     paths: list[Path]
+    priority: int
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -141,16 +144,16 @@ class Congestion:
     """What the fabric did to one run.
 
     Attributes:
-        pause_rx: resource id of a host's TX link -> the share of time its leaf paused it.
-        pause_tx: resource id of a host's RX link -> the share of time its own NIC paused it.
+        pause_rx: resource id of a host's TX link -> per priority, the share of time its leaf paused it.
+        pause_tx: resource id of a host's RX link -> per priority, the share of time its own NIC paused it.
         loss: flow position -> the fraction of its packets congested ports dropped (no PFC).
         delay_us: flow position -> what it queued at congested ports (PFC).
         ports: the truth labels of the congested ports, in resource order.
         faults: the truth ids of the slow links between switches the run crossed, sorted.
     """
 
-    pause_rx: Mapping[int, float]
-    pause_tx: Mapping[int, float]
+    pause_rx: Mapping[int, Mapping[int, float]]
+    pause_tx: Mapping[int, Mapping[int, float]]
     loss: Mapping[int, float]
     delay_us: Mapping[int, float]
     ports: tuple[str, ...]
@@ -177,9 +180,10 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
     if not stage_of:  # every flow loops back: no switch on its way
         return _shares(calcs, caps), NONE
     alone = [c.rate for c in calcs]
-    # per stage, the load arriving at each resource when it and every later stage hold nothing back (the hops
-    # before it do): a stage's port is congested when that exceeds its capacity
+    # per stage, the load arriving at each resource, and each flow's rate, when it and every later stage hold
+    # nothing back (the hops before it do): a stage's port is congested when that load exceeds its capacity
     arriving: dict[int, list[float]] = {}
+    rates_at: dict[int, list[float]] = {}
     opened: frozenset[int] = frozenset()
     for j in range(NIC, UP - 1, -1):
         now = frozenset(k for k, s in stage_of.items() if s >= j)
@@ -189,35 +193,51 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
             for c in calcs:
                 c.rate = min([open_caps[k] / v for k, v in c.uses], default=c.rate)
             offered = _shares(calcs, open_caps)
+            offered_rates = [c.rate for c in calcs]
         arriving[j] = offered
+        rates_at[j] = offered_rates
     for c, rate in zip(calcs, alone, strict=True):
         c.rate = rate
     carried = _shares(calcs, caps)
     congested = {k for k, j in stage_of.items() if arriving[j][k] > caps[k] * (1.0 + _OVER)}
     if not congested:
         return carried, NONE
-    ports = tuple(f"{PAUSE_PREFIX if topology.fabric.pfc else DROP_PREFIX}{names[k]}" for k in sorted(congested))
-    if not topology.fabric.pfc:
-        loss: dict[int, float] = {}
-        for i, c in enumerate(calcs):
+    # the queues of the congested ports: a priority's queue at a port is congested when its flows offer the port
+    # more than they get of it (a priority whose flows get all they offer is not held there)
+    off = _priority_loads(calcs, congested, lambda k: rates_at[stage_of[k]])
+    got = _priority_loads(calcs, congested)
+    queues = {q for q, x in off.items() if x > got[q] * (1.0 + 1e-9)}
+    lossless = topology.fabric.protected
+    ports = tuple(f"{prefix}{names[k]}" for k in sorted(congested) for prefix, kept in
+                  ((PAUSE_PREFIX, True), (DROP_PREFIX, False))
+                  if any((k, p) in queues for p in range(PRIORITIES) if (p in lossless) == kept))
+    loss: dict[int, float] = {}  # a lossy queue drops what the port cannot carry of it (its share of the port)
+    for i, c in enumerate(calcs):
+        p = c.priority
+        if p not in lossless:
             kept = 1.0
-            for k in {k for path in c.paths for stage in path[UP:] for k in stage if k in congested}:
-                kept *= caps[k] / arriving[stage_of[k]][k]
+            for k in {k for path in c.paths for stage in path[UP:] for k in stage if (k, p) in queues}:
+                kept *= caps[k] * (got[(k, p)] / carried[k]) / off[(k, p)]
             if kept < 1.0:
                 loss[i] = 1.0 - kept
-        return carried, Congestion({}, {}, loss, {}, ports)
-    # each paused link, with the flows through it that feed a congested port further on
-    feeding: dict[int, set[int]] = {}
+    # each link a lossless queue pauses, per priority, with the flows of that priority through it that feed a
+    # congested queue further on
+    feeding: dict[tuple[int, int], set[int]] = {}
     delay: dict[int, float] = {}
     for i, c in enumerate(calcs):
+        p = c.priority
+        if p not in lossless:
+            continue
         for path in c.paths:
-            last = max((j for j in range(UP, NIC + 1) if any(k in congested for k in path[j])), default=0)
+            last = max((j for j in range(UP, NIC + 1) if any((k, p) in queues for k in path[j])), default=0)
             for stage in path[:last]:
                 for k in stage:
-                    feeding.setdefault(k, set()).add(i)
-            wait = sum(topology.xoff_bits / caps[k] for stage in path[UP:] for k in stage if k in congested)
+                    feeding.setdefault((k, p), set()).add(i)
+            wait = sum(topology.xoff_bits / caps[k] for stage in path[UP:] for k in stage if (k, p) in queues)
             if wait:
                 delay[i] = delay.get(i, 0.0) + wait * 1e6
+    if not feeding:
+        return carried, Congestion({}, {}, loss, delay, ports)
     held = _head_of_line(calcs, feeding)
     if held:
         for i, limit in held.items():
@@ -227,16 +247,32 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
         for c, rate in zip(calcs, alone, strict=True):
             c.rate = rate
         carried = _shares(calcs, caps)
-    pause_rx: dict[int, float] = {}
-    pause_tx: dict[int, float] = {}
-    for k in feeding:  # unpaused, a switch's backlogged queue sends at line rate; a sender as fast as it can
-        would = min(caps[k], arriving[UP][k]) if k in tx_links else caps[k]
-        ratio = min(1.0, max(0.0, 1.0 - carried[k] / would)) if would > 0 else 0.0
-        if k in tx_links:
-            pause_rx[k] = ratio
-        elif k in rx_links:
-            pause_tx[k] = ratio
-    return carried, Congestion(pause_rx, pause_tx, {}, delay, ports)
+    # unpaused, a switch's backlogged queue sends at line rate; a sender as fast as it can
+    shown = {k for k, _ in feeding if k in tx_links or k in rx_links}
+    now_carried = _priority_loads(calcs, shown)
+    sent = _priority_loads(calcs, shown, lambda k: rates_at[UP])
+    pause_rx: dict[int, dict[int, float]] = {}
+    pause_tx: dict[int, dict[int, float]] = {}
+    for k, p in feeding:
+        if k in shown:
+            would = min(caps[k], sent[(k, p)]) if k in tx_links else caps[k]
+            ratio = min(1.0, max(0.0, 1.0 - now_carried[(k, p)] / would)) if would > 0 else 0.0
+            (pause_rx if k in tx_links else pause_tx).setdefault(k, {})[p] = ratio
+    return carried, Congestion(pause_rx, pause_tx, loss, delay, ports)
+
+
+def _priority_loads(calcs: Sequence[Routed], links: set[int], rates: Callable[[int], Sequence[float]] | None = None
+                    ) -> dict[tuple[int, int], float]:
+    """Per (resource of ``links``, priority), the load the flows of that priority put on it: at their rates, or
+    at ``rates(resource)`` (one rate per flow), added in flow order (as :func:`loads` does)."""
+    out: dict[tuple[int, int], float] = {}
+    for i, c in enumerate(calcs):
+        p = c.priority
+        for k, v in c.uses:
+            if k in links:
+                r = c.rate if rates is None else rates(k)[i]
+                out[(k, p)] = out.get((k, p), 0.0) + v * r
+    return out
 
 
 def _shares(calcs: Sequence[Shared], caps: list[float]) -> list[float]:
@@ -244,20 +280,23 @@ def _shares(calcs: Sequence[Shared], caps: list[float]) -> list[float]:
     return fair_shares(calcs, caps) if len(calcs) > 1 else loads(calcs, len(caps))
 
 
-def _head_of_line(calcs: Sequence[Routed], feeding: Mapping[int, set[int]]) -> dict[int, float]:
-    """Per victim (a flow through a paused link that feeds no congested port through it), the rate the paused
-    link lets it have: no more of the link than the most a feeding flow gets of it."""
-    level: dict[int, float] = {}  # paused link -> the most a feeding flow carries over it
+def _head_of_line(calcs: Sequence[Routed], feeding: Mapping[tuple[int, int], set[int]]) -> dict[int, float]:
+    """Per victim (a flow through a link paused on its priority that feeds no congested queue through it), the
+    rate the paused link lets it have: no more of the link than the most a feeding flow gets of it. Flows of
+    other priorities on the link are not held (PFC pauses one priority)."""
+    level: dict[tuple[int, int], float] = {}  # (paused link, priority) -> the most a feeding flow carries over it
     for j in {j for feeders in feeding.values() for j in feeders}:
         c = calcs[j]
+        p = c.priority
         for k, u in c.uses:
-            if j in feeding.get(k, ()) and u * c.rate > level.get(k, 0.0):
-                level[k] = u * c.rate
+            if j in feeding.get((k, p), ()) and u * c.rate > level.get((k, p), 0.0):
+                level[(k, p)] = u * c.rate
     held: dict[int, float] = {}
     for i, c in enumerate(calcs):
+        p = c.priority
         for k, v in c.uses:
-            if k in level and v > 0 and i not in feeding[k]:
-                limit = level[k] / v
+            if (k, p) in level and v > 0 and i not in feeding[(k, p)]:
+                limit = level[(k, p)] / v
                 if limit < c.rate * (1.0 - 1e-9) and limit < held.get(i, math.inf):
                     held[i] = limit
     return held

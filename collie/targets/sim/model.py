@@ -48,6 +48,7 @@ from typing import Final
 from collie.codec import built
 from collie.model.features import CACHE_LINE, Features
 from collie.model.flow import ATOMIC_BYTES, ATOMIC_OPCODES, RECV_CONSUMING, Flow, split_address
+from collie.model.rocev2 import PRIORITIES, priority
 from collie.model.workload import Workload
 from collie.targets.base import FlowResult, HostResult, Unsupported
 from collie.targets.sim.churn import HostChurn, flow_figures, host_churn, miss_slots, xlate_working_set
@@ -67,6 +68,10 @@ SGE_BYTES: Final = 16
 CQE_BYTES: Final = 64
 #: Setup-time pause never exceeds this fraction of the measured interval (well below the 0.1 % threshold).
 SETUP_PAUSE_CAP: Final = 1e-4
+#: The traffic class a simulated host gives a QP whose flow sets none (``Flow.tclass`` None): 106, DSCP 26 with
+#: ECN, where NVIDIA's RoCE set-up puts RDMA traffic; its priority, 3, is the lossless one of Collie's testbed.
+HOST_TCLASS: Final = 106
+HOST_PRIORITY: Final = priority(HOST_TCLASS)
 
 #: L2 bytes of a control packet (READ request, atomic response, RNR NAK) around its 16 B of header/payload.
 _CTL_L2: Final = PACKET_OVERHEAD - L1_OVERHEAD + 16
@@ -125,6 +130,9 @@ class HostAcc:
     base_ws_wqe: float = 0.0  # receive-WQE working set (entries)
     base_wqe_msgs: float = 0.0  # messages consuming a receive WQE
     base_amp_pcie: float = 1.0  # the largest PCIe amplification of a flow sending or receiving here
+    # per priority its traffic or pause is on, what the per-priority counters count (wire bytes, packets, pause);
+    # when a run's flows share one priority, that priority's entry is the host's accumulator itself
+    by_priority: dict[int, HostAcc] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -173,6 +181,7 @@ class FlowCalc:
     labels: tuple[str, ...] = ()
     uses: list[tuple[int, float]] = field(default_factory=list)  # (resource, usage per request): _allocate
     paths: list[Path] = field(default_factory=list)  # through a fabric, per direction with data: _allocate
+    priority: int = HOST_PRIORITY  # the priority its packets are queued at (its traffic class's)
 
     @property
     def pkts(self) -> float:
@@ -217,6 +226,8 @@ class Compiled:
         self.port_mtus: Final = {f.host: f.factor * MAX_MTU for f in profile.faults if f.kind is FaultKind.MTU}
         #: the switches under a fleet (None: an ideal non-blocking switch)
         self.topology: Final = Topology(profile.fabric, profile.hosts, profile.host.nics) if profile.fabric else None
+        #: the priorities a NIC pauses its peer on (the fabric's lossless ones; every one without a fabric)
+        self.lossless: Final = profile.fabric.protected if profile.fabric else frozenset(range(PRIORITIES))
         #: the PCIe bandwidth each host's NICs share, each way (0: none shared)
         self.shared_pcie: Final = profile.host.shared_pcie_gbps * 1e9
         self.line: Final = nic.line_rate_gbps * 1e9
@@ -374,6 +385,8 @@ def _flow_calc(i: int, f: Flow, model: Compiled) -> FlowCalc:
     c = FlowCalc(i, client.host, server.host, sender.host, receiver.host, client.host == server.host,
                  f.qps, msg / n, fb / n, rb / n, fp / n, rp / n, fc / n, rc / n, fw / n, rw / n, frd / n,
                  fwr / n, rrd / n, rwr / n, part / n, nw / n, nr / n, na / n, ns / n, nrecv / n, eff, f)
+    if f.tclass is not None:
+        c.priority = priority(f.tclass)
     if nr or na:
         # at most max_rd_atomic READs/atomics outstanding per QP, each for a round trip
         rtt = (model.base_latency_us + rd_bytes / (nr + na) * 8 / model.line_mbps) * 1e-6
@@ -708,7 +721,13 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     hosts: dict[str, HostAcc] = {h: HostAcc() for h in workload.hosts}
     load, caps, cong = _allocate(calcs, list(hosts), model, slots)
     host_list = list(hosts)
-    switch_paused = {host_list[k // _KINDS]: r for k, r in cong.pause_rx.items()}  # TX links the fabric paused
+    # per host, per priority: the share of time the fabric paused its TX link
+    switch_paused = {host_list[k // _KINDS]: r for k, r in cong.pause_rx.items()}
+    # flows of several priorities: each host counts each priority's traffic apart; of one: its accumulator does
+    split = len({c.priority for c in calcs}) > 1
+    if not split:
+        for acc in hosts.values():
+            acc.by_priority[calcs[0].priority] = acc
 
     prox = list(zip(model.quirks, model.conditions.proximities(feats), strict=True)) if model.quirks else []
     fired: list[Quirk] = [q for q, p in prox if p == 1.0]
@@ -799,11 +818,21 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
         sv.rx_wire += fwd
         sv.tx_wire += rev
         cl.rx_wire += rev
-        fwd, rev = r * (c.fwd_pkts + c.fwd_ctl), r * (c.rev_pkts + c.rev_ctl)
-        cl.tx_pkts += fwd
-        sv.rx_pkts += fwd
-        sv.tx_pkts += rev
-        cl.rx_pkts += rev
+        fwd_pkts, rev_pkts = r * (c.fwd_pkts + c.fwd_ctl), r * (c.rev_pkts + c.rev_ctl)
+        cl.tx_pkts += fwd_pkts
+        sv.rx_pkts += fwd_pkts
+        sv.tx_pkts += rev_pkts
+        cl.rx_pkts += rev_pkts
+        if split:
+            cp, sp = _at(cl, c.priority), _at(sv, c.priority)
+            cp.tx_wire += fwd
+            sp.rx_wire += fwd
+            sp.tx_wire += rev
+            cp.rx_wire += rev
+            cp.tx_pkts += fwd_pkts
+            sp.rx_pkts += fwd_pkts
+            sp.tx_pkts += rev_pkts
+            cp.rx_pkts += rev_pkts
         s.tx_msgs += r
         d.rx_msgs += r
         sv.rx_write += r * c.n_write
@@ -833,30 +862,38 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
     setup_us = model.setup_pause_us * (0.5 + draw())
     cap_us = SETUP_PAUSE_CAP * duration * 1e6
     setup_ratio = (cap_us if cap_us < setup_us else setup_us) / (duration * 1e6)
-    receivers = {c.dst for c in calcs}
+    # the priorities each host receives on: its NIC pauses the lossless ones among them
+    receiving: dict[str, set[int]] = {}
+    for c in calcs:
+        receiving.setdefault(c.dst, set()).add(c.priority)
+    lossless = model.lossless
     stall = model.backpressure_quirks and any("sim_pcie_backpressure" in q.diagnostics for q in fired)
-    nic_paused = {host_list[k // _KINDS]: r for k, r in cong.pause_tx.items()}  # RX links their NIC paused
+    # per host, per priority: the share of time its NIC paused its RX link
+    nic_paused = {host_list[k // _KINDS]: r for k, r in cong.pause_tx.items()}
     for h, acc in hosts.items():
-        ratio = pause_host.get(h, 0.0)
-        if h in nic_paused:
-            ratio = 1.0 - (1.0 - ratio) * (1.0 - nic_paused[h])
-        if ratio:
-            ratio *= 1.0 - amp * tri()
-            ratio = 0.0 if ratio < 0.0 else ratio  # max(ratio, 0.0)
-        if h in receivers:
-            ratio = 1.0 - (1.0 - ratio) * (1.0 - setup_ratio)
-        acc.pause_tx = ratio
+        asked = pause_host.get(h, 0.0)
+        fabric = nic_paused.get(h, {})
+        ratios = {p: 1.0 - (1.0 - asked) * (1.0 - fabric[p]) if p in fabric else asked
+                  for p in sorted(receiving.get(h, {HOST_PRIORITY})) if p in lossless}
+        if any(ratios.values()):
+            scale = 1.0 - amp * tri()
+            ratios = {p: max(ratio * scale, 0.0) for p, ratio in ratios.items()}
+        if h in receiving:
+            ratios = {p: 1.0 - (1.0 - ratio) * (1.0 - setup_ratio) for p, ratio in ratios.items()}
+        for p, ratio in ratios.items():
+            _at(acc, p).pause_tx = ratio
+        acc.pause_tx = max(ratios.values(), default=0.0)
         if stall and h in pause_host:
-            acc.pcie_stall = min(100.0, acc.pcie_stall + 150.0 * ratio)
+            acc.pcie_stall = min(100.0, acc.pcie_stall + 150.0 * acc.pause_tx)
     for c in calcs:
         if not c.loopback:
-            peer, paused = hosts[c.src], hosts[c.dst].pause_tx
-            if paused > peer.pause_rx:
-                peer.pause_rx = paused
-    for h, ratio in switch_paused.items():  # the switch paused the host's link
-        ratio *= 1.0 - amp * tri()
-        if ratio > hosts[h].pause_rx:
-            hosts[h].pause_rx = ratio
+            paused = hosts[c.dst].by_priority.get(c.priority)
+            if paused is not None:
+                _paused(hosts[c.src], c.priority, paused.pause_tx)
+    for h, by_priority in switch_paused.items():  # the switch paused the host's link
+        scale = 1.0 - amp * tri()
+        for p, ratio in by_priority.items():
+            _paused(hosts[h], p, ratio * scale)
 
     for h, down in flapping.items():
         if h in hosts:
@@ -891,7 +928,7 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
         p50 = (queue if queue > latency else latency) * (1.0 + 0.02 * ((pair[0] + pair[1]) * 0.5))
         pz = pause_host.get(c.dst, 0.0)
         if switch_paused:
-            pz = max(pz, switch_paused.get(c.src, 0.0))
+            pz = max(pz, switch_paused.get(c.src, {}).get(c.priority, 0.0))
         queued = cong.delay_us.get(c.index, 0.0)
         p99 = p50 * (1.6 + 40.0 * pz) + wait + queued
         p999 = p50 * (2.5 + 120.0 * pz) + 1.5 * wait + queued
@@ -1008,6 +1045,24 @@ def _starve(c: FlowCalc, f: Flow, model: Compiled, demand: float, supply: float,
         sv.rx_no_wqe += dropped
         cl.tx_pkts += dropped
         sv.rx_pkts += dropped
+
+
+def _at(acc: HostAcc, p: int) -> HostAcc:
+    """What host ``acc`` counts on priority ``p`` (:attr:`HostAcc.by_priority`), made when first used."""
+    found = acc.by_priority.get(p)
+    if found is None:
+        found = acc.by_priority[p] = HostAcc()
+    return found
+
+
+def _paused(acc: HostAcc, p: int, ratio: float) -> None:
+    """Host ``acc`` was paused ``ratio`` of the time on priority ``p``: that priority's pause and the host's
+    (the most of any priority) are at least that."""
+    at = _at(acc, p)
+    if ratio > at.pause_rx:
+        at.pause_rx = ratio
+    if ratio > acc.pause_rx:
+        acc.pause_rx = ratio
 
 
 def _pause_hosts(fired: list[Quirk], workload: Workload) -> dict[str, float]:

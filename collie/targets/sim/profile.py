@@ -25,6 +25,7 @@ from typing import Any, Final
 from collie.codec import Reader, check_fields, expect_type
 from collie.errors import InputError
 from collie.model.flow import MAX_NICS, nic_address
+from collie.model.rocev2 import PRIORITIES
 from collie.targets.sim.quirks import GPU_PLACEMENTS, Conditions, Quirk, parse_quirks
 from collie.tomlio import parse_toml
 
@@ -171,6 +172,9 @@ class Fabric:
         uplink_gbps: each uplink's speed, each way.
         pfc: lossless (PFC): a congested port pauses the ports feeding it; False: it drops what it cannot carry.
         xoff_kib: what a congested port queues before it sends XOFF: the queueing delay it adds.
+        lossless: the priorities PFC protects (``[3]``: only the priority RoCE's usual traffic class 106 maps to);
+            a congested port drops what it cannot carry of any other priority. None: every priority with ``pfc``
+            (:attr:`protected` says which).
         slow_links: faults of links between switches (ground truth for tests and benchmarks only): each
             ``(leaf, spine, factor)``, the link between them running at ``factor`` x ``uplink_gbps`` both ways.
     """
@@ -181,6 +185,14 @@ class Fabric:
     pfc: bool
     xoff_kib: float
     slow_links: tuple[tuple[int, int, float], ...] = ()
+    lossless: frozenset[int] | None = None
+
+    @property
+    def protected(self) -> frozenset[int]:
+        """The priorities PFC protects (:attr:`lossless`; every one with ``pfc`` when it names none)."""
+        if not self.pfc:
+            return frozenset()
+        return frozenset(range(PRIORITIES)) if self.lossless is None else self.lossless
 
     @staticmethod
     def link_id(leaf: int, spine: int) -> str:
@@ -509,7 +521,10 @@ def _fabric(data: dict[str, Any], hosts: int, line_gbps: float, source: str, tex
             "pfc": (bool, True), "xoff_kib": (float, 256.0)}
     raw = data["fabric"]
     expect_type(raw, dict, f"{source}: [fabric]", "a table")
-    t = _table({"fabric": {k: v for k, v in raw.items() if k != "slow_links"}}, "fabric", spec, source, text)
+    t = _table({"fabric": {k: v for k, v in raw.items() if k not in ("slow_links", "lossless")}}, "fabric", spec,
+               source, text)
+    line = _key_line(text, "fabric", "lossless")
+    lossless = _lossless(raw, t["pfc"], Reader(f"{source}:{line}" if line else source, path=("fabric.lossless",)))
     for key in ("hosts_per_leaf", "spines", "uplink_gbps"):
         _positive(t[key], _loc(source, text, "fabric", key))
     leaves = -(-hosts // t["hosts_per_leaf"])
@@ -527,7 +542,22 @@ def _fabric(data: dict[str, Any], hosts: int, line_gbps: float, source: str, tex
         if any((leaf, spine) == (a, b) for a, b, _ in slow):
             lt.at("leaf").fail(f"the link between leaf {leaf} and spine {spine} is already slow")
         slow.append((leaf, spine, factor))
-    return Fabric(**t, slow_links=tuple(slow))
+    return Fabric(**t, slow_links=tuple(slow), lossless=lossless)
+
+
+def _lossless(raw: Mapping[str, Any], pfc: bool, reader: Reader) -> frozenset[int] | None:
+    """``[fabric] lossless``: distinct priorities 0 to 7, only with ``pfc``; None when the table has none."""
+    if "lossless" not in raw:
+        return None
+    if not pfc:
+        reader.fail("lossless priorities need pfc = true (without PFC every priority drops)")
+    found: set[int] = set()
+    for i, value in enumerate(reader.items(raw["lossless"], "a list of priorities 0 to 7")):
+        p = reader.at(i).integer(value, "a priority 0 to 7")
+        if not 0 <= p < PRIORITIES or p in found:
+            reader.at(i).fail(f"priority {p} is listed twice" if p in found else f"{p} is not a priority 0 to 7")
+        found.add(p)
+    return frozenset(found)
 
 
 def _faults(raw: Any, hosts: tuple[str, ...], nics: int, where: str) -> tuple[Fault, ...]:

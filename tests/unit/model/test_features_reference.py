@@ -78,6 +78,7 @@ def reference(workload: Workload) -> Features:
         pattern=workload.pattern.kind.value if workload.pattern else "none",
         ranks_per_host=workload.pattern.ranks_per_host if workload.pattern else 1,
         nics=max(Counter(split_address(h)[0] for h in hosts_of(flows)).values()),
+        tclass=_common(["default" if f.tclass is None else str(f.tclass) for f in flows]),
     )
 
 
@@ -117,6 +118,8 @@ def test_edge_workloads_have_the_reference_features() -> None:
         Workload((Flow(a, b, victim="lat"),)),  # one flow, a victim
         Workload((Flow(a, a, opcodes=("READ",), sizes=(70000, 3), mrs=3, recv_delay_us=2),)),
         Workload((Flow(b, b, opcodes=("SEND",), victim="lat"), Flow(a, b, transport="UD", opcodes=("SEND",)))),
+        Workload((Flow(a, b, tclass=0), Flow(b, a, tclass=0), Flow(a, a, victim="v", tclass=106))),
+        Workload((Flow(a, b, tclass=0), Flow(b, a))),  # one sets one, the other its host's: MIXED
     ):
         _same(w)
 

@@ -79,7 +79,7 @@ def test_the_conversions() -> None:
 def test_each_counter_is_its_quantity_rounded_whatever_is_zero(dialect: str) -> None:
     """The counter function (rates read at once, zero amounts left at 0) against each spec computed alone."""
     rng = random.Random(dialect)
-    fields = list(HostAcc.__dataclass_fields__)
+    fields = [f for f in HostAcc.__dataclass_fields__ if f != "by_priority"]
     catalog = sim_counters.dialect_catalog(dialect)
     fn = counter_function(catalog)
     for _ in range(200):

@@ -137,13 +137,18 @@ def test_a_fleet_of_1024_hosts_runs_a_permutation_through_a_fabric() -> None:
 
 def test_a_fabric_table_is_checked_field_by_field() -> None:
     text = (PROFILE_DIR / "fleet8-cx6-fabric.toml").read_text()
-    assert parse_profile(text, "f.toml").fabric == Fabric(4, 2, 400.0, True, 256.0)
+    assert parse_profile(text, "f.toml").fabric == Fabric(4, 2, 400.0, True, 256.0, lossless=frozenset({3}))
     one_switch = parse_profile(text.replace("hosts_per_leaf = 4\n", "").replace("spines = 2\n", ""), "f.toml")
     assert one_switch.fabric is not None and one_switch.fabric.hosts_per_leaf == 8
     for line, bad, says in (("spines = 2", "spines = 0", "f.toml:.*fabric.spines: must be greater than 0"),
                             ("uplink_gbps = 400", "uplink_gbps = -1", "fabric.uplink_gbps: -1.0 must not be negative"),
                             ("pfc = true", "pfc = 1", "fabric.pfc: expected true or false"),
-                            ("xoff_kib = 256", "buffer = 3", "buffer")):
+                            ("xoff_kib = 256", "buffer = 3", "buffer"),
+                            ("lossless = [3", "lossless = [8", "fabric.lossless\\[0\\]: 8 is not a priority 0 to 7"),
+                            ("lossless = [3", "lossless = [3, 3", "fabric.lossless\\[1\\]: priority 3 is listed twice"),
+                            ("lossless = [3", "lossless = [-1", "fabric.lossless\\[0\\]: .*priority 0 to 7"),
+                            ("lossless = [3]", "lossless = 3", "fabric.lossless: expected a list of priorities"),
+                            ("pfc = true", "pfc = false", "fabric.lossless: lossless priorities need pfc = true")):
         with pytest.raises(InputError, match=says):
             parse_profile(text.replace(line, bad), "f.toml")
 
