@@ -7,7 +7,9 @@ from typing import Any
 import click
 
 from collie.cli.render import emit, format_option, render
+from collie.model.rocev2 import PRIORITIES
 from collie.targets.sim import builtin_names, library, load_profile
+from collie.targets.sim.model import HOST_PRIORITY, HOST_TCLASS
 from collie.targets.sim.profile import Profile
 from collie.targets.sim.quirks import describe_quirks
 
@@ -69,7 +71,19 @@ def _fabric_words(p: Profile) -> str:
         return "one ideal non-blocking switch (nothing paused or dropped)"
     leaves = -(-len(p.hosts) // f.hosts_per_leaf)
     return (f"{leaves} leaf switch(es) of up to {f.hosts_per_leaf} hosts, {f.spines} spine(s), uplinks of "
-            f"{f.uplink_gbps:g} Gb/s, {'PFC (lossless)' if f.pfc else 'no PFC (drops)'}, XOFF at {f.xoff_kib:g} KiB")
+            f"{f.uplink_gbps:g} Gb/s, {_pfc_words(f.protected)}, XOFF at {f.xoff_kib:g} KiB")
+
+
+def _pfc_words(lossless: frozenset[int]) -> str:
+    """Which priorities PFC protects, in words."""
+    if not lossless:
+        return "no PFC (drops)"
+    if len(lossless) == PRIORITIES:
+        return "PFC (lossless)"
+    listed = ", ".join(map(str, sorted(lossless)))
+    return (f"PFC on priorit{'y' if len(lossless) == 1 else 'ies'} {listed} (lossless; the others drop; "
+            f"a flow's priority is its traffic class / 32, the hosts' own class {HOST_TCLASS} is priority "
+            f"{HOST_PRIORITY})")
 
 
 def _quirk_rows(p: Profile) -> list[dict[str, Any]]:

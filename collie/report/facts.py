@@ -484,6 +484,8 @@ def flow_shape(f: Flow) -> str:
         parts.append(f"{f.mr_churn} MR registrations/s")
     if f.qp_churn:
         parts.append(f"{f.qp_churn} QP creations/s")
+    if f.tclass is not None:
+        parts.append(f"traffic class {f.tclass}")
     memory = [f"{side} memory {e.memory}" for side, e in (("client", f.client), ("server", f.server))
               if e.memory != "local"]
     return ", ".join(parts + memory)

@@ -4,7 +4,8 @@ bandwidth) every anomaly found is a faulty host's, each minimal case keeps the f
 roles r0 .. r2 for h2, r0 .. r6 for h6; a pairwise rounds up to an even number), its MFS says so and names every
 pattern that kept it, ``collie replay`` reproduces it, and the report gives each its collective's figures and its
 case in two lines; on ``fleet8-cx6-fabric`` an incast's pause is attributed to the switch port into its root,
-spreads to a victim beside it, and its minimal case is an incast of three hosts."""
+spreads to a victim beside it, and its minimal case is an incast of three hosts; an incast of a traffic class PFC
+does not protect is dropped and resent instead, and its minimal case says the class."""
 
 from __future__ import annotations
 
@@ -107,6 +108,15 @@ def test_an_incast_pause_on_a_fabric_is_attributed_to_its_root_port_and_minimize
     journal = [json.loads(line) for line in (tmp_path / "c" / "trials.jsonl").read_text().splitlines()]
     signatures = [(t.get("verdict") or {}).get("signature", "") for t in journal]
     assert any("pause@fabric" in sig and "isolation@victim" in sig for sig in signatures)
+    # PFC protects priority 3 only: an incast of traffic class 0 (priority 0) is dropped at the congested port and
+    # resent, which the minimal case states (the class is necessary: the hosts' own, 106, pauses instead)
+    lossy = [c for c in cases if c.mfs is not None and "tclass == 0" in c.mfs.describe()]
+    assert lossy, [(c.signature, c.mfs and c.mfs.describe()) for c in cases]
+    for case in lossy:
+        assert "retransmission@" in case.signature and "pause" not in case.signature and case.confirmed
+        assert {f.tclass for f in case.workload.flows} == {0}
+        assert case.workload.pattern is not None and case.workload.pattern.hosts == ("r0", "r1", "r2")
+        assert any(t.startswith("fabric:drop:leaf") for t in truth.run(case.workload, 1.0).truth)
 
 
 def test_two_ports_that_share_a_slot_are_found_and_minimized_to_two_hosts_of_two_ranks_on_both_ports(
