@@ -71,7 +71,10 @@ def _fabric_words(p: Profile) -> str:
         return "one ideal non-blocking switch (nothing paused or dropped)"
     leaves = -(-len(p.hosts) // f.hosts_per_leaf)
     return (f"{leaves} leaf switch(es) of up to {f.hosts_per_leaf} hosts, {f.spines} spine(s), uplinks of "
-            f"{f.uplink_gbps:g} Gb/s, {_pfc_words(f.protected)}, XOFF at {f.xoff_kib:g} KiB")
+            f"{f.uplink_gbps:g} Gb/s, {_pfc_words(f.protected)}, " + (
+                f"a shared buffer of {f.buffer_mib:g} MiB per switch (a congested queue holds {f.alpha:g} x the "
+                f"free buffer, {f.lossy_alpha:g} x on a priority PFC does not protect)" if f.buffer_mib else
+                f"a congested queue holds {f.xoff_kib:g} KiB"))
 
 
 def _pfc_words(lossless: frozenset[int]) -> str:

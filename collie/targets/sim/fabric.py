@@ -13,24 +13,32 @@ Congestion. Water-filling first finds the rates the flows would get if no switch
 them back (the *offered* load), then the rates they get (the *carried* load):
     * a port is congested when its offered load exceeds its capacity: a leaf's port into a host (an incast, a
       port at half speed), an uplink or a spine's downlink (ECMP collisions, oversubscription), or a receiving
-      NIC's PCIe write direction (it cannot drain its buffer);
-    * PFC (lossless): the port queues up to ``xoff_kib`` (each flow through it waits that long) and then pauses
-      the links that feed it, hop by hop back to the senders: every link upstream of a congested port on a flow
-      through it is paused. A paused link serves its flows round-robin while it is not paused, so none of its
-      other flows (the victims) gets more of it than the most a flow through the congested port gets
-      (head-of-line blocking). A paused link's pause ratio is the share of time it is held,
+      NIC's PCIe write direction (it cannot drain its buffer). A port queues each priority apart (a flow's is its
+      traffic class's): a priority's queue at a congested port is congested when its flows offer the port more
+      than they get of it;
+    * a congested port's queue holds ``xoff_kib`` (each flow through it waits that long), or with a shared buffer
+      (``buffer_mib``) its dynamic threshold: ``alpha`` (a lossless priority's; ``lossy_alpha`` another's) times
+      the buffer its switch has free, so the more queues of a switch are congested, the less each holds;
+    * PFC, a priority the fabric protects (``lossless``): when the queue reaches its threshold the port pauses
+      the links that feed it on that priority, hop by hop back to the senders: every link upstream of a
+      congested queue on a flow through it is paused. A paused link serves its flows of that priority
+      round-robin while it is not paused, so none of its other flows of that priority (the victims) gets more of
+      it than the most a flow through the congested queue gets (head-of-line blocking); its flows of other
+      priorities are not held. A paused link's pause ratio is the share of time it is held,
       ``1 - carried / unpaused``, where a switch's backlogged queue sends at the link's capacity when unpaused and
       a sender as fast as its own limits let it (its offered load). A host whose own TX link is paused received
       that pause; a NIC that pauses its RX link sent it;
-    * without PFC: the port drops the share of its offered load it cannot carry, ``1 - capacity / offered``,
-      and an RC flow through it resends what followed each loss (go-back-N, as on a lossy link).
+    * any other priority (every one without PFC): the queue drops the share of its offered load the port cannot
+      carry of it, ``1 - capacity x (its share of what the port carries) / offered``, and an RC flow through it
+      resends what followed each loss (go-back-N, as on a lossy link).
 
 Invariants:
     * only a profile with a ``[fabric]`` table has switches; without one, hosts meet in an ideal non-blocking
       switch (ports shared max-min, nothing paused or dropped) and nothing here runs;
     * the fabric only adds limits to water-filling's (a flow gets at most what it gets alone without switches;
       flows that share no limit with a held flow may get what it leaves);
-    * every congested port is named in the run's truth, ``fabric:pause:PORT`` (PFC) or ``fabric:drop:PORT``,
+    * every congested port is named in the run's truth, ``fabric:pause:PORT`` (a lossless queue congested there),
+      ``fabric:drop:PORT`` (another) or both,
       a port named like ``leaf0->h03`` (a leaf's port into a host), ``leaf1->spine0`` (an uplink),
       ``spine0->leaf1`` (a spine's downlink) or ``h03:nic`` (a receiving NIC).
 """
@@ -88,6 +96,7 @@ class Topology:
                             for k in range(nics)}
         self.uplink_bps: Final = fabric.uplink_gbps * 1e9
         self.xoff_bits: Final = fabric.xoff_kib * 1024 * 8
+        self.buffer_bits: Final = fabric.buffer_mib * (1 << 20) * 8
         #: (leaf, spine) -> the fraction of its speed a slow link between them keeps
         self.slow: Final = {(leaf, spine): factor for leaf, spine, factor in fabric.slow_links}
 
@@ -99,12 +108,14 @@ class Links:
     Attributes:
         caps: the run's resource capacities (appended to).
         names: resource id -> port name, for the links added.
+        switches: resource id -> the switch whose port sends onto it (``leaf0``, ``spine1``), for the links added.
         faults: the truth ids of the slow links added (:meth:`~collie.targets.sim.profile.Fabric.link_id`).
     """
 
     topology: Topology
     caps: list[float]
     names: dict[int, str] = field(default_factory=dict)
+    switches: dict[int, str] = field(default_factory=dict)
     faults: set[str] = field(default_factory=set)
     _ids: dict[tuple[int, int, int], int] = field(default_factory=dict)
 
@@ -118,6 +129,7 @@ class Links:
             if factor < 1.0:
                 self.faults.add(self.topology.fabric.link_id(leaf, spine))
             self.names[k] = f"leaf{leaf}->spine{spine}" if stage == UP else f"spine{spine}->leaf{leaf}"
+            self.switches[k] = f"leaf{leaf}" if stage == UP else f"spine{spine}"
         return k
 
     def cross(self, src: str, dst: str, bits: float, qps: int
@@ -164,7 +176,8 @@ NONE: Final = Congestion({}, {}, {}, {}, ())
 
 
 def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, names: Mapping[int, str],
-               tx_links: Mapping[int, int], rx_links: Mapping[int, int]) -> tuple[list[float], Congestion]:
+               tx_links: Mapping[int, int], rx_links: Mapping[int, int], switches: Mapping[int, str]
+               ) -> tuple[list[float], Congestion]:
     """Rates and loads of ``calcs`` through the fabric (see the module docstring): sets each flow's rate,
     appends a limit to ``caps`` (and the flow's uses) for each victim held by head-of-line blocking.
 
@@ -172,6 +185,7 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
         calcs: the flows, each at the rate it gets alone and with its paths.
         names: resource id -> port name, of every resource a path may queue at (stages UP .. NIC).
         tx_links, rx_links: resource id of a host's TX (RX) link -> its own id, for the links pause shows on.
+        switches: resource id -> the switch whose port sends onto it (a NIC's own buffer: none).
 
     Returns:
         each resource's carried load, and what congestion did.
@@ -211,6 +225,14 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
     ports = tuple(f"{prefix}{names[k]}" for k in sorted(congested) for prefix, kept in
                   ((PAUSE_PREFIX, True), (DROP_PREFIX, False))
                   if any((k, p) in queues for p in range(PRIORITIES) if (p in lossless) == kept))
+    held = _held(queues, switches, topology)
+    delay: dict[int, float] = {}  # what a flow waits in the congested queues on its way
+    for i, c in enumerate(calcs):
+        p = c.priority
+        for path in c.paths:
+            wait = sum(held[(k, p)] / caps[k] for stage in path[UP:] for k in stage if (k, p) in queues)
+            if wait:
+                delay[i] = delay.get(i, 0.0) + wait * 1e6
     loss: dict[int, float] = {}  # a lossy queue drops what the port cannot carry of it (its share of the port)
     for i, c in enumerate(calcs):
         p = c.priority
@@ -223,7 +245,6 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
     # each link a lossless queue pauses, per priority, with the flows of that priority through it that feed a
     # congested queue further on
     feeding: dict[tuple[int, int], set[int]] = {}
-    delay: dict[int, float] = {}
     for i, c in enumerate(calcs):
         p = c.priority
         if p not in lossless:
@@ -233,14 +254,11 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
             for stage in path[:last]:
                 for k in stage:
                     feeding.setdefault((k, p), set()).add(i)
-            wait = sum(topology.xoff_bits / caps[k] for stage in path[UP:] for k in stage if (k, p) in queues)
-            if wait:
-                delay[i] = delay.get(i, 0.0) + wait * 1e6
     if not feeding:
         return carried, Congestion({}, {}, loss, delay, ports)
-    held = _head_of_line(calcs, feeding)
-    if held:
-        for i, limit in held.items():
+    blocked = _head_of_line(calcs, feeding)
+    if blocked:
+        for i, limit in blocked.items():
             calcs[i].uses.append((len(caps), 1.0))
             caps.append(limit)
             alone[i] = min(alone[i], limit)
@@ -259,6 +277,31 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
             ratio = min(1.0, max(0.0, 1.0 - now_carried[(k, p)] / would)) if would > 0 else 0.0
             (pause_rx if k in tx_links else pause_tx).setdefault(k, {})[p] = ratio
     return carried, Congestion(pause_rx, pause_tx, loss, delay, ports)
+
+
+def _held(queues: set[tuple[int, int]], switches: Mapping[int, str], topology: Topology
+          ) -> dict[tuple[int, int], float]:
+    """The bits each congested queue ``(resource, priority)`` holds: ``xoff_kib`` without a shared buffer (and at a
+    NIC, whose buffer is its own); with one, its dynamic threshold, ``alpha`` x the buffer its switch has free.
+
+    Invariant: with ``n`` congested queues in a switch, each of threshold factor ``a_q``, every queue sits at its
+    threshold, ``T_q = a_q x F`` with ``F = B - sum(T)``, so ``F = B / (1 + sum(a))``: the more queues of a switch
+    are congested, the less each holds (and the less a flow waits in it).
+    """
+    fabric = topology.fabric
+    lossless = fabric.protected
+    buffer = topology.buffer_bits
+    alpha = {q: fabric.alpha if q[1] in lossless else fabric.lossy_alpha for q in queues}
+    shares: dict[str, float] = {}
+    for q, a in alpha.items():
+        switch = switches.get(q[0])
+        if switch is not None:
+            shares[switch] = shares.get(switch, 0.0) + a
+    out: dict[tuple[int, int], float] = {}
+    for q, a in alpha.items():
+        switch = switches.get(q[0])
+        out[q] = a * buffer / (1.0 + shares[switch]) if buffer > 0 and switch is not None else topology.xoff_bits
+    return out
 
 
 def _priority_loads(calcs: Sequence[Routed], links: set[int], rates: Callable[[int], Sequence[float]] | None = None

@@ -605,9 +605,12 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
     if topology is not None:
         names = {first[h] + k: name for h in hosts for k, name in
                  ((WIRE_RX, f"leaf{topology.leaf[h]}->{h}"), (PCIE_WR, f"{h}:nic"))}
-        names.update(links.names if links is not None else {})
+        switches = {first[h] + WIRE_RX: f"leaf{topology.leaf[h]}" for h in hosts}
+        if links is not None:
+            names.update(links.names)
+            switches.update(links.switches)
         load, cong = congestion(calcs, caps, topology, names, {first[h] + WIRE_TX: first[h] for h in hosts},
-                                {first[h] + WIRE_RX: first[h] for h in hosts})
+                                {first[h] + WIRE_RX: first[h] for h in hosts}, switches)
         if links is not None and links.faults:
             cong = replace(cong, faults=tuple(sorted(links.faults)))
     elif len(calcs) < 2:  # nothing to share: a flow alone never over-subscribes what it gets alone

@@ -171,10 +171,14 @@ class Fabric:
         spines: spine switches; every leaf has one uplink to each.
         uplink_gbps: each uplink's speed, each way.
         pfc: lossless (PFC): a congested port pauses the ports feeding it; False: it drops what it cannot carry.
-        xoff_kib: what a congested port queues before it sends XOFF: the queueing delay it adds.
+        xoff_kib: what a congested queue holds (before it sends XOFF, or drops) without a shared buffer: the
+            queueing delay it adds.
         lossless: the priorities PFC protects (``[3]``: only the priority RoCE's usual traffic class 106 maps to);
             a congested port drops what it cannot carry of any other priority. None: every priority with ``pfc``
             (:attr:`protected` says which).
+        buffer_mib: each switch's buffer, shared by the queues of all its ports (0: none; every congested queue
+            holds ``xoff_kib``). A congested queue holds its dynamic threshold, ``alpha`` (a lossless priority's)
+            or ``lossy_alpha`` (another's) times the buffer its switch has free.
         slow_links: faults of links between switches (ground truth for tests and benchmarks only): each
             ``(leaf, spine, factor)``, the link between them running at ``factor`` x ``uplink_gbps`` both ways.
     """
@@ -186,6 +190,9 @@ class Fabric:
     xoff_kib: float
     slow_links: tuple[tuple[int, int, float], ...] = ()
     lossless: frozenset[int] | None = None
+    buffer_mib: float = 0.0
+    alpha: float = 0.125
+    lossy_alpha: float = 1.0
 
     @property
     def protected(self) -> frozenset[int]:
@@ -518,14 +525,15 @@ def _fabric(data: dict[str, Any], hosts: int, line_gbps: float, source: str, tex
     """The ``[fabric]`` table: a leaf of every host and one spine, uplinks at line rate and PFC unless it says
     otherwise."""
     spec = {"hosts_per_leaf": (int, hosts), "spines": (int, 1), "uplink_gbps": (float, line_gbps),
-            "pfc": (bool, True), "xoff_kib": (float, 256.0)}
+            "pfc": (bool, True), "xoff_kib": (float, 256.0), "buffer_mib": (float, 0.0), "alpha": (float, 0.125),
+            "lossy_alpha": (float, 1.0)}
     raw = data["fabric"]
     expect_type(raw, dict, f"{source}: [fabric]", "a table")
     t = _table({"fabric": {k: v for k, v in raw.items() if k not in ("slow_links", "lossless")}}, "fabric", spec,
                source, text)
     line = _key_line(text, "fabric", "lossless")
     lossless = _lossless(raw, t["pfc"], Reader(f"{source}:{line}" if line else source, path=("fabric.lossless",)))
-    for key in ("hosts_per_leaf", "spines", "uplink_gbps"):
+    for key in ("hosts_per_leaf", "spines", "uplink_gbps", "alpha", "lossy_alpha"):
         _positive(t[key], _loc(source, text, "fabric", key))
     leaves = -(-hosts // t["hosts_per_leaf"])
     reader = Reader(f"{source}: fabric.slow_links")
