@@ -135,4 +135,4 @@ def test_two_ports_that_share_a_slot_are_found_and_minimized_to_two_hosts_of_two
         assert (point["hosts"], point["ranks_per_host"], point["nics"]) == (2, 2, 2), case.anomaly_id
         assert "nics >= 2" in case.mfs.describe() and "ranks_per_host >= 2" in case.mfs.describe()
         assert {s.host for s in case.evidence.verdict.symptoms} <= {"r0", "r0/1", "r1", "r1/1"}
-        assert {f.client.host for f in case.workload.flows} == {"r0", "r0/1", "r1", "r1/1"}
+        assert {e.host for f in case.workload.flows for e in (f.client, f.server)} == {"r0", "r0/1", "r1", "r1/1"}
