@@ -158,8 +158,9 @@ class Congestion:
     Attributes:
         pause_rx: resource id of a host's TX link -> per priority, the share of time its leaf paused it.
         pause_tx: resource id of a host's RX link -> per priority, the share of time its own NIC paused it.
-        loss: flow position -> the fraction of its packets congested ports dropped (no PFC).
-        delay_us: flow position -> what it queued at congested ports (PFC).
+        loss: flow position -> the fraction of its packets congested queues of a priority PFC does not protect
+            dropped.
+        delay_us: flow position -> what it waited in the congested queues on its way.
         ports: the truth labels of the congested ports, in resource order.
         faults: the truth ids of the slow links between switches the run crossed, sorted.
     """
@@ -242,18 +243,7 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
                 kept *= caps[k] * (got[(k, p)] / carried[k]) / off[(k, p)]
             if kept < 1.0:
                 loss[i] = 1.0 - kept
-    # each link a lossless queue pauses, per priority, with the flows of that priority through it that feed a
-    # congested queue further on
-    feeding: dict[tuple[int, int], set[int]] = {}
-    for i, c in enumerate(calcs):
-        p = c.priority
-        if p not in lossless:
-            continue
-        for path in c.paths:
-            last = max((j for j in range(UP, NIC + 1) if any((k, p) in queues for k in path[j])), default=0)
-            for stage in path[:last]:
-                for k in stage:
-                    feeding.setdefault((k, p), set()).add(i)
+    feeding = _feeding(calcs, queues, lossless)
     if not feeding:
         return carried, Congestion({}, {}, loss, delay, ports)
     blocked = _head_of_line(calcs, feeding)
@@ -277,6 +267,23 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
             ratio = min(1.0, max(0.0, 1.0 - now_carried[(k, p)] / would)) if would > 0 else 0.0
             (pause_rx if k in tx_links else pause_tx).setdefault(k, {})[p] = ratio
     return carried, Congestion(pause_rx, pause_tx, loss, delay, ports)
+
+
+def _feeding(calcs: Sequence[Routed], queues: set[tuple[int, int]], lossless: frozenset[int]
+             ) -> dict[tuple[int, int], set[int]]:
+    """Each link a congested lossless queue pauses, as ``(resource, priority)``, with the flows of that priority
+    through it that feed a congested queue further on."""
+    feeding: dict[tuple[int, int], set[int]] = {}
+    for i, c in enumerate(calcs):
+        p = c.priority
+        if p not in lossless:
+            continue
+        for path in c.paths:
+            last = max((j for j in range(UP, NIC + 1) if any((k, p) in queues for k in path[j])), default=0)
+            for stage in path[:last]:
+                for k in stage:
+                    feeding.setdefault((k, p), set()).add(i)
+    return feeding
 
 
 def _held(queues: set[tuple[int, int]], switches: Mapping[int, str], topology: Topology
