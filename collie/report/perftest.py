@@ -18,6 +18,7 @@ batch                  ``-l N`` (``--post_list``)
 signal_every           ``-Q N`` (``--cq-mod``; always given: perftest's default is one completion in 100)
 inline (not READ)      ``-I BYTES`` (``--inline_size``)
 mrs = qps (> 1)        ``--mr_per_qp``
+tclass (when set)      ``--tclass=N`` on both lines (the GRH's traffic class of each side's QPs; none: no flag)
 memory gpu             ``--use_cuda=0`` on that side (a perftest built with CUDA)
 two mirrored flows      ``-b`` (``--bidirectional``) on both lines
 duration               ``-D SECONDS`` (``--duration``), and ``--report_gbits``
@@ -191,6 +192,8 @@ def _common(f: Flow, duration_s: float) -> list[str]:
         args += ["-I", str(f.inline)]
     if f.mrs > 1:
         args.append("--mr_per_qp")
+    if f.tclass is not None:
+        args.append(f"--tclass={f.tclass}")
     args += ["-D", str(max(1, round(duration_s))), "--report_gbits"]
     return args
 

@@ -15,7 +15,9 @@ interval's edge) must not end a SEND flow in IBV_WC_RNR_RETRY_EXC_ERR (at timer 
 cross-host SEND on soft-RoCE did). ``max_rd_atomic``/``max_dest_rd_atomic`` are
 :data:`~collie.targets.verbs.limits.ENGINE_RD_ATOMIC` or the device's ``max_qp_rd_atom`` when smaller: the
 READs and atomics a QP has outstanding, whatever the other opcodes posted between them, stay within what the
-NIC allows (the requester holds the next one back).
+NIC allows (the requester holds the next one back). The GRH of every QP (its RTR address vector) and UD address
+handle carries the flow's ``tclass`` as its traffic class when the flow sets one (:meth:`WorkerResources._route`),
+and pyverbs' default otherwise.
 
 Every work request carries its own opcode (``Flow.request``, see ``plan``), within one post list too. Where each
 opcode's data goes, and how it is checked, is ``verify``: data MRs for payload, a client buffer apart for the
@@ -39,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from collie.errors import TargetError
-from collie.model.flow import ATOMIC_BYTES, ATOMIC_OPCODES, INLINE_OPCODES
+from collie.model.flow import ATOMIC_BYTES, ATOMIC_OPCODES, INLINE_OPCODES, Flow
 from collie.targets.base import Unsupported
 from collie.targets.verbs.compat import Pyverbs
 from collie.targets.verbs.endpoints import EndpointData, Key, peer_of
@@ -322,8 +324,7 @@ class WorkerResources:
         attr.rq_psn = rq_psn
         attr.max_dest_rd_atomic = self.rd_atomic
         attr.min_rnr_timer = rnr_timer(res.share.flow.recv_delay_us)
-        gr = pv.addr.GlobalRoute(dgid=dgid, sgid_index=spec.gid_index)
-        attr.ah_attr = pv.addr.AHAttr(port_num=spec.port, is_global=1, gr=gr)
+        attr.ah_attr = pv.addr.AHAttr(port_num=spec.port, is_global=1, gr=self._route(res.share.flow, dgid))
         qp.to_rtr(attr)
         attr.sq_psn = sq_psn
         attr.timeout = ACK_TIMEOUT
@@ -389,6 +390,21 @@ class WorkerResources:
                 self._build_chains(res, targets, [p.qpn for p in facing], self._gid(facing[0].gid))
             res.connected = True
 
+    def _route(self, flow: Flow, dgid: Any) -> Any:
+        """The ``GlobalRoute`` (GRH) of ``flow``'s packets toward ``dgid`` from this port's GID ``gid_index``.
+
+        Args:
+            flow: the flow whose QPs (RC/UC: their RTR address vector) or address handle (UD) it is for; its
+                ``tclass``, when set, is the GRH's traffic class (RoCEv2: the IP header's DSCP and ECN byte).
+            dgid: the destination GID, as ``GlobalRoute`` takes it.
+
+        Returns:
+            A ``GlobalRoute`` whose ``traffic_class`` is ``flow.tclass``; when the flow sets none, the argument
+            is left out and pyverbs' default applies (0, what any application that sets no class passes).
+        """
+        extra = {} if flow.tclass is None else {"traffic_class": flow.tclass}
+        return self.pv.addr.GlobalRoute(dgid=dgid, sgid_index=self.job.spec.gid_index, **extra)
+
     def _gid(self, text: str) -> Any:
         """A GID object from its text (what ``GlobalRoute`` takes)."""
         errors: tuple[type[BaseException], ...] = (*self.pv.error, ValueError, TypeError)
@@ -451,9 +467,8 @@ class WorkerResources:
                 wr.set_wr_rdma(rkey, addr)
 
         if f.transport == "UD":
-            spec = self.job.spec
-            gr = pv.addr.GlobalRoute(dgid=dgid, sgid_index=spec.gid_index)
-            res.ah = pv.addr.AH(self.pd, attr=pv.addr.AHAttr(port_num=spec.port, is_global=1, gr=gr))
+            ah_attr = pv.addr.AHAttr(port_num=self.job.spec.port, is_global=1, gr=self._route(f, dgid))
+            res.ah = pv.addr.AH(self.pd, attr=ah_attr)
             for qpn in ud_qpns:
 
                 def ud(wr: Any, m: int, op: str, j: int, qpn: int = qpn) -> None:

@@ -14,7 +14,7 @@ from collie.report.perftest import Device, device_of, lacks, perftest_lines
 #: whether each takes a value.
 PERFTEST_OPTIONS = {"-d": True, "-i": True, "-x": True, "-c": True, "-s": True, "-q": True, "-m": True, "-t": True,
                     "-r": True, "-l": True, "-Q": True, "-I": True, "-D": True, "--report_gbits": False,
-                    "--mr_per_qp": False, "--use_cuda": True, "-b": False}
+                    "--mr_per_qp": False, "--use_cuda": True, "-b": False, "--tclass": True}
 
 
 def _parse(line: str) -> tuple[str, dict[str, str], list[str]]:
@@ -89,6 +89,26 @@ def test_a_flow_and_its_mirror_image_are_perftest_bidirectional() -> None:
 
 def test_one_memory_region_per_qp_is_mr_per_qp() -> None:
     assert "--mr_per_qp" in _parse(perftest_lines(Workload((_flow(qps=4, mrs=4),)), {}).server)[1]
+
+
+@pytest.mark.parametrize("tclass", [106, 0])
+def test_a_traffic_class_is_tclass_on_both_lines(tclass: int) -> None:
+    p = perftest_lines(Workload((_flow(sizes=(4096,), tclass=tclass),)), {})
+    for line in (p.server, p.client):
+        assert f"--tclass={tclass}" in shlex.split(line)  # perftest's spelling, one word
+        assert _parse(line)[1]["--tclass"] == str(tclass)
+
+
+def test_a_flow_without_a_traffic_class_sets_none() -> None:
+    p = perftest_lines(Workload((_flow(sizes=(4096,)),)), {})
+    assert "tclass" not in p.server + p.client
+
+
+def test_a_mirrored_pair_with_one_traffic_class_keeps_it() -> None:
+    there = _flow(sizes=(4096,), tclass=106)
+    back = Flow(client=Endpoint("b"), server=Endpoint("a"), sizes=(4096,), tclass=106)
+    p = perftest_lines(Workload((there, back)), {})
+    assert all({"-b", "--tclass"} <= set(_parse(line)[1]) for line in (p.server, p.client))
 
 
 @pytest.mark.parametrize("workload, condition", [
