@@ -23,7 +23,8 @@ from tests.conftest import ROOT
 SPACE = load_space(ROOT / "workloads" / "collective.toml")
 RING = {"pattern": "ring_allreduce", "hosts": 4, "ranks_per_host": 2, "nics": 1, "pattern_size": 1 << 24,
         "op": "RC_SEND",
-        "qps": 4, "sizes": [65536], "mtu": 2048, "wq_depth": 256, "direction": "bidirectional", "victim": "none"}
+        "qps": 4, "sizes": [65536], "mtu": 2048, "wq_depth": 256, "direction": "bidirectional", "victim": "none",
+        "tclass": "default"}
 
 
 def test_the_host_roles_are_r0_r1_and_nothing_else() -> None:
