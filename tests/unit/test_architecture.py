@@ -27,7 +27,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("collie.strategies", "collie.collectors", "collie.shrink"),
     ("collie.targets",),
     ("collie.oracle", "collie.mfs", "collie.remote"),
-    ("collie.calibrate", "collie.minimize", "collie.fleet"),
+    ("collie.calibrate", "collie.minimize", "collie.fleet", "collie.importers"),
     ("collie.preset",),
     ("collie.storage",),
     ("collie.events",),
