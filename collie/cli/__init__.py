@@ -52,6 +52,7 @@ def _register() -> None:
     from collie.cli.counters_cmd import counters
     from collie.cli.fleet_cmd import fleet
     from collie.cli.hosts_cmd import hosts
+    from collie.cli.import_cmd import import_group
     from collie.cli.report_cmd import report
     from collie.cli.run_cmd import run
     from collie.cli.sim_cmd import sim
@@ -68,6 +69,7 @@ def _register() -> None:
     main.add_command(ci)
     main.add_command(report)
     main.add_command(fleet)
+    main.add_command(import_group)
 
 
 _register()

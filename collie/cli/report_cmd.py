@@ -54,7 +54,8 @@ def write_output(text: str, out: Path | None) -> None:
               help="Compare two campaigns (e.g. firmware A, then B): new, fixed and still-present anomalies.")
 def report(folder: Path | None, fmt: str | None, out: Path | None, compare: tuple[Path, Path] | None) -> None:
     """Report on a campaign folder: its trials, and a card per anomaly with the evidence from both hosts, the
-    minimal case, its replay command and perftest lines.
+    minimal case, its replay command and perftest lines. On an import folder (collie import), its measured rows
+    (md, csv or json).
 
     \b
     Formats:
@@ -76,6 +77,11 @@ def report(folder: Path | None, fmt: str | None, out: Path | None, compare: tupl
         return
     if folder is None:
         raise InputError("give the campaign folder to report on (collie report DIR), or --compare OLD_DIR NEW_DIR")
+    from collie.storage.imports import is_import_folder
+
+    if is_import_folder(folder):
+        _report_import(folder, chosen, out)
+        return
     from collie.report import build_report, render
 
     built = build_report(folder)
@@ -85,3 +91,19 @@ def report(folder: Path | None, fmt: str | None, out: Path | None, compare: tupl
         click.echo(f"warning: {w}", err=True)
     if out is not None:
         click.echo(f"wrote the {chosen} report of {folder} to {out}", err=True)
+
+
+def _report_import(folder: Path, fmt: str, out: Path | None) -> None:
+    """The report of an import folder (``collie import``): its rows in Markdown, CSV or JSON."""
+    from collie.report.imports import IMPORT_FORMATS, render_import
+    from collie.storage.imports import read_import
+
+    if fmt not in IMPORT_FORMATS:
+        raise InputError(f"{folder} is an import folder: its report is written as {', '.join(IMPORT_FORMATS)}, "
+                         f"not --format {fmt}")
+    imported = read_import(folder)
+    write_output(render_import(imported, fmt), out)
+    for w in imported.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if out is not None:
+        click.echo(f"wrote the {fmt} report of {folder} to {out}", err=True)

@@ -85,17 +85,17 @@ def temp_folder(parent: Path, prefix: str) -> Path:
     return _fresh(parent, prefix, lambda p: p.mkdir())[0]
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (UTF-8) atomically and durably, with the umask's permissions: a temporary file
-    beside it, fsynced, renamed over it.
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write ``text`` to ``path`` (UTF-8; bytes as they are) atomically and durably, with the umask's permissions:
+    a temporary file beside it, fsynced, renamed over it.
 
     Raises:
         OSError: it could not be written (``path`` is left as it was, and no temporary file stays).
     """
     tmp, fd = _fresh(path.parent, f".{path.name}.", lambda p: os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text if isinstance(text, bytes) else text.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

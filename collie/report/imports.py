@@ -1,0 +1,136 @@
+"""The report of an import folder (:mod:`collie.storage.imports`): every measured row as a table, in Markdown,
+CSV or JSON.
+
+A perftest row is one message size of one run: its workload's key and shape (the flow the run's header states),
+the bandwidth in Gb/s and message rate, or the latency percentiles. An nccl-tests row is one size of one
+collective: count, type, out-of-place and in-place time, algbw, busbw and ``#wrong``, as nccl-tests prints them.
+
+Invariant: every row of every log is in the report, in the logs' order; a value the log does not have is empty
+(CSV, Markdown) or null (JSON), never made up.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from collie.importers.nccl_tests import NcclResult, NcclTestsLog
+from collie.importers.perftest import PerftestLog, PerftestRun
+from collie.importers.shape import measured, shape_problem
+from collie.report.facts import flow_shape
+from collie.storage.imports import ImportFolder
+
+#: The formats an import folder's report is written in.
+IMPORT_FORMATS: Final = ("md", "csv", "json")
+PERFTEST_COLUMNS: Final = ("log", "line", "test", "device", "connection", "qps", "bidirectional", "size_bytes",
+                           "gbps", "msg_rate_mpps", "lat_min_us", "lat_typical_us", "lat_avg_us", "lat_p99_us",
+                           "lat_p99.9_us", "lat_max_us", "workload_key", "workload")
+NCCL_COLUMNS: Final = ("log", "line", "collective", "ranks", "size_bytes", "count", "type", "redop", "root",
+                       "oop_time_us", "oop_algbw_gbs", "oop_busbw_gbs", "oop_wrong", "ip_time_us", "ip_algbw_gbs",
+                       "ip_busbw_gbs", "ip_wrong")
+
+
+def import_rows(folder: ImportFolder) -> list[dict[str, Any]]:
+    """Every measured row of the folder, one dict per row with the columns of its tool (see the module docstring)."""
+    rows: list[dict[str, Any]] = []
+    for log in folder.logs:
+        parsed = log.parsed
+        if isinstance(parsed, PerftestLog):
+            for run in parsed.runs:
+                rows += _perftest_rows(log.name, run)
+        else:
+            rows += _nccl_rows(log.name, parsed)
+    return rows
+
+
+def render_import(folder: ImportFolder, fmt: str) -> str:
+    """The folder's report in ``fmt`` (one of :data:`IMPORT_FORMATS`)."""
+    rows = import_rows(folder)
+    columns = PERFTEST_COLUMNS if folder.tool.value == "perftest" else NCCL_COLUMNS
+    if fmt == "json":
+        return json.dumps({"schema": 1, "kind": "import", "tool": folder.tool.value,
+                           "imported_at": folder.imported_at,
+                           "logs": [{"name": log.name, "origin": log.origin, "sha256": log.sha256}
+                                    for log in folder.logs],
+                           "warnings": list(folder.warnings), "rows": rows}, indent=2) + "\n"
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: _plain(v) for k, v in row.items()} for row in rows)
+        return out.getvalue()
+    return _markdown(folder, rows)
+
+
+def _perftest_rows(name: str, run: PerftestRun) -> list[dict[str, Any]]:
+    h = run.header
+    out = []
+    for row, m in zip(run.rows, measured(run), strict=True):
+        lat = dict(m.lat_us)
+        w = m.workload
+        out.append({"log": name, "line": row.line, "test": run.title, "device": h.device,
+                    "connection": h.connection, "qps": h.qps, "bidirectional": run.bidirectional,
+                    "size_bytes": m.size, "gbps": m.gbps, "msg_rate_mpps": m.msg_rate_mpps,
+                    "lat_min_us": lat.get("min"), "lat_typical_us": lat.get("typical"), "lat_avg_us": lat.get("avg"),
+                    "lat_p99_us": lat.get("p99"), "lat_p99.9_us": lat.get("p99.9"), "lat_max_us": lat.get("max"),
+                    "workload_key": w.key() if w is not None else None,
+                    "workload": flow_shape(w.flows[0]) if w is not None else shape_problem(run)})
+    return out
+
+
+def _nccl_rows(name: str, log: NcclTestsLog) -> list[dict[str, Any]]:
+    out = []
+    for c in log.collectives:
+        for row in c.rows:
+            d: dict[str, Any] = {"log": name, "line": row.line, "collective": c.name, "ranks": len(c.ranks) or None,
+                                 "size_bytes": row.size, "count": row.count, "type": row.type, "redop": row.redop,
+                                 "root": row.root}
+            for prefix, result in (("oop", row.out_of_place), ("ip", row.in_place)):
+                d.update(_result(prefix, result))
+            out.append(d)
+    return out
+
+
+def _result(prefix: str, r: NcclResult | None) -> dict[str, Any]:
+    return {f"{prefix}_time_us": r and r.time_us, f"{prefix}_algbw_gbs": r and r.algbw,
+            f"{prefix}_busbw_gbs": r and r.busbw, f"{prefix}_wrong": r and r.wrong}
+
+
+def _plain(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value).replace("|", "\\|")
+
+
+def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[str]:
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+            *("| " + " | ".join(_cell(r.get(c)) for c in columns) + " |" for r in rows)]
+
+
+def _markdown(folder: ImportFolder, rows: list[dict[str, Any]]) -> str:
+    lines = [f"# {folder.tool.value} logs imported into {folder.root}", "",
+             f"Imported {folder.imported_at}; {len(rows)} rows from {len(folder.logs)} log"
+             f"{'s' if len(folder.logs) != 1 else ''}:", ""]
+    lines += [f"- `{log.name}` (from {log.origin}, SHA-256 {log.sha256[:16]}...)" for log in folder.logs]
+    if folder.warnings:
+        lines += ["", "## Warnings", "", *(f"- {w}" for w in folder.warnings)]
+    perftest = folder.tool.value == "perftest"
+    shown = (("log", "test", "connection", "qps", "size_bytes", "gbps", "msg_rate_mpps", "lat_typical_us",
+              "lat_p99_us", "lat_p99.9_us") if perftest else
+             ("log", "collective", "ranks", "size_bytes", "type", "oop_time_us", "oop_algbw_gbs", "oop_busbw_gbs",
+              "ip_busbw_gbs", "oop_wrong"))
+    lines += ["", "## Rows", "", *_table(rows, shown)]
+    if perftest:
+        shapes = {r["workload_key"]: r["workload"] for r in rows if r["workload_key"]}
+        lines += ["", "## Workloads", "", "Each row's flow shape, as its run's header states it:", "",
+                  *(f"- `{key}`: {shape}" for key, shape in shapes.items())]
+    return "\n".join(lines) + "\n"
