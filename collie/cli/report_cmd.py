@@ -69,6 +69,12 @@ def report(folder: Path | None, fmt: str | None, out: Path | None, compare: tupl
     if compare is not None:
         if folder is not None:
             raise InputError(f"give either a campaign folder or --compare OLD_DIR NEW_DIR, not both (got {folder})")
+        from collie.storage.imports import is_import_folder
+
+        imports = [is_import_folder(p) for p in compare]
+        if any(imports):
+            _compare_imports(compare, imports, chosen, out)
+            return
         from collie.report.compare import COMPARE_FORMATS, build_comparison, render_comparison
 
         if chosen not in COMPARE_FORMATS:
@@ -107,3 +113,18 @@ def _report_import(folder: Path, fmt: str, out: Path | None) -> None:
         click.echo(f"warning: {w}", err=True)
     if out is not None:
         click.echo(f"wrote the {fmt} report of {folder} to {out}", err=True)
+
+
+def _compare_imports(folders: tuple[Path, Path], imports: list[bool], fmt: str, out: Path | None) -> None:
+    """Two import folders side by side (``--compare`` when either is one)."""
+    from collie.report.imports import compare_imports, render_import_comparison
+    from collie.storage.imports import read_import
+
+    if not all(imports):
+        other = folders[imports.index(False)]
+        raise InputError(f"{other} is not an import folder: --compare sets an import beside another import of the "
+                         f"same tool (an import beside a campaign is not built yet)")
+    if fmt not in ("md", "json"):
+        raise InputError(f"--compare of two import folders writes md or json, not --format {fmt}")
+    old, new = (read_import(p) for p in folders)
+    write_output(render_import_comparison(compare_imports(old, new), fmt), out)

@@ -1,12 +1,19 @@
 """The report of an import folder (:mod:`collie.storage.imports`): every measured row as a table, in Markdown,
-CSV or JSON.
+CSV or JSON; and two import folders of one tool side by side (firmware A against firmware B).
 
 A perftest row is one message size of one run: its workload's key and shape (the flow the run's header states),
 the bandwidth in Gb/s and message rate, or the latency percentiles. An nccl-tests row is one size of one
 collective: count, type, out-of-place and in-place time, algbw, busbw and ``#wrong``, as nccl-tests prints them.
 
+Two folders are compared row by row: a perftest row matches the row of the other folder with the same workload
+(its key: the same flow shape and size), an nccl-tests row the one of the same collective, rank count, size and
+type; each match gives the figure both measured (perftest: Gb/s, else the typical latency; nccl-tests: the
+out-of-place busbw) and new / old.
+
 Invariant: every row of every log is in the report, in the logs' order; a value the log does not have is empty
-(CSV, Markdown) or null (JSON), never made up.
+(CSV, Markdown) or null (JSON), never made up. A row that matches none of the other folder's is counted, not
+compared; when a side has several rows of one match (two runs of one sweep), the first is taken and the others
+counted.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from collie.errors import InputError
 from collie.importers.nccl_tests import NcclResult, NcclTestsLog
 from collie.importers.perftest import PerftestLog, PerftestRun
 from collie.importers.shape import measured, shape_problem
@@ -134,3 +142,63 @@ def _markdown(folder: ImportFolder, rows: list[dict[str, Any]]) -> str:
         lines += ["", "## Workloads", "", "Each row's flow shape, as its run's header states it:", "",
                   *(f"- `{key}`: {shape}" for key, shape in shapes.items())]
     return "\n".join(lines) + "\n"
+
+
+def compare_imports(old: ImportFolder, new: ImportFolder) -> dict[str, Any]:
+    """``new`` against ``old`` (see the module docstring): the matched rows with both figures and their ratio,
+    and how many rows of each side matched nothing.
+
+    Raises:
+        InputError: the folders hold logs of different tools.
+    """
+    if old.tool is not new.tool:
+        raise InputError(f"{old.root} holds {old.tool.value} logs and {new.root} {new.tool.value} logs; compare "
+                         f"imports of one tool")
+    perftest = old.tool.value == "perftest"
+    sides = [_by_match(import_rows(folder), perftest) for folder in (old, new)]
+    matched = []
+    for key, a in sides[0].items():
+        b = sides[1].get(key)
+        if b is None:
+            continue
+        x, y = _figure(a, perftest), _figure(b, perftest)
+        matched.append({"match": key, "what": _what(a, perftest), "size_bytes": a["size_bytes"],
+                        "figure": "Gb/s" if perftest and a["gbps"] is not None else
+                        "latency us (typical)" if perftest else "busbw GB/s (out of place)",
+                        "old": x, "new": y, "ratio": y / x if x and y is not None else None})
+    only = [sum(1 for k in side if k not in other) for side, other in ((sides[0], sides[1]), (sides[1], sides[0]))]
+    return {"schema": 1, "kind": "import-comparison", "tool": old.tool.value, "old": str(old.root),
+            "new": str(new.root), "matched": matched, "only_old": only[0], "only_new": only[1]}
+
+
+def render_import_comparison(c: Mapping[str, Any], fmt: str) -> str:
+    """A comparison of :func:`compare_imports` as ``md`` or ``json``."""
+    if fmt == "json":
+        return json.dumps(c, indent=2) + "\n"
+    lines = [f"# {c['tool']} imports compared: {c['new']} against {c['old']}", "",
+             f"{len(c['matched'])} row{'s' if len(c['matched']) != 1 else ''} measured by both; {c['only_old']} "
+             f"only in {c['old']}, {c['only_new']} only in {c['new']}.", "",
+             *_table(c["matched"], ("what", "size_bytes", "figure", "old", "new", "ratio"))]
+    return "\n".join(lines) + "\n"
+
+
+def _by_match(rows: list[dict[str, Any]], perftest: bool) -> dict[str, dict[str, Any]]:
+    """The rows by what they match on (the first of each)."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        key = (row["workload_key"] if perftest else
+               f"{row['collective']}/{row['ranks']}/{row['size_bytes']}/{row['type']}")
+        if key is not None:
+            out.setdefault(key, row)
+    return out
+
+
+def _figure(row: Mapping[str, Any], perftest: bool) -> float | None:
+    """The figure a row is compared by (see the module docstring)."""
+    first, second = ("gbps", "lat_typical_us") if perftest else ("oop_busbw_gbs", "ip_busbw_gbs")
+    value = row[first] if row[first] is not None else row[second]
+    return None if value is None else float(value)
+
+
+def _what(row: Mapping[str, Any], perftest: bool) -> str:
+    return str(row["workload"]) if perftest else f"{row['collective']} over {row['ranks']} ranks, {row['type']}"

@@ -102,3 +102,24 @@ def test_every_real_perftest_log_imports(tmp_path: Path, name: str) -> None:
     assert done.returncode == 0, done.stderr
     rows = json.loads(run_cli("report", str(tmp_path / "imp"), "--format", "json").stdout)["rows"]
     assert rows and all(r["workload_key"] for r in rows), [r["workload"] for r in rows if not r["workload_key"]]
+
+
+def test_two_imports_of_one_tool_are_compared_row_by_row(tmp_path: Path) -> None:
+    """The client and the server side of one ib_write_bw run print the same row: one match, ratio 1; an nccl-tests
+    log beside a copy of itself matches every row."""
+    client, server = (next(PERFTEST.glob(f"{n}-*")) for n in ("12", "13"))
+    for name, logs in (("a", [client, SWEEP]), ("b", [server])):
+        assert run_cli("import", "perftest", *map(str, logs), "-o", str(tmp_path / name)).returncode == 0
+    doc = json.loads(run_cli("report", "--compare", str(tmp_path / "a"), str(tmp_path / "b"), "--format",
+                             "json").stdout)
+    assert (doc["only_old"], doc["only_new"]) == (23, 0)  # the sweep's rows have another flow shape (CQ moderation)
+    (match,) = doc["matched"]
+    assert (match["size_bytes"], match["figure"], match["ratio"]) == (65536, "Gb/s", 1.0)
+    log = next(NCCL.glob("02-*"))
+    for name in ("c", "d"):
+        assert run_cli("import", "nccl-tests", str(log), "-o", str(tmp_path / name)).returncode == 0
+    md = run_cli("report", "--compare", str(tmp_path / "c"), str(tmp_path / "d")).stdout
+    assert "20 rows measured by both; 0 only in" in md and "| alltoall_perf over 2 ranks, double | 33554432 |" in md
+    for other, says in ((tmp_path / "c", "holds perftest logs and"), (tmp_path, "is not an import folder")):
+        done = run_cli("report", "--compare", str(tmp_path / "a"), str(other))
+        assert done.returncode == 2 and says in done.stderr
