@@ -32,7 +32,7 @@ from collie.report.facts import flow_shape
 from collie.storage.imports import ImportFolder
 
 #: The formats an import folder's report is written in.
-IMPORT_FORMATS: Final = ("md", "csv", "json")
+IMPORT_FORMATS: Final = ("html", "md", "csv", "json")
 PERFTEST_COLUMNS: Final = ("log", "line", "test", "device", "connection", "qps", "bidirectional", "size_bytes",
                            "gbps", "msg_rate_mpps", "lat_min_us", "lat_typical_us", "lat_avg_us", "lat_p99_us",
                            "lat_p99.9_us", "lat_max_us", "workload_key", "workload")
@@ -64,6 +64,8 @@ def render_import(folder: ImportFolder, fmt: str) -> str:
                            "logs": [{"name": log.name, "origin": log.origin, "sha256": log.sha256}
                                     for log in folder.logs],
                            "warnings": list(folder.warnings), "rows": rows}, indent=2) + "\n"
+    if fmt == "html":
+        return _html(folder, rows, _shown(folder))
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
@@ -71,6 +73,53 @@ def render_import(folder: ImportFolder, fmt: str) -> str:
         writer.writerows({k: _plain(v) for k, v in row.items()} for row in rows)
         return out.getvalue()
     return _markdown(folder, rows)
+
+
+def _html(folder: ImportFolder, rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
+    """A self-contained page: the logs, their warnings, a plot per series of two sizes or more, every row."""
+    from markupsafe import Markup
+
+    from collie import __version__
+    from collie.report.html import template
+    from collie.report.plots import sweep_svg
+
+    return template("import.html.j2").render(
+        tool=folder.tool.value, root=str(folder.root), imported_at=folder.imported_at, logs=folder.logs,
+        warnings=folder.warnings, rows=rows, columns=columns, cell=_cell, version=__version__,
+        plots=[Markup(sweep_svg(title, ylabel, lines)) for title, ylabel, lines in _series(folder, rows)])
+
+
+def _series(folder: ImportFolder, rows: list[dict[str, Any]]
+            ) -> list[tuple[str, str, list[tuple[str, list[tuple[int, float]]]]]]:
+    """The plots of an import: per log, its bandwidth runs (Gb/s) and its latency runs (typical, p99, p99.9 µs);
+    per nccl-tests collective, busbw out of place and in place. Only series of two sizes or more."""
+    plots = []
+    for log in folder.logs:
+        mine = [r for r in rows if r["log"] == log.name]
+        if folder.tool.value == "perftest":
+            runs: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+            for r in mine:
+                runs.setdefault((r["test"], r["connection"], r["qps"], r["workload_key"] is None), []).append(r)
+            bw = [(f"{test} ({conn}, {qps} QP)", [(r["size_bytes"], r["gbps"]) for r in rs if r["gbps"] is not None])
+                  for (test, conn, qps, _), rs in runs.items()]
+            lat = [(f"{test}: {name}", [(r["size_bytes"], r[key]) for r in rs if r[key] is not None])
+                   for (test, _, _, _), rs in runs.items()
+                   for name, key in (("typical", "lat_typical_us"), ("p99", "lat_p99_us"),
+                                     ("p99.9", "lat_p99.9_us"))]
+            plots += [(f"{log.name}: {what}", unit, kept) for what, unit, series in
+                      (("bandwidth", "Gb/s", bw), ("latency", "µs", lat))
+                      if (kept := [(label, pts) for label, pts in series if len(pts) > 1])]
+        else:
+            names = list(dict.fromkeys(r["collective"] for r in mine))
+            for name in names:
+                these = [r for r in mine if r["collective"] == name]
+                series = [(f"busbw {way}", [(r["size_bytes"], r[f"{key}_busbw_gbs"]) for r in these
+                                            if r[f"{key}_busbw_gbs"] is not None])
+                          for way, key in (("out of place", "oop"), ("in place", "ip"))]
+                kept = [(label, pts) for label, pts in series if len(pts) > 1]
+                if kept:
+                    plots.append((f"{log.name}: {name or 'unnamed collective'}", "busbw (GB/s)", kept))
+    return plots
 
 
 def _perftest_rows(name: str, run: PerftestRun) -> list[dict[str, Any]]:
@@ -124,6 +173,15 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[st
             *("| " + " | ".join(_cell(r.get(c)) for c in columns) + " |" for r in rows)]
 
 
+def _shown(folder: ImportFolder) -> tuple[str, ...]:
+    """The columns Markdown and HTML show (CSV and JSON have every one)."""
+    if folder.tool.value == "perftest":
+        return ("log", "test", "connection", "qps", "size_bytes", "gbps", "msg_rate_mpps", "lat_typical_us",
+                "lat_p99_us", "lat_p99.9_us")
+    return ("log", "collective", "ranks", "size_bytes", "type", "oop_time_us", "oop_algbw_gbs", "oop_busbw_gbs",
+            "ip_busbw_gbs", "oop_wrong")
+
+
 def _markdown(folder: ImportFolder, rows: list[dict[str, Any]]) -> str:
     lines = [f"# {folder.tool.value} logs imported into {folder.root}", "",
              f"Imported {folder.imported_at}; {len(rows)} rows from {len(folder.logs)} log"
@@ -131,13 +189,8 @@ def _markdown(folder: ImportFolder, rows: list[dict[str, Any]]) -> str:
     lines += [f"- `{log.name}` (from {log.origin}, SHA-256 {log.sha256[:16]}...)" for log in folder.logs]
     if folder.warnings:
         lines += ["", "## Warnings", "", *(f"- {w}" for w in folder.warnings)]
-    perftest = folder.tool.value == "perftest"
-    shown = (("log", "test", "connection", "qps", "size_bytes", "gbps", "msg_rate_mpps", "lat_typical_us",
-              "lat_p99_us", "lat_p99.9_us") if perftest else
-             ("log", "collective", "ranks", "size_bytes", "type", "oop_time_us", "oop_algbw_gbs", "oop_busbw_gbs",
-              "ip_busbw_gbs", "oop_wrong"))
-    lines += ["", "## Rows", "", *_table(rows, shown)]
-    if perftest:
+    lines += ["", "## Rows", "", *_table(rows, _shown(folder))]
+    if folder.tool.value == "perftest":
         shapes = {r["workload_key"]: r["workload"] for r in rows if r["workload_key"]}
         lines += ["", "## Workloads", "", "Each row's flow shape, as its run's header states it:", "",
                   *(f"- `{key}`: {shape}" for key, shape in shapes.items())]

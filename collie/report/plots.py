@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from collie.errors import CollieError
+from collie.model.units import format_bytes
 from collie.report.facts import AnomalyFacts, MovedCounter
 
 if TYPE_CHECKING:
@@ -141,3 +142,25 @@ def _amount(delta: float) -> str:
 def _power(value: float, _: object) -> str:
     """A log axis's tick as plain text (``1e6``): maths parsing is off, so no ``$10^{6}$``."""
     return f"{value:.0e}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+
+
+def sweep_svg(title: str, ylabel: str, lines: Sequence[tuple[str, Sequence[tuple[int, float]]]]) -> str:
+    """One measured figure over message size (log 2), a line per series ``(label, [(bytes, value), ...])``: an
+    imported perftest sweep's Gb/s or latency, an nccl-tests collective's busbw."""
+    fig = _figure(9.0, 3.6)
+    ax = fig.subplots()
+    for label, points in lines:
+        if points:
+            xs, ys = zip(*points, strict=True)
+            ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.2, label=label)
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: format_bytes(int(value)) if value >= 1 else ""))
+    ax.set_xlabel("message size")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, linewidth=0.3)
+    if len(lines) > 1:
+        ax.legend(fontsize=7, loc="best")
+    return _svg(fig)

@@ -86,7 +86,7 @@ def test_bad_input_is_one_sentence_and_nothing_is_written(tmp_path: Path) -> Non
 def test_a_changed_or_damaged_import_folder_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "imp"
     assert run_cli("import", "perftest", str(SWEEP), "-o", str(out)).returncode == 0
-    assert run_cli("report", str(out), "--format", "html").stderr.strip().endswith("not --format html")
+    assert run_cli("report", str(out), "--format", "junit").stderr.strip().endswith("not --format junit")
     log = out / "logs" / SWEEP.name
     log.write_text(log.read_text().replace("92.39", "99.99"))
     done = run_cli("report", str(out))

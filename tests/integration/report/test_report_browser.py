@@ -242,3 +242,25 @@ def test_the_fleet_check_page_loads_offline_with_its_heat_map(browser: Any, tmp_
     assert red[0] > 2 * red[1] and green[1] > 2 * green[0], (red, green)
     if os.environ.get("COLLIE_REPORT_SHOTS"):
         driver.save_screenshot(str(Path(os.environ["COLLIE_REPORT_SHOTS"]) / "fleet.png"))
+
+
+def test_an_import_folders_page_loads_offline_with_a_plot_per_sweep(browser: Any, tmp_path: Path) -> None:
+    """Real perftest and nccl-tests logs imported: one plot per bandwidth sweep and per collective, every row in
+    the table, a log named like a script shown as text."""
+    from selenium.webdriver.common.by import By
+
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    sweep = next((fixtures / "perftest").glob("07-*"))
+    named = SCRIPT.replace("/", "_") + ".txt"
+    (tmp_path / named).write_bytes(sweep.read_bytes())
+    for tool, logs, plots, rows in (("perftest", [sweep, tmp_path / named], 2, 46),
+                                    ("nccl-tests", sorted((fixtures / "nccl_tests").glob("0[12]-*")), 7, 70)):
+        folder, html = tmp_path / tool, tmp_path / f"{tool}.html"
+        assert run_cli("import", tool, *map(str, logs), "-o", str(folder)).returncode == 0
+        done = run_cli("report", str(folder), "--format", "html", "-o", str(html))
+        assert done.returncode == 0, done.stderr
+        _open_offline(browser, html)
+        assert len(browser.find_elements(By.CSS_SELECTOR, ".plot svg")) == plots
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#rows tr")) == rows + 1
+        if tool == "perftest":
+            assert named in browser.find_element(By.TAG_NAME, "body").text
