@@ -1,9 +1,10 @@
 """``SimTotals``: the running counter totals of a simulated host, so sampling a sim host (a remote agent's
 ``sample``) behaves like reading a real NIC's counters.
 
-Invariants: the names are the ones the simulator reports for the profile's dialect, all present from the start
-(0 before any run); a counter is the sum of every run's deltas since the totals were made, a gauge the last
-run's value.
+Invariants: the names are the ones the simulator reports for the profile's dialect, every priority's
+per-priority counters among them (a run reports another priority's only when its traffic is on it), all present
+from the start (0 before any run); a counter is the sum of every run's deltas since the totals were made, a gauge
+the last run's value.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from collie.collectors.snapshot import Snapshot
+from collie.model.rocev2 import PRIORITIES
 from collie.targets.base import HostResult, RunResult
 from collie.targets.sim.counters import dialect_catalog, dialect_counters
 from collie.targets.sim.model import HostAcc
@@ -39,7 +41,8 @@ class SimTotals:
     def for_target(cls, target: SimTarget) -> SimTotals:
         """Zero totals of every counter ``target``'s profile reports, on each of its hosts."""
         profile = target.profile
-        names = dialect_counters(profile.dialect)(HostAcc(), 1.0, 1.0)
+        every = HostAcc(by_priority={p: HostAcc() for p in range(PRIORITIES)})  # each priority's counters too
+        names = dialect_counters(profile.dialect)(every, 1.0, 1.0)
         cat = dialect_catalog(profile.dialect)
         gauges = frozenset(n for n in names if (s := cat.lookup(n)) is not None and s.kind == "gauge")
         totals = {h: dict.fromkeys(names, 0.0) for h in profile.hosts}

@@ -17,6 +17,7 @@ from collie.storage.corpus import load_corpus
 from collie.targets.base import RunResult
 from collie.targets.sim import SimTarget, load_profile
 from collie.targets.sim.model import HOST_TCLASS
+from collie.targets.sim.totals import SimTotals
 
 FABRIC = load_profile("fleet8-cx6-fabric")  # PFC on priority 3 only
 ROOT = Path(__file__).resolve().parents[4]
@@ -96,3 +97,13 @@ def test_without_a_fabric_every_priority_is_lossless_at_the_nic() -> None:
         got = next(m for m in moved.hosts if m.host == h.host).counters
         assert got["rx_prio0_pause_duration"] == pytest.approx(h.counters["rx_prio3_pause_duration"], rel=0.05)
         assert got["rx_prio3_pause_duration"] == 0
+
+
+def test_a_sampled_sim_host_has_every_prioritys_counters_from_the_start() -> None:
+    """A remote sim agent's samples (SimTotals): a counter missing from the first sample would have no delta."""
+    target = SimTarget(load_profile("fleet8-cx6-fabric"), seed=4)
+    totals = SimTotals.for_target(target)
+    before = totals.snapshots()[0].values
+    assert before["rx_prio0_bytes"] == 0 and "tx_prio7_pause_duration" in before
+    totals.add(target.run(Workload((flow("h1", "h0", 0),)), 1.0))
+    assert totals.snapshots()[0].values["rx_prio0_bytes"] > 0
