@@ -65,7 +65,7 @@ def render_import(folder: ImportFolder, fmt: str) -> str:
                                     for log in folder.logs],
                            "warnings": list(folder.warnings), "rows": rows}, indent=2) + "\n"
     if fmt == "html":
-        return _html(folder, rows, _shown(folder))
+        return _html(folder, rows, _display_columns(folder))
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
@@ -173,7 +173,7 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[st
             *("| " + " | ".join(_cell(r.get(c)) for c in columns) + " |" for r in rows)]
 
 
-def _shown(folder: ImportFolder) -> tuple[str, ...]:
+def _display_columns(folder: ImportFolder) -> tuple[str, ...]:
     """The columns Markdown and HTML show (CSV and JSON have every one)."""
     if folder.tool.value == "perftest":
         return ("log", "test", "connection", "qps", "size_bytes", "gbps", "msg_rate_mpps", "lat_typical_us",
@@ -189,7 +189,7 @@ def _markdown(folder: ImportFolder, rows: list[dict[str, Any]]) -> str:
     lines += [f"- `{log.name}` (from {log.origin}, SHA-256 {log.sha256[:16]}...)" for log in folder.logs]
     if folder.warnings:
         lines += ["", "## Warnings", "", *(f"- {w}" for w in folder.warnings)]
-    lines += ["", "## Rows", "", *_table(rows, _shown(folder))]
+    lines += ["", "## Rows", "", *_table(rows, _display_columns(folder))]
     if folder.tool.value == "perftest":
         shapes = {r["workload_key"]: r["workload"] for r in rows if r["workload_key"]}
         lines += ["", "## Workloads", "", "Each row's flow shape, as its run's header states it:", "",
