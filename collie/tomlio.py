@@ -13,6 +13,29 @@ from typing import Any
 from collie.errors import InputError
 
 
+def read_bytes(path: str | Path, expected: str = "a file") -> bytes:
+    """Read a file a user named, as it is.
+
+    Args:
+        path: the file.
+        expected: what it should be, for the message when it is a folder (e.g. ``a log file``).
+
+    Raises:
+        InputError: missing, a folder or unreadable (one sentence naming the file).
+    """
+    p = Path(path)
+    try:
+        return p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{p}: is a folder, expected {expected}") from None
+    except PermissionError:
+        raise InputError(f"{p}: permission denied") from None
+    except OSError as exc:
+        raise InputError(f"{p}: cannot be read ({exc.strerror or exc})") from None
+
+
 def read_text(path: str | Path, expected: str = "a text file") -> str:
     """Read a file a user named, as UTF-8 text.
 
@@ -23,17 +46,10 @@ def read_text(path: str | Path, expected: str = "a text file") -> str:
     Raises:
         InputError: missing, a folder, unreadable or not UTF-8 (one sentence naming the file).
     """
-    p = Path(path)
     try:
-        return p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a folder, expected {expected}") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied") from None
+        return read_bytes(path, expected).decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError(f"{p}: not a UTF-8 text file, expected {expected}") from None
+        raise InputError(f"{Path(path)}: not a UTF-8 text file, expected {expected}") from None
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:

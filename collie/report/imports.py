@@ -29,6 +29,7 @@ from collie.importers.nccl_tests import NcclResult, NcclTestsLog
 from collie.importers.perftest import PerftestLog, PerftestRun
 from collie.importers.shape import measured, shape_problem
 from collie.report.facts import flow_shape
+from collie.report.markdown import md_code, md_text
 from collie.storage.imports import ImportFolder
 
 #: The formats an import folder's report is written in.
@@ -85,7 +86,7 @@ def _html(folder: ImportFolder, rows: list[dict[str, Any]], columns: Sequence[st
 
     return template("import.html.j2").render(
         tool=folder.tool.value, root=str(folder.root), imported_at=folder.imported_at, logs=folder.logs,
-        warnings=folder.warnings, rows=rows, columns=columns, cell=_cell, version=__version__,
+        warnings=folder.warnings, rows=rows, columns=columns, cell=_value, version=__version__,
         plots=[Markup(sweep_svg(title, ylabel, lines)) for title, ylabel, lines in _series(folder, rows)])
 
 
@@ -99,11 +100,11 @@ def _series(folder: ImportFolder, rows: list[dict[str, Any]]
         if folder.tool.value == "perftest":
             runs: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
             for r in mine:
-                runs.setdefault((r["test"], r["connection"], r["qps"], r["workload_key"] is None), []).append(r)
+                runs.setdefault((r["test"], r["connection"], r["qps"]), []).append(r)
             bw = [(f"{test} ({conn}, {qps} QP)", [(r["size_bytes"], r["gbps"]) for r in rs if r["gbps"] is not None])
-                  for (test, conn, qps, _), rs in runs.items()]
+                  for (test, conn, qps), rs in runs.items()]
             lat = [(f"{test}: {name}", [(r["size_bytes"], r[key]) for r in rs if r[key] is not None])
-                   for (test, _, _, _), rs in runs.items()
+                   for (test, _, _), rs in runs.items()
                    for name, key in (("typical", "lat_typical_us"), ("p99", "lat_p99_us"),
                                      ("p99.9", "lat_p99.9_us"))]
             plots += [(f"{log.name}: {what}", unit, kept) for what, unit, series in
@@ -160,12 +161,15 @@ def _plain(value: Any) -> Any:
     return "" if value is None else value
 
 
-def _cell(value: Any) -> str:
+def _value(value: Any) -> str:
+    """A value as a table shows it (the HTML template escapes it; :func:`_cell` for Markdown)."""
     if value is None:
         return ""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value).replace("|", "\\|")
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _cell(value: Any) -> str:
+    return md_text(_value(value))
 
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[str]:
@@ -183,17 +187,18 @@ def _display_columns(folder: ImportFolder) -> tuple[str, ...]:
 
 
 def _markdown(folder: ImportFolder, rows: list[dict[str, Any]]) -> str:
-    lines = [f"# {folder.tool.value} logs imported into {folder.root}", "",
+    lines = [f"# {folder.tool.value} logs imported into {md_code(str(folder.root))}", "",
              f"Imported {folder.imported_at}; {len(rows)} rows from {len(folder.logs)} log"
              f"{'s' if len(folder.logs) != 1 else ''}:", ""]
-    lines += [f"- `{log.name}` (from {log.origin}, SHA-256 {log.sha256[:16]}...)" for log in folder.logs]
+    lines += [f"- {md_code(log.name)} (from {md_code(log.origin)}, SHA-256 {log.sha256[:16]}...)"
+              for log in folder.logs]
     if folder.warnings:
-        lines += ["", "## Warnings", "", *(f"- {w}" for w in folder.warnings)]
+        lines += ["", "## Warnings", "", *(f"- {md_text(w)}" for w in folder.warnings)]
     lines += ["", "## Rows", "", *_table(rows, _display_columns(folder))]
     if folder.tool.value == "perftest":
         shapes = {r["workload_key"]: r["workload"] for r in rows if r["workload_key"]}
         lines += ["", "## Workloads", "", "Each row's flow shape, as its run's header states it:", "",
-                  *(f"- `{key}`: {shape}" for key, shape in shapes.items())]
+                  *(f"- `{key}`: {md_text(str(shape))}" for key, shape in shapes.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -228,9 +233,10 @@ def render_import_comparison(c: Mapping[str, Any], fmt: str) -> str:
     """A comparison of :func:`compare_imports` as ``md`` or ``json``."""
     if fmt == "json":
         return json.dumps(c, indent=2) + "\n"
-    lines = [f"# {c['tool']} imports compared: {c['new']} against {c['old']}", "",
+    old, new = md_code(c["old"]), md_code(c["new"])
+    lines = [f"# {c['tool']} imports compared: {new} against {old}", "",
              f"{len(c['matched'])} row{'s' if len(c['matched']) != 1 else ''} measured by both; {c['only_old']} "
-             f"only in {c['old']}, {c['only_new']} only in {c['new']}.", "",
+             f"only in {old}, {c['only_new']} only in {new}.", "",
              *_table(c["matched"], ("what", "size_bytes", "figure", "old", "new", "ratio"))]
     return "\n".join(lines) + "\n"
 

@@ -32,6 +32,7 @@ from collie.importers.nccl_tests import NcclTestsLog, parse_nccl_tests
 from collie.importers.perftest import PerftestLog, parse_perftest
 from collie.importers.text import decode_log
 from collie.storage.files import check_new_folder, write_atomic
+from collie.tomlio import read_bytes
 
 IMPORT_FILE: Final = "import.json"
 LOGS: Final = "logs"
@@ -112,7 +113,7 @@ def import_logs(tool: ImportTool, paths: list[Path], root: Path) -> ImportFolder
     logs: list[tuple[ImportedLog, bytes]] = []
     names: set[str] = set()
     for path in paths:
-        data = _read(path)
+        data = read_bytes(path, "a log file")
         if path.name in names:
             raise InputError(f"{path}: two logs are named {path.name}; rename one (the folder keeps them by name)")
         names.add(path.name)
@@ -155,25 +156,9 @@ def read_import(root: Path) -> ImportFolder:
         name = entry.text("name")
         if "/" in name or name in ("", ".", ".."):
             entry.at("name").fail(f"{name!r} is not a file name under {LOGS}/")
-        data = _read(root / LOGS / name)
+        data = read_bytes(root / LOGS / name, "a log file")
         if hashlib.sha256(data).hexdigest() != entry.text("sha256"):
             raise InputError(f"{root / LOGS / name}: changed since it was imported (its SHA-256 differs); import "
                              f"the log again into a new folder")
         logs.append(ImportedLog(name, entry.text("origin", ""), entry.text("sha256"), parse_log(tool, data, name)))
     return ImportFolder(root, tool, table.text("imported_at", ""), tuple(logs))
-
-
-def _read(path: Path) -> bytes:
-    """The bytes of the log at ``path``.
-
-    Raises:
-        InputError: it does not exist, is a folder or cannot be read (one sentence naming it).
-    """
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder, expected a log file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None

@@ -97,6 +97,8 @@ class Topology:
         self.uplink_bps: Final = fabric.uplink_gbps * 1e9
         self.xoff_bits: Final = fabric.xoff_kib * 1024 * 8
         self.buffer_bits: Final = fabric.buffer_mib * (1 << 20) * 8
+        #: the priorities PFC protects (:attr:`~collie.targets.sim.profile.Fabric.protected`)
+        self.lossless: Final = fabric.protected
         #: (leaf, spine) -> the fraction of its speed a slow link between them keeps
         self.slow: Final = {(leaf, spine): factor for leaf, spine, factor in fabric.slow_links}
 
@@ -222,7 +224,7 @@ def congestion(calcs: Sequence[Routed], caps: list[float], topology: Topology, n
     off = _priority_loads(calcs, congested, lambda k: rates_at[stage_of[k]])
     got = _priority_loads(calcs, congested)
     queues = {q for q, x in off.items() if x > got[q] * (1.0 + 1e-9)}
-    lossless = topology.fabric.protected
+    lossless = topology.lossless
     ports = tuple(f"{prefix}{names[k]}" for k in sorted(congested) for prefix, kept in
                   ((PAUSE_PREFIX, True), (DROP_PREFIX, False))
                   if any((k, p) in queues for p in range(PRIORITIES) if (p in lossless) == kept))
@@ -296,7 +298,7 @@ def _held(queues: set[tuple[int, int]], switches: Mapping[int, str], topology: T
     are congested, the less each holds (and the less a flow waits in it).
     """
     fabric = topology.fabric
-    lossless = fabric.protected
+    lossless = topology.lossless
     buffer = topology.buffer_bits
     alpha = {q: fabric.alpha if q[1] in lossless else fabric.lossy_alpha for q in queues}
     shares: dict[str, float] = {}

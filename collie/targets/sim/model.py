@@ -227,7 +227,7 @@ class Compiled:
         #: the switches under a fleet (None: an ideal non-blocking switch)
         self.topology: Final = Topology(profile.fabric, profile.hosts, profile.host.nics) if profile.fabric else None
         #: the priorities a NIC pauses its peer on (the fabric's lossless ones; every one without a fabric)
-        self.lossless: Final = profile.fabric.protected if profile.fabric else frozenset(range(PRIORITIES))
+        self.lossless: Final = self.topology.lossless if self.topology else frozenset(range(PRIORITIES))
         #: the PCIe bandwidth each host's NICs share, each way (0: none shared)
         self.shared_pcie: Final = profile.host.shared_pcie_gbps * 1e9
         self.line: Final = nic.line_rate_gbps * 1e9
