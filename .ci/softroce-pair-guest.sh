@@ -2,7 +2,8 @@
 # Runs INSIDE guest N (1 or 2) of the two-host soft-RoCE tier (started by .ci/softroce-pair.sh).
 #
 # The host hands this guest a folder of its own, mounted at /mnt (read-write 9p): sshd_config, the guest's host
-# key, the authorized key of the test, and the file `link` ("MAC_LINK MAC_MGMT IP/PREFIX"). The guest:
+# key, the authorized key of the test, and the file `link` ("MAC_LINK MAC_MGMT IP/PREFIX PEER_IP PEER_MAC"). The
+# guest:
 #   * names its NICs by MAC: pair0 (qemu socket network to the other guest, static IP) and mgmt0 (qemu user
 #     network; the host reaches sshd through its hostfwd to 10.0.2.15:22);
 #   * puts rxe0 on pair0;
@@ -10,7 +11,7 @@
 #     dies; then the script ends and virtme powers the guest off.
 set -euo pipefail
 n=${1:?guest number}
-read -r mac_link mac_mgmt ip_link <"/mnt/link"
+read -r mac_link mac_mgmt ip_link peer_ip peer_mac <"/mnt/link"
 say() { echo "softroce-pair-guest$n: $*"; }
 
 modprobe virtio_net
@@ -34,6 +35,10 @@ ip link set lo up
 ip addr add "$ip_link" dev pair0
 ip link set pair0 mtu 9000  # jumbo frames, as on a RoCE fabric: rxe's active MTU is then 4096 (1500 gives 1024)
 ip link set pair0 up
+# The peer's MAC, known in advance: a RoCE QP's RTR resolves the peer's address (ARP) and gives up after about a
+# second, which two emulated guests sharing two cores can exceed (a campaign's calibration failed that way once). A
+# permanent neighbour entry takes ARP out of the tier; the engine retries an RTR that timed out anyway.
+ip neigh replace "$peer_ip" lladdr "$peer_mac" dev pair0 nud permanent
 ip addr add 10.0.2.15/24 dev mgmt0
 ip link set mgmt0 up
 rdma link add rxe0 type rxe netdev pair0

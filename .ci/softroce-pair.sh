@@ -117,7 +117,8 @@ for n in 1 2; do
     mkdir -m 0755 "$g"
     ssh-keygen -q -t ed25519 -N "" -C "collie-pair-guest$n" -f "$g/host_ed25519" </dev/null
     cp "$dir/id_ed25519.pub" "$g/authorized_keys"
-    echo "52:54:00:00:05:0$n 52:54:00:00:06:0$n 10.77.0.$n/24" >"$g/link"
+    peer=$((3 - n))
+    echo "52:54:00:00:05:0$n 52:54:00:00:06:0$n 10.77.0.$n/24 10.77.0.$peer 52:54:00:00:05:0$peer" >"$g/link"
     read -r kt kb _ <"$g/host_ed25519.pub"
     echo "[127.0.0.1]:${ssh_ports[$n]} $kt $kb" >>"$dir/known_hosts"
     # Sessions run Debian's /usr/bin/python3 (pyverbs and collie's deps are Debian packages) with this checkout

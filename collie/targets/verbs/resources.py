@@ -34,6 +34,7 @@ the local case.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import random
 from collections.abc import Callable, Mapping
@@ -325,7 +326,7 @@ class WorkerResources:
         attr.max_dest_rd_atomic = self.rd_atomic
         attr.min_rnr_timer = rnr_timer(res.share.flow.recv_delay_us)
         attr.ah_attr = pv.addr.AHAttr(port_num=spec.port, is_global=1, gr=self._route(res.share.flow, dgid))
-        qp.to_rtr(attr)
+        _to_rtr(qp, attr, pv.error)
         attr.sq_psn = sq_psn
         attr.timeout = ACK_TIMEOUT
         attr.retry_cnt = RETRY_CNT
@@ -586,3 +587,28 @@ class WorkerResources:
                                          [fetched[j] for j in res.swap_slots], one_qp)
             out += [problem] if problem else []
         return out
+
+
+RTR_ATTEMPTS: Final = 4
+"""How often an RC/UC QP's move to RTR is tried when it times out (see ``_to_rtr``)."""
+
+
+def _to_rtr(qp: Any, attr: Any, errors: tuple[type[BaseException], ...]) -> None:
+    """Move ``qp`` to RTR, trying again when the kernel's resolution of the peer's address timed out.
+
+    On RoCE, RTR resolves the destination GID's MAC (ARP or neighbour discovery) and gives up with ETIMEDOUT after
+    about a second; a peer whose neighbour entry has expired on a busy host can miss that once. The QP stays in
+    INIT after a failed RTR, so trying again is safe; any other error, or the last timeout, is raised as it came.
+
+    Args:
+        qp: a pyverbs QP in INIT.
+        attr: its RTR attributes.
+        errors: pyverbs' error classes (``Pyverbs.error``); a timeout is one whose ``error_code`` is ETIMEDOUT.
+    """
+    for attempt in range(1, RTR_ATTEMPTS + 1):
+        try:
+            qp.to_rtr(attr)
+            return
+        except errors as exc:
+            if getattr(exc, "error_code", None) != errno.ETIMEDOUT or attempt == RTR_ATTEMPTS:
+                raise
