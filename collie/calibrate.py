@@ -3,8 +3,10 @@
 Per direction kind (one-way, bidirectional, loopback: their host pairs from :data:`collie.model.space.DIRECTION_PAIRS`)
 three runs, as the field does it: large RC WRITEs for bits/s, many-QP 64 B RC WRITEs with post lists for
 packets/s, and one 64 B RC READ at depth 1 on one QP for the round trip a READ or atomic holds its slot of the
-QP's window (``ib_read_lat``). On a target with atomics, one more run on the first kind measures the atomic
-operation rate of one responder (8 B fetch-adds on many QPs with deep post lists). The clean runs' loss,
+QP's window (``ib_read_lat``). On the first kind, two runs of 64 B RC WRITEs on one QP measure what one QP does
+alone (``ib_write_bw -s 64``): one WR per post, then post lists of :data:`QP_LIST`; the cost of a WR and of a
+doorbell follow. On a target with atomics, one more run on the first kind measures the atomic operation rate of one
+responder (8 B fetch-adds on many QPs with deep post lists). The clean runs' loss,
 retransmission and receiver-starvation (RNR) counters are the baseline the oracle compares against,
 ``host:counter`` -> events/s. A baseline recorded before a counter was kept (a campaign calibrated before
 receiver starvation was judged) lacks its key, which the oracle reads as 0: that counter is judged against the
@@ -40,6 +42,8 @@ BANDWIDTH_SIZE: Final = 1 << 20
 RATE_SIZE: Final = 64
 ROUND_TRIP_SIZE: Final = 64
 MTU: Final = 4096
+#: The post-list length of the second one-QP run (the first posts one WR at a time).
+QP_LIST: Final = 32
 CALIBRATION_SECONDS: Final = 5.0
 
 
@@ -50,12 +54,14 @@ class Measure(StrEnum):
     PACKETS = "pps"
     ROUND_TRIP = "rtt"
     ATOMICS = "atomic"
+    QP_SINGLE = "qp"
+    QP_LIST = "qp-list"
 
 
 def calibration_workloads(kinds: Iterable[str] = DIRECTION_KINDS, atomics: bool = True
                           ) -> list[tuple[str, Measure, Workload]]:
     """``(kind, measure, workload)`` for every calibration run of the direction kinds ``kinds`` (default: all),
-    with the atomic rate's run on the first of them when the target has ``atomics``."""
+    with the two one-QP runs on the first of them, and the atomic rate's when the target has ``atomics``."""
     out: list[tuple[str, Measure, Workload]] = []
     for kind in (k for k in DIRECTION_KINDS if k in set(kinds)):
         pairs = DIRECTION_PAIRS[kind]
@@ -70,8 +76,15 @@ def calibration_workloads(kinds: Iterable[str] = DIRECTION_KINDS, atomics: bool 
                                   sq_depth=1, rq_depth=1, mtu=MTU, mr_size=4096) for c, s in pairs),
                        name=f"calibrate-{kind}-round-trip")
         out += [(kind, Measure.BITS, bw), (kind, Measure.PACKETS, rate), (kind, Measure.ROUND_TRIP, rtt)]
-    if atomics and out:
+    if out:
         first = out[0][0]
+        for measure, batch, name in ((Measure.QP_SINGLE, 1, "qp-rate"), (Measure.QP_LIST, QP_LIST, "qp-post-list")):
+            one = Workload(tuple(Flow(Endpoint(c), Endpoint(s), sizes=(RATE_SIZE,), batch=batch, sq_depth=256,
+                                      rq_depth=256, signal_every=batch, mtu=MTU, mr_size=4096)
+                                 for c, s in DIRECTION_PAIRS[first][:1]),
+                           name=f"calibrate-{first}-{name}")
+            out.append((first, measure, one))
+    if atomics and out:
         fa = Workload(tuple(Flow(Endpoint(c), Endpoint(s), opcodes=("ATOMIC_FA",), sizes=(ATOMIC_BYTES,), qps=64,
                                  batch=32, sq_depth=256, rq_depth=256, signal_every=32, mtu=MTU, mrs=64,
                                  mr_size=4096) for c, s in DIRECTION_PAIRS[first]),
@@ -97,7 +110,8 @@ def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, in
     from what they measured.
 
     Ceilings are the best receiving (WRITE) or responding (atomic) host's rates per direction kind, the round trip
-    the lowest READ latency p50 of its run, the window ``info.max_rd_atomic``; the baseline is the highest loss,
+    the lowest READ latency p50 of its run, the window ``info.max_rd_atomic``, a QP's rates its one flow's
+    requests/s; the baseline is the highest loss,
     retransmission and receiver-starvation rate any clean calibration run showed, per counter and host, read
     from the counters' normal form. An oracle calibrated for some kinds only judges only workloads of those kinds
     (see :func:`kinds_of`).
@@ -106,6 +120,7 @@ def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, in
     pps: dict[str, float] = {}
     rtt: dict[str, float] = {}
     atomic_ops = 0.0
+    qp_rates: dict[Measure, float] = {}
     baseline: dict[str, float] = {}
     for kind, measure, workload in calibration_workloads(kinds, info.atomics):
         result = run(workload)
@@ -117,10 +132,25 @@ def calibrated_oracle(run: Callable[[Workload], RunResult], catalog: Catalog, in
             rtt[kind] = best
         elif measure is Measure.ATOMICS:
             atomic_ops = _best(result, lambda fr: fr.msg_rate)
+        elif measure in (Measure.QP_SINGLE, Measure.QP_LIST):
+            qp_rates[measure] = max((fr.msg_rate for fr in result.flows), default=0.0)
         for name, rate in event_rates(normalized_hosts(result, catalog, info.line_rate_bps)).items():
             baseline[name] = max(baseline.get(name, 0.0), rate)
-    ceilings = Ceilings(wire, pps, info.line_rate_bps, rtt, info.max_rd_atomic, atomic_ops)
+    ceilings = Ceilings(wire, pps, info.line_rate_bps, rtt, info.max_rd_atomic, atomic_ops,
+                        *qp_costs(qp_rates.get(Measure.QP_SINGLE, 0.0), qp_rates.get(Measure.QP_LIST, 0.0)))
     return Oracle(catalog, ceilings, thresholds, baseline)
+
+
+def qp_costs(single: float, listed: float) -> tuple[float, float]:
+    """A QP's cost per WR and per doorbell (post), in microseconds, from its requests/s posting one WR at a time
+    (``single``) and post lists of :data:`QP_LIST` (``listed``): ``1 / single = wr + doorbell`` and
+    ``1 / listed = wr + doorbell / QP_LIST``. Neither is negative (a noisy pair whose post lists were no faster
+    puts it all on the WR); ``(0, 0)`` when either run moved nothing (no per-QP bound)."""
+    if single <= 0 or listed <= 0:
+        return 0.0, 0.0
+    t1, tl = 1e6 / single, 1e6 / listed
+    doorbell = max((t1 - tl) * QP_LIST / (QP_LIST - 1), 0.0)
+    return max(t1 - doorbell, 0.0), min(doorbell, t1)
 
 
 def _best(result: RunResult, rate: Callable[[FlowResult], float]) -> float:

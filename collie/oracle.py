@@ -16,11 +16,14 @@ The field's definitions (ANOMALIES.md), made configurable by :class:`Thresholds`
       of, each in its own unit (the host is low only when it is below the fraction of every one):
 
       - its bits/s ceiling and its packets/s ceiling;
-      - when every flow into it has READs or atomics in its request cycle (``Flow.requests()``, n requests of
-        which k are READs or atomics of b_1..b_k bytes): the sum over its flows of what Little's law lets
-        each complete, ``min(W, A)`` requests/s, where the READ/atomic window gives
+      - when every flow into it has a limit of its own: the sum over its flows of the requests/s each can
+        complete, the least of
+        its QPs' rate ``Q = qps / (wr + doorbell / batch)`` (``wr`` and ``doorbell``: what one QP spends per
+        work request and per post, from two one-QP calibration runs, one WR per post and post lists);
+        for a flow with READs or atomics in its request cycle (``Flow.requests()``, n requests of which k are
+        READs or atomics of b_1..b_k bytes) what Little's law lets it complete,
         ``W = qps x max_rd_atomic x n / sum_i(rtt + wire(b_i) / wire_bps)`` (``rtt``: the calibrated round trip
-        of one small READ; ``wire(b)``: the response's bytes on the wire at the flow's MTU) and the atomic rate
+        of one small READ; ``wire(b)``: the response's bytes on the wire at the flow's MTU); and the atomic rate
         ``A = atomic_ops x n / a`` for a cycle with ``a`` atomics: a mixed cycle is limited by its READ/atomic
         share;
       - when every flow into it has atomics: the calibrated atomic ceiling ``atomic_ops`` against the atomic
@@ -134,6 +137,9 @@ class Ceilings:
             without it: no window bound).
         max_rd_atomic: READs/atomics a QP keeps outstanding (``TargetInfo.max_rd_atomic``; 0: no window bound).
         atomic_ops: atomic operations/s one responding host executes (0: not measured, no atomic bound).
+        qp_wr_us, qp_doorbell_us: what one QP spends per work request and per post (one doorbell rings for a
+            post list of ``Flow.batch`` WRs), from two one-QP calibration runs (both 0: not measured, no per-QP
+            bound).
     """
 
     wire_bps: Mapping[str, float]
@@ -142,6 +148,14 @@ class Ceilings:
     read_rtt_us: Mapping[str, float] = field(default_factory=dict)
     max_rd_atomic: int = 0
     atomic_ops: float = 0.0
+    qp_wr_us: float = 0.0
+    qp_doorbell_us: float = 0.0
+
+    def qp_rate(self, flow: Flow) -> float | None:
+        """Requests/s ``flow``'s QPs reach alone at its post-list length: ``qps / (wr + doorbell / batch)``; None
+        when the per-QP costs are not calibrated."""
+        per = self.qp_wr_us + self.qp_doorbell_us / flow.batch
+        return flow.qps / (per * 1e-6) if per > 0 else None
 
     def payload_bps(self, kind: str, sizes: list[int], mtu: int) -> float:
         return self.wire_bps[kind] * rocev2.efficiency(sizes, mtu)
@@ -167,12 +181,15 @@ class Ceilings:
             out["max_rd_atomic"] = self.max_rd_atomic
         if self.atomic_ops:
             out["atomic_ops"] = self.atomic_ops
+        if self.qp_wr_us or self.qp_doorbell_us:
+            out["qp_wr_us"] = self.qp_wr_us
+            out["qp_doorbell_us"] = self.qp_doorbell_us
         return out
 
     @classmethod
     def from_dict(cls, data: Any, reader: Reader) -> Ceilings:
-        """Read :meth:`to_dict`'s form (``line_rate_bps`` and the READ/atomic fields may be absent: a record
-        calibrated before they were kept, judged without their bounds), every field checked.
+        """Read :meth:`to_dict`'s form (``line_rate_bps``, the READ/atomic and the per-QP fields may be absent: a
+        record calibrated before they were kept, judged without their bounds), every field checked.
 
         Raises:
             ``reader``'s error: one sentence naming the field (missing, mistyped or unknown).
@@ -182,11 +199,12 @@ class Ceilings:
 
 @dataclass(frozen=True)
 class FlowLimit:
-    """What a READ/atomic flow's own limits let it complete (see the module docstring's rule).
+    """What a flow's own limits let it complete (see the module docstring's rule).
 
     Attributes:
-        rate: requests/s, the tighter of the window's and the atomic rate's.
-        why: the bound in words (``READ window: 16 outstanding x 8 QPs / 2.1 us``, ``atomic rate: ...``).
+        rate: requests/s, the tightest of its QPs' rate, its window's and the atomic rate's.
+        why: the bound in words (``QP rate: 1 QP x 2.8 M WRs/s``, ``READ window: 16 outstanding x 8 QPs / 2.1 us``,
+            ``atomic rate: ...``).
     """
 
     rate: float
@@ -475,8 +493,7 @@ class Oracle:
         judged: dict[str, tuple[dict[str, Any], dict[str, float]]] = {}  # host -> its evidence, its fractions
         for host, parts in sorted(into.items()):
             kind = direction_kind(workload, host)
-            results = list({r.flow: r for r, _ in parts}.values())  # a loopback flow lands twice on its host
-            flows = [workload.flows[r.flow] for r in results]
+            flows = [workload.flows[r.flow] for r, _ in parts]
             sizes = [s for _, landing in parts for s in landing.sizes]
             mtu = min(f.mtu for f in flows)
             bps = sum(r.bps * landing.bytes_share for r, landing in parts)
@@ -486,9 +503,11 @@ class Oracle:
             pps_ceiling = self.ceilings.pps[kind]
             fractions = {"bits/s ceiling": bps / bps_ceiling if bps_ceiling else 0.0,
                          "packets/s ceiling": pps / pps_ceiling if pps_ceiling else 0.0}
-            fractions.update(self._limit_fractions(kind, flows, results))
             judged[host] = ({"kind": kind, "bps": bps, "pps": pps, "bps_ceiling": bps_ceiling,
                              "pps_ceiling": pps_ceiling}, fractions)
+        ceilings = {host: max(fractions.values()) for host, (_, fractions) in judged.items()}
+        for host, parts in into.items():
+            judged[host][1].update(self._limit_fractions(direction_kind(workload, host), workload, parts, ceilings))
         if workload.pattern is not None:
             for host, fraction in self._senders_bound(run, workload, into, judged).items():
                 judged[host][1]["what its senders could send"] = fraction
@@ -619,29 +638,48 @@ class Oracle:
             symptoms.append(Symptom("straggler", link.src, "link", link.gbs / reference(link), floor,
                                     link=link.name))
 
-    def _limit_fractions(self, kind: str, flows: list[Flow], results: list[FlowResult]) -> dict[str, float]:
-        """The fractions of their own READ/atomic limits that ``flows`` into one host reached, by the bound in
-        words: their windows (each capped by the atomic rate) when every flow has one, and the shared atomic
-        rate when every flow has atomics; none when a bound is not calibrated."""
+    def _limit_fractions(self, kind: str, workload: Workload, parts: list[tuple[FlowResult, _Landing]],
+                         ceilings: Mapping[str, float]) -> dict[str, float]:
+        """The fractions of their own limits that the flows landing on one host (``parts``) reached, by the bound
+        in words: what they complete against what they could (:meth:`flow_limit`) when every flow has a limit, and
+        the shared atomic rate when every flow has atomics; none when a bound is not calibrated.
+
+        A flow that mixes READ with other opcodes could complete no more than its own limit, nor more than its
+        other direction lets it: its rate over its other host's fraction of that host's bits/s and packets/s
+        ceilings (``ceilings``), when that is less (a mix paced by READ responses into a saturated client). The
+        flows with atomics could together run no more atomics than the responder's rate: when what they could
+        complete asks more, each is scaled down alike."""
         out: dict[str, float] = {}
+        results = list({r.flow: (r, landing) for r, landing in parts}.values())  # a loopback flow lands twice
+        flows = [workload.flows[r.flow] for r, _ in results]
         limits = [lim for f in flows if (lim := self.flow_limit(kind, f)) is not None]
-        if len(limits) == len(flows):
-            out[" + ".join(lim.why for lim in limits)] = sum(r.msg_rate for r in results) / sum(
-                lim.rate for lim in limits)
         shares = [_atomic_share(f) for f in flows]
-        if self.ceilings.atomic_ops > 0 and all(shares):
-            ops = sum(r.msg_rate * share for r, share in zip(results, shares, strict=True))
+        if self.ceilings.atomic_ops > 0 and all(shares) and len(flows) > 1:  # a flow alone: its own limit says it
+            # first: a tie with the flows' own limits (scaled to the shared rate) is named by the shared rate
+            ops = sum(r.msg_rate * share for (r, _), share in zip(results, shares, strict=True))
             out[f"atomic rate: {self.ceilings.atomic_ops / 1e6:.3g} M ops/s shared"] = ops / self.ceilings.atomic_ops
+        if len(limits) == len(flows):
+            could = [min(lim.rate, r.msg_rate / ceilings[landing.partner]) if ceilings.get(landing.partner)
+                     else lim.rate for lim, (r, landing) in zip(limits, results, strict=True)]
+            ops = sum(c * share for c, share in zip(could, shares, strict=True))
+            if self.ceilings.atomic_ops > 0 and ops > self.ceilings.atomic_ops:  # one responder runs them all
+                could = [c * self.ceilings.atomic_ops / ops if share else c
+                         for c, share in zip(could, shares, strict=True)]
+            out[" + ".join(lim.why for lim in limits)] = sum(r.msg_rate for r, _ in results) / sum(could)
         return out
 
     def flow_limit(self, kind: str, flow: Flow) -> FlowLimit | None:
-        """The requests/s ``flow``'s READ/atomic window and the atomic rate let it complete alone (see the
-        module docstring), with the tighter bound in words; None when it has no READ or atomic, or neither bound
-        is calibrated."""
+        """The requests/s ``flow``'s QPs, its READ/atomic window and the atomic rate let it complete alone (see
+        the module docstring), with the tightest bound in words; None when none of them applies or is
+        calibrated."""
         c = self.ceilings
         requests = flow.requests()
         hold = c.window_hold_us(kind, flow)
         bounds: list[FlowLimit] = []
+        if (qp_rate := c.qp_rate(flow)) is not None:
+            posts = f", post lists of {flow.batch}" if flow.batch > 1 else ""
+            bounds.append(FlowLimit(qp_rate, f"QP rate: {flow.qps} QP{'s' if flow.qps > 1 else ''} x "
+                                             f"{qp_rate / flow.qps / 1e6:.3g} M WRs/s{posts}"))
         if hold is not None:
             held = sum(op in WINDOWED for op, _ in requests)
             what = "/".join(sorted({"READ" if op == "READ" else "atomic" for op, _ in requests if op in WINDOWED}))

@@ -121,6 +121,17 @@ def near_misses() -> tuple[KnownCase, ...]:
     return tuple(out)
 
 
+#: Base-model limits the oracle calibrates (its per-flow bounds: a QP's own WR rate, the READ/atomic window, the
+#: atomic rate): a run they hold is judged like any other, and the oracle must explain it.
+JUDGED_LIMITS: frozenset[str] = frozenset(("base:qp_rate", "base:read_window", "base:atomic_rate"))
+
+
+def fired(truth: tuple[str, ...]) -> set[str]:
+    """What a run's truth holds beyond the limits the oracle is held to (:data:`JUDGED_LIMITS`): the quirks it
+    fired and the base-model limits the oracle does not know."""
+    return set(truth) - JUDGED_LIMITS
+
+
 def expected_quirks(profile: str, workload: Workload) -> set[str]:
     """The quirks of ``profile`` a workload should fire: those of the corpus cases whose conditions it meets."""
     active = {q.id for q in SimTarget(profile).profile.active_quirks}

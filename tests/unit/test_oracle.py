@@ -387,11 +387,14 @@ def test_calibration_measures_the_round_trip_and_the_atomic_rate_and_skips_atomi
     c = calibrated_oracle(fake, load_catalog("mlx5"), info, Thresholds(), ("oneway",)).ceilings
     assert (c.read_rtt_us, c.max_rd_atomic, c.atomic_ops) == ({"oneway": 1.7}, info.max_rd_atomic, 30e6)
     assert [w.name for w in seen] == ["calibrate-oneway-bandwidth", "calibrate-oneway-rate",
-                                      "calibrate-oneway-round-trip", "calibrate-oneway-atomics"]
+                                      "calibrate-oneway-round-trip", "calibrate-oneway-qp-rate",
+                                      "calibrate-oneway-qp-post-list", "calibrate-oneway-atomics"]
+    # both one-QP runs moved 1 M requests/s: post lists bought nothing, so it is all the WR's cost
+    assert (c.qp_wr_us, c.qp_doorbell_us) == (1.0, 0.0)
     seen.clear()
     bare = dataclasses.replace(info, atomics=False, max_rd_atomic=0)
     c = calibrated_oracle(fake, load_catalog("mlx5"), bare, Thresholds(), ("oneway",)).ceilings
-    assert c.atomic_ops == 0.0 and c.max_rd_atomic == 0 and len(seen) == 3
+    assert c.atomic_ops == 0.0 and c.max_rd_atomic == 0 and len(seen) == 5
     assert Measure.ATOMICS == "atomic"
 
 
@@ -408,3 +411,41 @@ def test_a_campaign_recorded_before_the_window_was_kept_loads_and_judges_reads_b
     read = Workload((Flow(A, B, opcodes=("READ",), sizes=(64,), mr_size=4096),))
     v = o.judge(one_flow_run(read, 9e6), read)
     assert v.signature == "low_throughput@receiver" and v.evidence["throughput"]["a"]["bound"] == "packets/s ceiling"
+
+
+def test_a_qps_costs_per_work_request_and_per_doorbell_follow_from_two_one_qp_runs() -> None:
+    from collie.calibrate import QP_LIST, qp_costs
+
+    wr, doorbell = 0.1, 0.25  # us
+    single, listed = 1e6 / (wr + doorbell), 1e6 / (wr + doorbell / QP_LIST)
+    assert qp_costs(single, listed) == pytest.approx((wr, doorbell))
+    # post lists no faster (noise): all of it is the WR's; a run that moved nothing: no per-QP bound
+    assert qp_costs(2e6, 1.9e6) == (pytest.approx(0.5), 0.0)
+    assert qp_costs(0.0, 1e6) == qp_costs(1e6, 0.0) == (0.0, 0.0)
+
+
+def test_a_flow_held_by_its_qps_own_rate_is_judged_against_it() -> None:
+    from collie.codec import Reader
+
+    c = Ceilings({"oneway": 200e9}, {"oneway": 110e6}, 200e9, qp_wr_us=0.1, qp_doorbell_us=0.25)
+    assert Ceilings.from_dict(c.to_dict(), Reader("c.toml")) == c
+    oracle = Oracle(load_catalog("mlx5"), c)
+    flow = Flow(A, B, sizes=(64,), qps=2, batch=1)
+    bound = 2 / 0.35e-6
+    assert c.qp_rate(flow) == pytest.approx(bound)
+    assert c.qp_rate(dataclasses.replace(flow, batch=5)) == pytest.approx(2 / 0.15e-6)
+    limit = oracle.flow_limit("oneway", flow)
+    assert limit is not None and limit.why == "QP rate: 2 QPs x 2.86 M WRs/s"
+    workload = Workload((flow,))
+
+    def run(rate: float) -> RunResult:
+        bps = rate * 64 * 8
+        return RunResult(workload.key(), "t", 1.0, 0.1, (FlowResult(0, "a", "b", bps, rate, rate, 2.0, 3.0, 4.0),),
+                         (HostResult("a", bps, 0, rate, 0), HostResult("b", 0, bps, 0, rate)))
+
+    at = oracle.judge(run(0.95 * bound), workload)
+    assert not at.anomalous and at.evidence["throughput"]["b"]["bound"] == limit.why
+    below = oracle.judge(run(0.5 * bound), workload)
+    assert [s.kind for s in below.symptoms] == ["low_throughput"]
+    # uncalibrated (a record made before the per-QP runs): no bound, the packet ceiling judges alone
+    assert Ceilings({"oneway": 200e9}, {"oneway": 110e6}).qp_rate(flow) is None

@@ -173,6 +173,7 @@ class FlowCalc:
     eff: float
     flow: Flow
     window: float = math.inf  # READ/atomic window: requests/s
+    qp_cap: float = math.inf  # its QPs' own WR rate (per WR and per doorbell): requests/s
     refill: float = math.inf  # receive refill: requests/s
     starved: float = math.inf  # RC: requests/s of a QP that runs dry (rq_depth per RNR timer)
     free: float = 0.0  # requests/s alone, without the base limits above and partial-line costs
@@ -235,6 +236,8 @@ class Compiled:
         self.base_latency_us: Final = nic.base_latency_us
         self.max_rd_atomic: Final = nic.max_rd_atomic
         self.pps_cap: Final = nic.msg_rate_mpps * 1e6
+        self.qp_wr_s: Final = nic.qp_wr_ns * 1e-9
+        self.doorbell_s: Final = nic.doorbell_ns * 1e-9
         self.pcie_bytes: Final = pcie.gbps * 1e9 / 8
         self.mps: Final = pcie.mps
         self.partial_write_bytes: Final = pcie.partial_write_bytes
@@ -387,6 +390,9 @@ def _flow_calc(i: int, f: Flow, model: Compiled) -> FlowCalc:
                  fwr / n, rrd / n, rwr / n, part / n, nw / n, nr / n, na / n, ns / n, nrecv / n, eff, f)
     if f.tclass is not None:
         c.priority = priority(f.tclass)
+    if model.qp_wr_s or model.doorbell_s:
+        # a QP's send queue is posted and processed in order: per WR its cost, per post list one doorbell
+        c.qp_cap = f.qps / (model.qp_wr_s + model.doorbell_s / f.batch)
     if nr or na:
         # at most max_rd_atomic READs/atomics outstanding per QP, each for a round trip
         rtt = (model.base_latency_us + rd_bytes / (nr + na) * 8 / model.line_mbps) * 1e-6
@@ -584,7 +590,8 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
             starved = c.starved
             refill = c.refill = starved if starved < refill else refill
         window = c.window
-        for cap in (window, refill):
+        qp_cap = c.qp_cap
+        for cap in (window, refill, qp_cap):
             if cap < inf:  # a limit of the flow's own: a resource it alone uses, once per request
                 u.append((len(caps), 1.0))
                 caps.append(cap)
@@ -592,13 +599,13 @@ def _allocate(calcs: list[FlowCalc], hosts: list[str], model: Compiled, slots: d
                     rate = cap
         c.rate = rate
         if churned < inf:
-            c.unchurned = min(plain_alone, window, refill) / rate
+            c.unchurned = min(plain_alone, window, refill, qp_cap) / rate
         # a limit is labelled when it binds (within 1/_HOLD of the flow's rate alone) well below the ceiling;
         # a starved receiver whatever the shortfall, since its RNR NAKs or drops show in the counters (either
         # way below the ceiling: none is when every limit is at or above it)
-        if full_wr < free or atomic < free or window < free or refill < free or churned < free:
+        if full_wr < free or atomic < free or window < free or refill < free or churned < free or qp_cap < free:
             base = (("base:partial_line", full_wr), ("base:atomic_rate", atomic), ("base:read_window", window),
-                    ("base:rnr", refill), ("base:churn", churned))
+                    ("base:qp_rate", qp_cap), ("base:rnr", refill), ("base:churn", churned))
             c.labels = tuple([lb for lb, r in base
                               if (r < _HOLD * free and r * _HOLD <= rate) or (lb == "base:rnr" and r < free)])
     cong = NONE

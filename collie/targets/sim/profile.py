@@ -56,6 +56,15 @@ class Nic:
     max_rd_atomic: int
     atomic_mops: float
     max_inline: int
+    qp_wr_ns: float = 0.0
+    doorbell_ns: float = 0.0
+
+    @property
+    def qp_rate(self) -> float | None:
+        """Requests/s one QP posting one WR per doorbell reaches (``1 / (qp_wr_ns + doorbell_ns)``); None when
+        the profile sets no per-QP cost."""
+        per = self.qp_wr_ns + self.doorbell_ns
+        return 1e9 / per if per > 0 else None
 
 
 @dataclass(frozen=True)
@@ -271,7 +280,7 @@ _NIC: Final = {
     "line_rate_gbps": (float, None), "msg_rate_mpps": (float, None), "loopback_gbps": (float, 0.0),
     "base_latency_us": (float, 2.0), "max_qp": (int, 262144), "max_mr": (int, 16777216),
     "max_sge": (int, 30), "max_qp_wr": (int, 32768), "max_rd_atomic": (int, 16), "atomic_mops": (float, 50.0),
-    "max_inline": (int, 256),
+    "max_inline": (int, 256), "qp_wr_ns": (float, 0.0), "doorbell_ns": (float, 0.0),
 }
 _PCIE: Final = {"gen": (int, 4), "width": (int, 16), "relaxed_ordering": (bool, True), "mps": (int, 256),
                 "partial_write_bytes": (int, 88)}

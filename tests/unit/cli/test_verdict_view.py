@@ -50,8 +50,8 @@ def test_kinds_of_a_workload() -> None:
     assert calibrate.kinds_of(one) == ("oneway",)
     assert calibrate.kinds_of(bi) == ("bidirectional",)
     assert calibrate.kinds_of(loop) == ("loopback",)
-    assert [k for k, _, _ in calibrate.calibration_workloads(("oneway",))] == ["oneway"] * 4
-    assert len(calibrate.calibration_workloads()) == 10 and len(calibrate.calibration_workloads(atomics=False)) == 9
+    assert [k for k, _, _ in calibrate.calibration_workloads(("oneway",))] == ["oneway"] * 6
+    assert len(calibrate.calibration_workloads()) == 12 and len(calibrate.calibration_workloads(atomics=False)) == 11
 
 
 def _info():  # type: ignore[no-untyped-def]

@@ -93,13 +93,13 @@ def test_run_and_judge_completes_prunes_fails_and_passes_the_unreachable_on() ->
         run_and_judge(target, workload, 1.0, oracle)
 
 
-def test_calibrating_some_direction_kinds_costs_three_runs_each_and_one_for_atomics() -> None:
+def test_calibrating_some_direction_kinds_costs_three_runs_each_two_for_one_qp_and_one_for_atomics() -> None:
     with SimTarget("cx6-200g") as target:
         some = calibrate.calibrate_target(target, THRESHOLDS, ("oneway",), seconds=0.5)
         every = calibrate.calibrate_target(target, THRESHOLDS)
-    assert some.runs == 4 and set(some.oracle.ceilings.wire_bps) == set(some.oracle.ceilings.read_rtt_us) == {"oneway"}
-    assert some.oracle.ceilings.atomic_ops > 0
-    assert every.runs == 3 * len(calibrate.DIRECTION_KINDS) + 1
+    assert some.runs == 6 and set(some.oracle.ceilings.wire_bps) == set(some.oracle.ceilings.read_rtt_us) == {"oneway"}
+    assert some.oracle.ceilings.atomic_ops > 0 and some.oracle.ceilings.qp_wr_us > 0
+    assert every.runs == 3 * len(calibrate.DIRECTION_KINDS) + 3
 
 
 def test_run_workload_judges_with_an_oracle_calibrated_for_its_kinds_only() -> None:

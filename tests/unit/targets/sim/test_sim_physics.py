@@ -1,6 +1,6 @@
 """Base-model physics of the whole workload space: opcode patterns move payload both ways with rates tied by the
-cycle, the READ/atomic window per QP, the per-NIC atomic rate, partial cache-line writes and tail packets, the
-receive side (refill, RNR NAKs, drops), max_inline, and the ``base:*`` labels of the ground truth."""
+cycle, a QP's own WR rate, the READ/atomic window per QP, the per-NIC atomic rate, partial cache-line writes and
+tail packets, the receive side (refill, RNR NAKs, drops), max_inline, and the ``base:*`` labels of the ground truth."""
 
 from __future__ import annotations
 
@@ -22,6 +22,33 @@ def _run(w: Workload, profile: str = "cx6-200g") -> RunResult:
     return SimTarget(profile).run(w, D)
 
 
+def _free_qps() -> SimTarget:
+    """cx6-200g without its per-QP costs: a QP alone reaches the NIC's rates, so its window and the atomic rate are
+    what bind it."""
+    nic = load_profile("cx6-200g").nic
+    text = (PROFILE_DIR / "cx6-200g.toml").read_text().replace(f"qp_wr_ns = {nic.qp_wr_ns:g}\n", "").replace(
+        f"doorbell_ns = {nic.doorbell_ns:g}\n", "")
+    return SimTarget(parse_profile(text, "free.toml"))
+
+
+def test_a_qp_posts_and_runs_its_work_requests_one_after_another() -> None:
+    """One QP's requests/s: ``1 / (qp_wr_ns + doorbell_ns / batch)`` (a doorbell per post list), after the mild
+    efficiency factors; many QPs together reach the NIC's packet rate instead, and only then."""
+    nic = load_profile("cx6-200g").nic
+    for batch in (1, 4, 32):
+        bound = 1e9 / (nic.qp_wr_ns + nic.doorbell_ns / batch)
+        r = _run(one(qps=1, batch=batch, sizes=(64,)))
+        assert 0.9 * bound < r.flows[0].msg_rate <= bound and r.truth == ("base:qp_rate",), batch
+    two = _run(one(qps=2, sizes=(64,))).flows[0].msg_rate
+    assert two == pytest.approx(2 * _run(one(qps=1, sizes=(64,))).flows[0].msg_rate, rel=0.03)
+    many = _run(one(qps=64, batch=32, sizes=(64,)))
+    assert many.flows[0].msg_rate > 0.9 * nic.msg_rate_mpps * 1e6 and many.truth == ()
+    # READs on one QP: the QP's own rate binds before the window does (as published single-QP sweeps show)
+    assert _run(one(qps=1, sizes=(64,), opcodes=("READ",))).truth == ("base:qp_rate",)
+    # without per-QP costs, one QP reaches the packet rate
+    assert _free_qps().run(one(qps=1, batch=32, sizes=(64,)), D).flows[0].msg_rate > 0.9 * nic.msg_rate_mpps * 1e6
+
+
 def _narrow_pcie() -> SimTarget:
     """cx6-200g behind PCIe Gen3 x4 (~30 Gb/s): the receiver's PCIe write direction is what binds."""
     text = (PROFILE_DIR / "cx6-200g.toml").read_text().replace("gen = 4\nwidth = 16", "gen = 3\nwidth = 4")
@@ -39,8 +66,9 @@ def test_a_read_write_pattern_moves_payload_both_ways() -> None:
 
 def test_the_read_window_bounds_reads_and_atomics_per_qp() -> None:
     nic = load_profile("cx6-200g").nic
-    one_qp = _run(one(qps=1, batch=16, sizes=(64,), opcodes=("READ",)))
-    many = _run(one(qps=64, batch=16, sizes=(64,), opcodes=("READ",)))
+    free = _free_qps()
+    one_qp = free.run(one(qps=1, batch=16, sizes=(64,), opcodes=("READ",)), D)
+    many = free.run(one(qps=64, batch=16, sizes=(64,), opcodes=("READ",)), D)
     window = nic.max_rd_atomic / ((nic.base_latency_us + 64 * 8 / 200e3) * 1e-6)
     assert 0.9 * window < one_qp.flows[0].msg_rate <= window
     assert many.flows[0].msg_rate > 0.9 * 110e6 * 0.9
@@ -48,8 +76,10 @@ def test_the_read_window_bounds_reads_and_atomics_per_qp() -> None:
 
 
 def test_the_cycle_ties_writes_to_window_limited_reads() -> None:
+    free = _free_qps()
+
     def rate(qps: int, ops: tuple[str, ...]) -> float:
-        return _run(one(qps=qps, batch=16, sizes=(64,), opcodes=ops)).flows[0].msg_rate
+        return free.run(one(qps=qps, batch=16, sizes=(64,), opcodes=ops), D).flows[0].msg_rate
 
     read1, write1, mix1 = rate(1, ("READ",)), rate(1, ("WRITE",)), rate(1, ("READ", "WRITE"))
     # one READ per WRITE: the whole cycle runs at the READs' window
@@ -67,8 +97,8 @@ def test_atomics_have_a_per_nic_rate_and_results_come_back() -> None:
     assert r.truth == ("base:atomic_rate",)
     assert r.host("a").rx_bps == pytest.approx(rate * 8 * 8, rel=1e-6)  # 8 B of result per atomic
     assert r.host("b").counters["rx_atomic_requests"] == pytest.approx(rate * D, rel=1e-6)
-    # one QP: the window binds first, and only the limit that binds is labelled
-    assert _run(one(qps=1, batch=16, sizes=(8,), opcodes=("ATOMIC_CS",))).truth == ("base:read_window",)
+    # one QP without per-QP costs: the window binds first, and only the limit that binds is labelled
+    assert _free_qps().run(one(qps=1, batch=16, sizes=(8,), opcodes=("ATOMIC_CS",)), D).truth == ("base:read_window",)
 
 
 def test_a_partial_cache_line_costs_the_receivers_pcie_write_direction() -> None:

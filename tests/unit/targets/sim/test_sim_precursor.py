@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from simhelpers import bi, one, random_workload
+from simhelpers import bi, fired, one, random_workload
 
 from collie.targets.base import RunResult
 from collie.targets.sim import SimTarget
@@ -32,11 +32,12 @@ def _increasing(xs: list[float]) -> bool:
 
 
 def test_qpc_misses_climb_with_qps_before_the_cliff_of_8() -> None:
-    qps = [8, 16, 32, 64, 128, 256, 400, 480]
+    # from 64 QPs on, the flows are at the NIC's packet rate (fewer are held by their QPs' own WR rate)
+    qps = [64, 96, 128, 192, 256, 400, 480]
     ws = [one(transport="RC", opcodes=("WRITE",), qps=q, wq=16, mtu=1024, batch=1, sizes=(512,)) for q in qps]
     diag, bps, truth = _ladder("sim_qpc_cache_miss", ws)
     assert _increasing(diag)
-    assert diag[-2] > 5 * diag[0]
+    assert diag[-2] > 3 * diag[0]
     assert all(t == () for t in truth[:-1]) and truth[-1] == ("f08-write-many-qp",)
     # counter-only case: throughput flat across the whole ladder, the cliff only at the end
     assert max(bps[:-1]) / min(bps[:-1]) < 1.1 and bps[-1] < 0.7 * bps[-2]
@@ -57,7 +58,7 @@ def test_rx_wqe_misses_climb_with_batch_and_depth_toward_1() -> None:
     ws = [one(transport="UD", opcodes=("SEND",), qps=1, wq=256, mtu=2048, batch=b, sizes=(2048,))
           for b in batches]
     diag, _, truth = _ladder("sim_rx_wqe_cache_miss", ws)
-    assert _increasing(diag) and truth[-1] == ("f01-ud-rx-wqe",)
+    assert _increasing(diag) and fired(truth[-1]) == {"f01-ud-rx-wqe"}
     depths = [16, 32, 64, 128, 256]
     ws = [one(transport="UD", opcodes=("SEND",), qps=1, wq=d, mtu=2048, batch=16, sizes=(2048,)) for d in depths]
     diag, _, _ = _ladder("sim_rx_wqe_cache_miss", ws)
