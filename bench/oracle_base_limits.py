@@ -1,10 +1,10 @@
-"""How often the oracle calls the simulator's base-model limits anomalous, with and without the READ/atomic bounds.
+"""How often the oracle calls the simulator's base-model limits anomalous, with and without the per-flow bounds.
 
 Samples points of the default search space (workloads/default.toml) on each planted profile, keeps the runs whose
 ground truth names no planted quirk, and judges each twice: with the oracle's full ceilings and with the
-WRITE-made ceilings alone (the READ round trip, window and atomic rate left out, as in a campaign calibrated before
-they were kept). Prints the share judged anomalous per base-model label of the ground truth (``base:*``; a run
-counts under each of its labels, ``none`` without any); it asserts nothing.
+WRITE-made ceilings alone (a QP's own rate, the READ round trip, window and atomic rate left out, as in a campaign
+calibrated before they were kept). Prints the share judged anomalous per base-model label of the ground truth
+(``base:*``; a run counts under each of its labels, ``none`` without any); it asserts nothing.
 
     PYTHONPATH=. python bench/oracle_base_limits.py [--n 2000] [--seed 7]
 """
@@ -33,13 +33,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     space = load_space()
-    print(f"{'profile':16s} {'label':18s} {'runs':>6s} {'WRITE ceilings':>15s} {'with READ/atomic':>17s}")
+    print(f"{'profile':16s} {'label':18s} {'runs':>6s} {'WRITE ceilings':>15s} {'with flow bounds':>17s}")
     for profile in PROFILES:
         target = SimTarget(profile, seed=args.seed)
         now = calibrate_target(target, Thresholds(), seconds=1.0).oracle
         c = now.ceilings
-        before = Oracle(now.catalog, dataclasses.replace(c, read_rtt_us={}, max_rd_atomic=0, atomic_ops=0.0),
-                        now.thresholds, now.baseline)
+        bare = dataclasses.replace(c, read_rtt_us={}, max_rd_atomic=0, atomic_ops=0.0, qp_wr_us=0.0, qp_doorbell_us=0.0)
+        before = Oracle(now.catalog, bare, now.thresholds, now.baseline)
         rng = np.random.default_rng(args.seed)
         runs: Counter[str] = Counter()
         old: Counter[str] = Counter()

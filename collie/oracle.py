@@ -505,9 +505,9 @@ class Oracle:
                          "packets/s ceiling": pps / pps_ceiling if pps_ceiling else 0.0}
             judged[host] = ({"kind": kind, "bps": bps, "pps": pps, "bps_ceiling": bps_ceiling,
                              "pps_ceiling": pps_ceiling}, fractions)
-        ceilings = {host: max(fractions.values()) for host, (_, fractions) in judged.items()}
+        reached = {host: max(fractions.values()) for host, (_, fractions) in judged.items()}
         for host, parts in into.items():
-            judged[host][1].update(self._limit_fractions(direction_kind(workload, host), workload, parts, ceilings))
+            judged[host][1].update(self._limit_fractions(direction_kind(workload, host), workload, parts, reached))
         if workload.pattern is not None:
             for host, fraction in self._senders_bound(run, workload, into, judged).items():
                 judged[host][1]["what its senders could send"] = fraction
@@ -639,16 +639,16 @@ class Oracle:
                                     link=link.name))
 
     def _limit_fractions(self, kind: str, workload: Workload, parts: list[tuple[FlowResult, _Landing]],
-                         ceilings: Mapping[str, float]) -> dict[str, float]:
+                         reached: Mapping[str, float]) -> dict[str, float]:
         """The fractions of their own limits that the flows landing on one host (``parts``) reached, by the bound
         in words: what they complete against what they could (:meth:`flow_limit`) when every flow has a limit, and
         the shared atomic rate when every flow has atomics; none when a bound is not calibrated.
 
         A flow that mixes READ with other opcodes could complete no more than its own limit, nor more than its
         other direction lets it: its rate over its other host's fraction of that host's bits/s and packets/s
-        ceilings (``ceilings``), when that is less (a mix paced by READ responses into a saturated client). The
-        flows with atomics could together run no more atomics than the responder's rate: when what they could
-        complete asks more, each is scaled down alike."""
+        ceilings (``reached``, the larger), when that is less (a mix paced by READ responses into a saturated
+        client). The flows with atomics could together run no more atomics than the responder's rate: when what
+        they could complete asks more, each is scaled down alike."""
         out: dict[str, float] = {}
         results = list({r.flow: (r, landing) for r, landing in parts}.values())  # a loopback flow lands twice
         flows = [workload.flows[r.flow] for r, _ in results]
@@ -659,7 +659,7 @@ class Oracle:
             ops = sum(r.msg_rate * share for (r, _), share in zip(results, shares, strict=True))
             out[f"atomic rate: {self.ceilings.atomic_ops / 1e6:.3g} M ops/s shared"] = ops / self.ceilings.atomic_ops
         if len(limits) == len(flows):
-            could = [min(lim.rate, r.msg_rate / ceilings[landing.partner]) if ceilings.get(landing.partner)
+            could = [min(lim.rate, r.msg_rate / reached[landing.partner]) if reached.get(landing.partner)
                      else lim.rate for lim, (r, landing) in zip(limits, results, strict=True)]
             ops = sum(c * share for c, share in zip(could, shares, strict=True))
             if self.ceilings.atomic_ops > 0 and ops > self.ceilings.atomic_ops:  # one responder runs them all

@@ -27,9 +27,9 @@ def test_a_known_anomaly_is_judged_anomalous_with_its_evidence() -> None:
     moved = {(m["host"], m["counter"]): m for m in verdict["moved_counters"]}
     assert (receiver, pause["counter"]) in moved and moved[(receiver, pause["counter"])]["delta"] > 0
     assert all(m["delta"] != 0 and m["source"] for m in verdict["moved_counters"])
-    # one one-way workload: four calibration runs (bandwidth, rate and READ round trip of that one direction kind,
-    # and the atomic rate), not ten
-    assert data["calibration"]["runs"] == 4 and set(data["calibration"]["ceilings"]["wire_bps"]) == {"oneway"}
+    # one one-way workload: six calibration runs (bandwidth, rate and READ round trip of that one direction kind,
+    # the two one-QP runs and the atomic rate), not twelve
+    assert data["calibration"]["runs"] == 6 and set(data["calibration"]["ceilings"]["wire_bps"]) == {"oneway"}
     # the fields of the run itself are still there
     assert data["key"] and data["flows"] and data["hosts"]
 

@@ -449,3 +449,26 @@ def test_a_flow_held_by_its_qps_own_rate_is_judged_against_it() -> None:
     assert [s.kind for s in below.symptoms] == ["low_throughput"]
     # uncalibrated (a record made before the per-QP runs): no bound, the packet ceiling judges alone
     assert Ceilings({"oneway": 200e9}, {"oneway": 110e6}).qp_rate(flow) is None
+
+
+def test_a_read_mix_paced_by_its_saturated_other_direction_does_not_make_its_fellow_flow_look_low() -> None:
+    """Into b: the atomics of a READ+atomic mix whose 2 MiB READ responses fill a's link, and a one-QP SEND at its
+    QP's own rate. Neither could complete more: b is not low, though the mix runs far below its own limits."""
+    c = dataclasses.replace(WINDOWED, qp_wr_us=0.1, qp_doorbell_us=0.25)
+    # on 16,384 QPs its window would let it complete 3 M requests/s: what holds it is a's link
+    mix = Flow(A, B, opcodes=("READ", "ATOMIC_FA"), sizes=(2 << 20,), mtu=4096, qps=16384, mr_size=2 << 20)
+    send = Flow(A, B, opcodes=("SEND",), sizes=(64,), qps=1)
+    workload = Workload((mix, send))
+    read_bps = 0.99 * c.payload_bps("oneway", [2 << 20], 4096)  # into a, its link full
+    m = read_bps / ((2 << 20) * 8 / 2)  # requests/s of the mix: one READ per two requests
+    s = 0.95 / 0.35e-6  # the SEND at 0.95 of its QP's rate
+    flows = (FlowResult(0, "a", "b", m * ((2 << 20) + 8) / 2 * 8, m * 513 / 2, m, 2, 3, 4),
+             FlowResult(1, "a", "b", s * 64 * 8, s, s, 2, 3, 4))
+    run = RunResult(workload.key(), "t", 1.0, 0.1, flows,
+                    (HostResult("a", s * 512, read_bps, s, m * 256), HostResult("b", read_bps, s * 512, m * 256, s)))
+    v = Oracle(load_catalog("mlx5"), c).judge(run, workload)
+    assert not v.anomalous, v.evidence["throughput"]
+    into_b = v.evidence["throughput"]["b"]
+    assert into_b["bound"].endswith("QP rate: 1 QP x 2.86 M WRs/s") and into_b["fraction"] == pytest.approx(0.95, 0.01)
+    # without the per-QP runs the SEND has no limit of its own: b's packets and bits are all it is judged by
+    assert Oracle(load_catalog("mlx5"), WINDOWED).judge(run, workload).signature == "low_throughput@receiver"

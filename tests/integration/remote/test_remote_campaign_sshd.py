@@ -193,7 +193,7 @@ def test_a_killed_agent_fails_one_trial_with_its_reason_and_is_started_again(
         agent = target._agents.get("h1")
         if agent is not None and agent.client.welcome is not None:
             pids.append(agent.client.welcome.pid)
-        if event.trial == 12:
+        if event.trial == 14:
             os.kill(pids[-1], signal.SIGKILL)
             assert wait_gone(pids[-1])
             killed.append(pids[-1])
@@ -202,7 +202,7 @@ def test_a_killed_agent_fails_one_trial_with_its_reason_and_is_started_again(
     relaunched = pids[-1]
     assert summary.failed == 1 and summary.experiments == BUDGET
     failed = [r for r in journal(tmp_path / "c") if r["status"] == TrialState.FAILED.value]
-    assert [r["trial"] for r in failed] == [13]
+    assert [r["trial"] for r in failed] == [15]
     assert failed[0]["reason"].startswith("HostError: host 'h1': its agent was killed") and \
         failed[0]["reason"].endswith("before answering prepare")
     assert relaunched != killed[0]
@@ -215,7 +215,7 @@ def test_a_stopped_sshd_is_taken_out_after_three_failed_trials_and_the_spare_goe
     inventory = farm3.inventory(tmp_path / "hosts.toml", ["h0", "h1", "spare"], connect_timeout=5)
 
     def stop(event: TrialFinished) -> None:
-        if event.trial == 10 and farm3.servers[1].proc is not None:
+        if event.trial == 12 and farm3.servers[1].proc is not None:
             farm3.servers[1].stop()
 
     target = RemoteTarget(inventory, seed=SEED)
@@ -223,7 +223,7 @@ def test_a_stopped_sshd_is_taken_out_after_three_failed_trials_and_the_spare_goe
     assert target.placement["b"].name == "spare" and target.out == ["h1"]
     assert summary.failed == 3 and summary.experiments == BUDGET
     failed = [r for r in journal(tmp_path / "c") if r["status"] == TrialState.FAILED.value]
-    assert [r["trial"] for r in failed] == [11, 12, 13]
+    assert [r["trial"] for r in failed] == [13, 14, 15]
     assert failed[0]["reason"].startswith("HostError: host 'h1': its agent was killed or lost its connection")
     port = farm3.servers[1].port
     assert failed[1]["reason"] == f"HostError: host 'h1': cannot connect to 127.0.0.1:{port}: Connection refused"
@@ -239,7 +239,7 @@ def test_without_a_spare_the_campaign_stops_with_exit_3_and_resumes_once_the_hos
     out = tmp_path / "c"
 
     def stop(event: TrialFinished) -> None:
-        if event.trial == 10 and farm.servers[1].proc is not None:
+        if event.trial == 12 and farm.servers[1].proc is not None:
             farm.servers[1].stop()
 
     with pytest.raises(TargetUnavailable) as err:
@@ -256,7 +256,7 @@ def test_without_a_spare_the_campaign_stops_with_exit_3_and_resumes_once_the_hos
     resumed = campaign_cli(f"remote:{inventory}", out, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     rows = journal(out)
-    assert [r["trial"] for r in rows if r["status"] == TrialState.FAILED.value] == [11, 12]
+    assert [r["trial"] for r in rows if r["status"] == TrialState.FAILED.value] == [13, 14]
     assert json.loads(resumed.stdout)["experiments"] == BUDGET
 
 
@@ -295,7 +295,7 @@ def test_a_host_that_never_answers_fails_its_trial_by_timeout(sshd_farm: SshdFar
     target = RemoteTarget(inventory, seed=SEED)
 
     def hang(event: TrialFinished) -> None:
-        if event.trial == 12 and not stopped:  # after the 10 calibration runs: a search trial hangs, not calibration
+        if event.trial == 14 and not stopped:  # after the 12 calibration runs: a search trial hangs, not calibration
             pid = target._agents["h0"].client.welcome.pid  # type: ignore[union-attr]
             os.kill(pid, signal.SIGSTOP)
             stopped.append(pid)
@@ -305,7 +305,7 @@ def test_a_host_that_never_answers_fails_its_trial_by_timeout(sshd_farm: SshdFar
     summary = in_process(target, tmp_path / "c", hang, budget=30)
     assert summary.failed == 1 and summary.experiments == 30
     (failed,) = [r for r in journal(tmp_path / "c") if r["status"] == TrialState.FAILED.value]
-    assert failed["trial"] == 13
+    assert failed["trial"] == 15
     assert failed["reason"] == "HostError: host 'h0': its agent did not answer prepare within 5 s"
     assert wait_gone(stopped[0])
     no_agent_left(sshd_farm.servers[0].folder.parent)
