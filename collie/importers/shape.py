@@ -17,13 +17,14 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
-from collie.importers.perftest import BandwidthRow, LatencyRow, PerftestRow, PerftestRun
+from collie.importers.perftest import BandwidthRow, LatencyRow, PerftestLog, PerftestRow, PerftestRun
 from collie.model.constraints import violations
 from collie.model.flow import MTUS, TRANSPORTS, Endpoint, Flow
 from collie.model.workload import Workload
+from collie.targets.sim.fit import SweepRow, Unit
 
 #: perftest's bandwidth units -> bits a second per unit
 UNIT_BPS: Final = {"MB/sec": 8.0 * (1 << 20), "MiB/sec": 8.0 * (1 << 20), "Gb/sec": 1e9}
@@ -114,3 +115,35 @@ def _workload(run: PerftestRun, row: PerftestRow) -> Workload | None:
 
     flows = (flow("a", "b"), flow("b", "a")) if run.bidirectional else (flow("a", "b"),)
     return None if violations(flows) else Workload(flows=flows)
+
+
+def sweep_rows(log: PerftestLog, verb: str | None = None) -> tuple[SweepRow, ...]:
+    """Every row of every run of ``log`` as a row of a sweep a simulator profile is fitted to
+    (:mod:`collie.targets.sim.fit`): a bandwidth row's average Gb/s, a latency row's typical latency.
+
+    Args:
+        log: the parsed log.
+        verb: the verb (``WRITE``, ``READ``, ``SEND``) of a run whose log printed no title; its connection and QPs,
+            when the log printed no header either, are perftest's defaults (RC, 1 QP).
+    """
+    out: list[SweepRow] = []
+    for index, run in enumerate(log.runs):
+        if run.verb is None and verb is not None:
+            header = replace(run.header, connection=run.header.connection or "RC", qps=run.header.qps or 1)
+            run = replace(run, verb=verb, header=header)
+        problem = shape_problem(run)
+        test = run.title or (f"{run.verb} {'BW' if run.kind == 'bw' else 'latency'} (--verb)" if run.verb else
+                             "untitled run")
+        for row, m in zip(run.rows, measured(run), strict=True):
+            unit, published = (Unit.GBPS, m.gbps) if m.gbps is not None or isinstance(row, BandwidthRow) else \
+                (Unit.US, dict(m.lat_us).get("typical"))
+            why = problem
+            if why is None and m.workload is None:
+                why = "the header's numbers make no flow collie can run at this size"
+            if why is None and published is None:
+                why = ("the log does not state its bandwidth unit" if unit is Unit.GBPS else
+                       "the row has no typical latency")
+            out.append(SweepRow(source=log.source, run=index, line=row.line, test=test, size=m.size,
+                                workload=m.workload, unit=unit, published=published,
+                                max_rd_atomic=run.header.outstand_reads, problem=why))
+    return tuple(out)
