@@ -33,7 +33,9 @@ Invariants:
 from __future__ import annotations
 
 import math
+import re
 import statistics
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -415,8 +417,8 @@ def _fit_latency(base: Profile, v: dict[str, float], rows: tuple[SweepRow, ...])
     return _Step({"base_latency_us": _bisect(g, lo, hi, increasing=True)}, rows, "")
 
 
-_FITS: Final = (("line_rate_gbps", _fit_line, plateau_rows), ("qp_wr_ns", _fit_qp, qp_rows),
-                ("msg_rate_mpps", _fit_packets, packet_rows), ("base_latency_us", _fit_latency, latency_rows))
+_FITS: Final = ((("line_rate_gbps",), _fit_line, plateau_rows), (("qp_wr_ns", "doorbell_ns"), _fit_qp, qp_rows),
+                (("msg_rate_mpps",), _fit_packets, packet_rows), (("base_latency_us",), _fit_latency, latency_rows))
 _OTHERS: Final = (
     ("[nic] loopback_gbps, atomic_mops", "the rows run between two hosts and post no atomics"),
     ("[nic] max_qp, max_mr, max_sge, max_qp_wr, max_inline", "device limits: a sweep shows none of them"),
@@ -459,11 +461,14 @@ def fit_profile(rows: Sequence[SweepRow], base: Profile) -> FitResult:
     steps: dict[str, _Step] = {}
     for _ in range(_ROUNDS):
         previous = dict(values)
-        for name, fit, select in _FITS:
+        for names, fit, select in _FITS:
+            for name in names:
+                values.pop(name, None)  # fitted anew, or the base's when its rows cannot determine it now
             step = fit(base, values, select(usable))
-            steps[name] = step
+            steps[names[0]] = step
             values.update(step.values)
-        if all(abs(values[k] - previous.get(k, math.inf)) <= _SETTLED * abs(values[k]) for k in values):
+        if values.keys() == previous.keys() and \
+                all(abs(values[k] - previous[k]) <= _SETTLED * abs(values[k]) for k in values):
             break
     values = {k: _round(x) for k, x in values.items()}
     profile = _with(base, values)
@@ -497,9 +502,8 @@ def _constants(base: Profile, values: dict[str, float], steps: dict[str, _Step],
     nic = base.nic
     fitted: list[Constant] = []
     kept: list[Kept] = []
-    for name, _, _ in _FITS:
-        step = steps[name]
-        names = ("qp_wr_ns", "doorbell_ns") if name == "qp_wr_ns" else (name,)
+    for names, _, _ in _FITS:
+        step = steps[names[0]]
         for n in names:
             if n in step.values:
                 fitted.append(Constant(n, values[n], float(getattr(nic, n)), step.rows, step.note))
@@ -519,9 +523,89 @@ def rows_in_words(rows: Sequence[SweepRow]) -> str:
     """``rows`` in a few words, log by log: ``a.txt 2-256 B (8 rows); b.txt 2 B (1 row)``."""
     by_source: dict[str, list[int]] = {}
     for r in rows:
-        by_source.setdefault(r.source, []).append(r.size)
+        by_source.setdefault(re.split(r"[\\/]", r.source)[-1], []).append(r.size)
     parts = []
     for source, sizes in by_source.items():
         span = f"{min(sizes)} B" if min(sizes) == max(sizes) else f"{min(sizes)}-{max(sizes)} B"
         parts.append(f"{source} {span} ({len(sizes)} row{'s' if len(sizes) != 1 else ''})")
     return "; ".join(parts)
+
+
+# -------------------------------------------------------------------------------------------- the profile's text
+
+_TABLE: Final = re.compile(r"^\s*\[\[?\s*(?P<name>[^\]]*?)\s*\]")
+_KEY: Final = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z0-9_-]+)\s*=")
+
+
+def _toml_value(name: str, value: float) -> str:
+    return str(int(value)) if name == "max_rd_atomic" else repr(float(value))
+
+
+def _toml_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _comment(result: FitResult, logs: Sequence[str]) -> list[str]:
+    lines = [f"# Fitted by `collie sim fit` from {', '.join(logs)} on base profile {result.base.name}.",
+             "# Fitted ([nic], each by bisection on the simulator until the median simulated/published of its rows "
+             "is 1):"]
+    for c in result.fitted:
+        where = rows_in_words(c.rows) if c.rows else ""
+        note = "; ".join(x for x in (where, c.note) if x)
+        lines.append(f"#   {c.name} = {_toml_value(c.name, c.value)} (base {c.base:g}): {note}")
+    lines.append("# Not determined by the sweep (kept from the base):")
+    for k in result.kept:
+        value = f" = {k.value}" if k.value else ""
+        lines.append(f"#   {k.name}{value}: {k.reason}")
+    return lines
+
+
+def profile_text(base_text: str, result: FitResult, *, name: str, description: str, logs: Sequence[str]) -> str:
+    """The base profile's text with the fitted ``[nic]`` values replaced (or added), ``name`` and
+    ``description`` set, and a comment block at the top saying what was fitted from which rows and what the sweep
+    could not determine.
+
+    Raises:
+        InputError: the base's text has no ``[nic]`` table written one ``key = value`` a line.
+    """
+    lines = base_text.splitlines()
+    values = {c.name: c.value for c in result.fitted}
+    if values.keys() & {"line_rate_gbps"}:
+        values.setdefault("loopback_gbps", result.base.nic.loopback_gbps)  # kept, whatever the line rate now is
+    top: dict[str, str] = {"name": _toml_string(name), "description": _toml_string(description)}
+    out: list[str] = []
+    section: str | None = None
+    nic_end: int | None = None
+    for line in lines:
+        table = _TABLE.match(line)
+        if table:
+            if section == "nic":
+                nic_end = len(out)
+            section = table.group("name")
+            out.append(line)
+            continue
+        m = _KEY.match(line)
+        key = m.group("key") if m else None
+        if section is None and key in top:
+            out.append(f"{key} = {top.pop(key)}")
+        elif section == "nic" and key in values and m is not None:
+            while out and out[-1].lstrip().startswith("#"):
+                out.pop()  # the base's note on the value it had
+            out.append(f"{m.group('indent')}{key} = {_toml_value(key, values.pop(key))}")
+        else:
+            out.append(line)
+    if section == "nic":
+        nic_end = len(out)
+    if nic_end is None:
+        raise InputError(f"{result.base.source}: the base profile has no [nic] table to write the fitted values in")
+    while nic_end > 0 and not out[nic_end - 1].strip():
+        nic_end -= 1
+    out[nic_end:nic_end] = [f"{k} = {_toml_value(k, v)}" for k, v in values.items()]
+    first_table = next((i for i, ln in enumerate(out) if _TABLE.match(ln)), len(out))
+    out[first_table:first_table] = [f"{k} = {v}" for k, v in top.items()]
+    start = 0
+    while start < len(out) and out[start].lstrip().startswith("#"):
+        start += 1  # the base's own heading comment no longer describes this profile
+    heading = [w for line in _comment(result, logs) for w in
+               textwrap.wrap(line, 118, subsequent_indent="#     ", break_on_hyphens=False)]
+    return "\n".join([*heading, *out[start:]]) + "\n"
