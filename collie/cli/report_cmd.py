@@ -51,7 +51,9 @@ def write_output(text: str, out: Path | None) -> None:
 @click.option("-o", "--output", "out", callback=output_path, default=None,
               help="Write the report to this file (default: stdout).")
 @click.option("--compare", nargs=2, type=click.Path(path_type=Path), default=None, metavar="OLD_DIR NEW_DIR",
-              help="Compare two campaigns (e.g. firmware A, then B): new, fixed and still-present anomalies.")
+              help="Compare two campaigns (e.g. firmware A, then B): new, fixed and still-present anomalies; two "
+                   "imports of one tool row by row; or a perftest import beside a campaign (either order) that ran "
+                   "its workloads (collie import rerun).")
 def report(folder: Path | None, fmt: str | None, out: Path | None, compare: tuple[Path, Path] | None) -> None:
     """Report on a campaign folder: its trials, and a card per anomaly with the evidence from both hosts, the
     minimal case, its replay command and perftest lines. On an import folder (collie import), its measured rows
@@ -121,10 +123,29 @@ def _compare_imports(folders: tuple[Path, Path], imports: list[bool], fmt: str, 
     from collie.storage.imports import read_import
 
     if not all(imports):
-        other = folders[imports.index(False)]
-        raise InputError(f"{other} is not an import folder: --compare sets an import beside another import of the "
-                         f"same tool (an import beside a campaign is not built yet)")
+        _import_beside_campaign(folders, imports, fmt, out)
+        return
     if fmt not in ("md", "json"):
         raise InputError(f"--compare of two import folders writes md or json, not --format {fmt}")
     old, new = (read_import(p) for p in folders)
     write_output(render_import_comparison(compare_imports(old, new), fmt), out)
+
+
+def _import_beside_campaign(folders: tuple[Path, Path], imports: list[bool], fmt: str, out: Path | None) -> None:
+    """A perftest import beside a campaign (``--compare`` of one of each, either order)."""
+    from collie.report.beside import BESIDE_FORMATS, compare_beside, render_beside
+    from collie.report.load import load_campaign
+    from collie.storage.imports import read_import
+
+    imported_dir, campaign_dir = (folders[0], folders[1]) if imports[0] else (folders[1], folders[0])
+    if fmt not in BESIDE_FORMATS:
+        raise InputError(f"--compare of an import and a campaign writes {', '.join(BESIDE_FORMATS)}, not --format "
+                         f"{fmt}")
+    imported = read_import(imported_dir)
+    campaign = load_campaign(campaign_dir)
+    compared = compare_beside(imported, campaign)
+    write_output(render_beside(compared, fmt), out)
+    for w in campaign.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if not compared["matched"]:
+        click.echo(f"collie: 0 rows matched: {compared['hint']}", err=True)
