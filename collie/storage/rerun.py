@@ -129,4 +129,8 @@ def read_rerun(root: Path) -> RerunRecord | None:
     reader = Reader(str(where))
     if isinstance(doc, dict) and doc.get("schema", RERUN_SCHEMA) != RERUN_SCHEMA:
         reader.at("schema").fail(f"schema {doc['schema']} is not one this collie reads ({RERUN_SCHEMA})")
-    return decode(RerunRecord, doc, reader)
+    try:
+        return decode(RerunRecord, doc, reader)
+    except InputError as exc:  # a value out of range (the record's own check): name the file
+        raise InputError(str(exc).replace(RERUN_FILE, str(where), 1) if str(exc).startswith(RERUN_FILE)
+                         else str(exc)) from None
