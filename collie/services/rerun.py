@@ -143,7 +143,7 @@ def plan_rerun(import_dir: Path, *, target: TargetSpec, out: Path, duration: flo
     if not rows:
         reasons = sorted({s.reason for s in skipped})
         raise InputError(f"none of the {counted(len(skipped), 'row')} of {import_dir} has a workload collie can "
-                         f"run ({'; '.join(reasons)}); nothing to rerun")
+                         f"run, so nothing is rerun: {'; '.join(reasons)}")
     check_new_folder(out)
     preset = load_preset(DEFAULT_PRESET)
     record = RerunRecord(str(imported.root.resolve()), str(target), duration, repeat, verdict, rows, skipped)

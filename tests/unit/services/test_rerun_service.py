@@ -125,7 +125,7 @@ def test_bad_input_is_one_sentence_and_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="is not an import folder"):
         plan_rerun(tmp_path, target=spec, out=tmp_path / "o", duration=1, repeat=1, verdict=True, seed=0)
     import_logs(ImportTool.PERFTEST, [HEADERLESS], tmp_path / "bare")
-    with pytest.raises(InputError, match=r"none of the 23 rows .* has a workload collie can run \(the log names no"):
+    with pytest.raises(InputError, match=r"none of the 23 rows .* can run, so nothing is rerun: the log names no verb"):
         plan_rerun(tmp_path / "bare", target=spec, out=tmp_path / "o", duration=1, repeat=1, verdict=True, seed=0)
     import_logs(ImportTool.PERFTEST, [SEND_SWEEP], tmp_path / "sweep")
     with pytest.raises(InputError, match="is not empty"):
