@@ -16,7 +16,7 @@ from collie.cli.listen import Deferred
 from collie.cli.run_cmd import accept_keys_option, output_path
 from collie.errors import InputError
 from collie.importers.nccl_tests import NcclTestsLog
-from collie.services.rerun import RerunPlan, parsed_target, plan_rerun, plan_resumed_rerun, run_rerun
+from collie.services import RerunPlan, parsed_target, plan_rerun, plan_resumed_rerun, run_rerun
 from collie.storage.imports import ImportFolder, ImportTool, import_logs
 from collie.targets.registry import DEFAULT_TARGET
 
@@ -54,7 +54,8 @@ _LOGS = click.argument("logs", nargs=-1, required=True, type=click.Path(path_typ
 
 @click.group("import")
 def import_group() -> None:
-    """Measurements another tool made (perftest sweeps, nccl-tests logs), for collie report.
+    """Measurements another tool made (perftest sweeps, nccl-tests logs), for collie report; rerun runs an
+    import's perftest rows on a target, for collie report --compare IMPORT_DIR RERUN_DIR.
 
     The logs are kept byte for byte in the folder (DIR/logs/) with a record of where they came from
     (DIR/import.json); collie report DIR renders them. A log collie cannot read is refused with one sentence

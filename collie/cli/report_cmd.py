@@ -57,7 +57,8 @@ def write_output(text: str, out: Path | None) -> None:
 def report(folder: Path | None, fmt: str | None, out: Path | None, compare: tuple[Path, Path] | None) -> None:
     """Report on a campaign folder: its trials, and a card per anomaly with the evidence from both hosts, the
     minimal case, its replay command and perftest lines. On an import folder (collie import), its measured rows
-    (md, csv or json).
+    (html, md, csv or json). --compare an import folder and a campaign folder (collie import rerun), in either
+    order: each imported row's figure beside collie's runs of the same workload (md or json).
 
     \b
     Formats:

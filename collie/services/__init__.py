@@ -12,6 +12,8 @@ events (:mod:`collie.events`, and :class:`~collie.services.events.Note`) through
     * :mod:`collie.services.campaigns` - a campaign planned (:func:`plan_campaign`,
       :func:`plan_resumed_campaign`) and opened (:func:`open_campaign`), and the CI gate's (:func:`plan_gate`,
       :func:`open_gate`).
+    * :mod:`collie.services.rerun` - an import's perftest rows run again as a campaign folder (:func:`plan_rerun`,
+      :func:`plan_resumed_rerun`, :func:`run_rerun`).
 
 Every other experiment they run is :func:`collie.experiment.run_and_judge`'s; every oracle they calibrate,
 :func:`collie.calibrate.calibrate_target`'s.
@@ -42,10 +44,12 @@ from collie.services.cases import (
 )
 from collie.services.events import Note, ServiceEvent, ServiceListener
 from collie.services.fleet import fleet_check
+from collie.services.rerun import RerunPlan, RerunSummary, parsed_target, plan_rerun, plan_resumed_rerun, run_rerun
 from collie.services.run import WorkloadRun, run_workload
 from collie.storage.files import check_new_folder
 
-__all__ = ["CampaignPlan", "LocatedCase", "MinimizePlan", "Minimized", "Note", "OpenedGate", "Replay",
-           "ResumeOptions", "ServiceEvent", "ServiceListener", "WorkloadRun", "case_oracle", "check_new_folder",
-           "fleet_check", "locate_case", "minimize_case", "open_campaign", "open_gate", "plan_campaign", "plan_gate",
-           "plan_minimize", "plan_resumed_campaign", "replay_case", "run_workload", "save_minimized"]
+__all__ = ["CampaignPlan", "LocatedCase", "MinimizePlan", "Minimized", "Note", "OpenedGate", "Replay", "RerunPlan",
+           "RerunSummary", "ResumeOptions", "ServiceEvent", "ServiceListener", "WorkloadRun", "case_oracle",
+           "check_new_folder", "fleet_check", "locate_case", "minimize_case", "open_campaign", "open_gate",
+           "parsed_target", "plan_campaign", "plan_gate", "plan_minimize", "plan_rerun", "plan_resumed_campaign",
+           "plan_resumed_rerun", "replay_case", "run_rerun", "run_workload", "save_minimized"]
