@@ -30,7 +30,6 @@ from collie.report.load import CampaignData
 from collie.report.markdown import md_code, md_text
 from collie.storage.imports import ImportFolder, ImportTool
 from collie.storage.records import TrialRecord, TrialState
-from collie.storage.rerun import read_rerun
 
 #: The formats of an import set beside a campaign.
 BESIDE_FORMATS: Final = ("md", "json")
@@ -61,13 +60,11 @@ def compare_beside(imported: ImportFolder, campaign: CampaignData) -> dict[str, 
     """The import's rows beside the campaign's trials of the same workloads (see the module docstring).
 
     Raises:
-        InputError: the import holds nccl-tests logs (only perftest rows have a workload), or the campaign's
-            ``rerun.json`` cannot be read.
+        InputError: the import holds nccl-tests logs (only perftest rows have a workload).
     """
     if imported.tool is not ImportTool.PERFTEST:
         raise InputError(f"{imported.root} holds {imported.tool.value} logs; only perftest rows are set beside a "
                          "campaign (a collective has no single workload collie runs)")
-    rerun = read_rerun(campaign.root)
     trials = trials_by_key(campaign)
     matched: list[dict[str, Any]] = []
     unmatched: list[dict[str, Any]] = []
@@ -89,7 +86,7 @@ def compare_beside(imported: ImportFolder, campaign: CampaignData) -> dict[str, 
         "schema": 1, "kind": "import-beside-campaign", "tool": imported.tool.value,
         "import": str(imported.root), "campaign": str(campaign.root), "target": campaign.config.target,
         "simulated": info is not None and info.simulated,
-        "rerun_of": rerun.import_folder if rerun is not None else None,
+        "rerun_of": campaign.rerun_of or None,
         "rows": len(rows), "matched": matched, "unmatched": len(unmatched), "unmatched_rows": unmatched,
         "no_workload": no_workload, "median_ratio": {
             figure: _median([m["ratio"] for m in matched if m["figure"] == figure and m["ratio"] is not None])
@@ -99,8 +96,8 @@ def compare_beside(imported: ImportFolder, campaign: CampaignData) -> dict[str, 
         doc["hint"] = (f"the campaign {campaign.root} ran none of the {len(rows) - no_workload} imported workloads; "
                        f"run them with: collie import rerun {imported.root} --target {campaign.config.target} -o "
                        "NEW_DIR")
-    elif rerun is not None and Path(rerun.import_folder) != imported.root.resolve():
-        doc["hint"] = (f"the campaign reran the import {rerun.import_folder}, not {imported.root}; rows are matched "
+    elif campaign.rerun_of and Path(campaign.rerun_of) != imported.root.resolve():
+        doc["hint"] = (f"the campaign reran the import {campaign.rerun_of}, not {imported.root}; rows are matched "
                        "by workload key")
     return doc
 

@@ -30,6 +30,7 @@ def report_dict(report: Report) -> dict[str, Any]:
             "preset": config.preset, "strategy": config.strategy, "created": config.created,
             "fingerprint": config.target_info.to_dict() if config.target_info is not None else None,
             "simulated": report.machines.simulated, "machines": machines_dict(report.machines),
+            "rerun_of": data.rerun_of or None,
         },
         "summary": {**counts(report), "anomalies": len(report.anomalies)},
         "trials": frame_records(report.trials),

@@ -23,6 +23,7 @@ from collie.errors import CollieError, InputError
 from collie.storage.campaign import ANOMALIES, CONFIG, JOURNAL
 from collie.storage.case import CaseRecord, read_case_folder
 from collie.storage.records import CampaignConfig, Phase, TrialRecord
+from collie.storage.rerun import read_rerun
 from collie.tomlio import read_toml
 
 
@@ -38,6 +39,8 @@ class CampaignData:
         warnings: what was left out (a torn last line), one sentence each.
         corpus_names: workload key -> name of each case of the campaign's corpus (empty: no corpus, or its
             folder is no longer readable, which a warning says).
+        rerun_of: the import folder the campaign is a rerun of (``collie import rerun``; ``""``: a campaign of its
+            own).
     """
 
     root: Path
@@ -46,6 +49,7 @@ class CampaignData:
     anomalies: tuple[CaseRecord, ...]
     warnings: tuple[str, ...] = ()
     corpus_names: Mapping[str, str] = field(default_factory=dict)
+    rerun_of: str = ""
 
 
 def load_campaign(root: Path) -> CampaignData:
@@ -66,8 +70,9 @@ def load_campaign(root: Path) -> CampaignData:
     folders = sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")) \
         if base.is_dir() else []
     names = _corpus_names(config.corpus, warnings) if any(t.phase is Phase.REPLAY for t in trials) else {}
+    rerun = read_rerun(root)
     return CampaignData(root.resolve(), config, trials, tuple(read_case_folder(p) for p in folders),
-                        tuple(warnings), names)
+                        tuple(warnings), names, rerun.import_folder if rerun is not None else "")
 
 
 def _corpus_names(corpus: str, warnings: list[str]) -> dict[str, str]:

@@ -53,6 +53,10 @@ def render_markdown(report: Report) -> str:
            f"{md_code(config.preset)}, strategy {md_code(config.strategy)}.", "",
            f"{c['trials']} trials ({c['experiments']} budgeted experiments, {c['pruned']} pruned, {c['failed']} "
            f"failed), {c['anomalous']} anomalous runs, **{len(report.anomalies)} anomalies**.", ""]
+    if data.rerun_of:
+        out += [f"A rerun of the perftest rows imported in {md_code(data.rerun_of)} (`collie import rerun`): each "
+                f"row beside collie's runs with {md_code(f'collie report --compare {data.rerun_of} {data.root}')}.",
+                ""]
     for w in data.warnings:
         out += [f"> warning: {md_text(w)}", ""]
     out += _summary(report)

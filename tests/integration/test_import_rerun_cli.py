@@ -38,6 +38,8 @@ def test_the_rerun_is_a_campaign_folder_that_reports(rerun: tuple[Path, Path]) -
     phases = [t["phase"] for t in doc["trials"]]
     assert phases.count("replay") == 46 and set(phases) == {"calibrate", "replay"}
     assert doc["campaign"]["simulated"] and doc["summary"]["anomalies"] == 0
+    assert doc["campaign"]["rerun_of"] == str(rerun[0].resolve())
+    assert f"`collie report --compare {rerun[0].resolve()} {out.resolve()}`" in run_cli("report", str(out)).stdout
     assert all(t["anomalous"] is False for t in doc["trials"] if t["phase"] == "replay")  # judged, clean
     for fmt in ("md", "html", "csv", "junit"):
         done = run_cli("report", str(out), "--format", fmt)
