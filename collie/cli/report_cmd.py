@@ -139,6 +139,15 @@ def _import_beside_campaign(folders: tuple[Path, Path], imports: list[bool], fmt
     from collie.storage.imports import read_import
 
     imported_dir, campaign_dir = (folders[0], folders[1]) if imports[0] else (folders[1], folders[0])
+    from collie.storage.campaign import CONFIG
+
+    if not campaign_dir.exists():
+        raise InputError(f"{campaign_dir} does not exist; --compare takes two import folders, two campaign folders, "
+                         "or an import folder and a campaign folder")
+    if not (campaign_dir / CONFIG).is_file():
+        raise InputError(f"{campaign_dir} is not an import folder nor a campaign folder (it holds neither import.json "
+                         "nor campaign.toml); --compare sets an import beside another import of the same tool, or "
+                         "beside a campaign that ran its workloads (collie import rerun)")
     if fmt not in BESIDE_FORMATS:
         raise InputError(f"--compare of an import and a campaign writes {', '.join(BESIDE_FORMATS)}, not --format "
                          f"{fmt}")
