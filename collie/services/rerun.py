@@ -30,7 +30,7 @@ from collie import calibrate
 from collie.campaign.budget import Budget
 from collie.campaign.runner import CampaignInterrupted, SharedJournal, TrialRunner
 from collie.campaign.summary import CampaignSummary
-from collie.errors import InputError
+from collie.errors import CollieError, InputError
 from collie.events import Event, PhaseStarted, TrialFinished, Warned, counted
 from collie.importers.perftest import PerftestLog
 from collie.importers.shape import measured, shape_problem
@@ -187,7 +187,7 @@ def parsed_target(text: str) -> TargetSpec:
         return parse_target(text)
     except InputError:
         raise
-    except Exception as exc:  # UnknownTargetKind, TargetError: one sentence each
+    except CollieError as exc:  # UnknownTargetKind, TargetError: one sentence each
         raise InputError(str(exc)) from None
 
 
