@@ -59,13 +59,6 @@ class Nic:
     qp_wr_ns: float = 0.0
     doorbell_ns: float = 0.0
 
-    @property
-    def qp_rate(self) -> float | None:
-        """Requests/s one QP posting one WR per doorbell reaches (``1 / (qp_wr_ns + doorbell_ns)``); None when
-        the profile sets no per-QP cost."""
-        per = self.qp_wr_ns + self.doorbell_ns
-        return 1e9 / per if per > 0 else None
-
 
 @dataclass(frozen=True)
 class Pcie:
