@@ -182,7 +182,7 @@ class Campaign:
             for target in self.targets:
                 stack.enter_context(target)
             infos = [target.describe() for target in self.targets]
-            _begin_on(self.store, infos[0], self._emit)
+            begin_on(self.store, infos[0], self._emit)
             few = _too_few_hosts(self.space, infos[0])
             if few:
                 self._emit(Warned(few))
@@ -337,13 +337,13 @@ def _most(space: SearchSpace, name: str) -> int:
     return d.hi if isinstance(d, IntRange) else max(d.values) if isinstance(d, Choice) else 0
 
 
-def _begin_on(store: CampaignStore, info: TargetInfo, emit: Callable[[Event], None]) -> None:
+def begin_on(store: CampaignStore, info: TargetInfo, emit: Callable[[Event], None], what: str = "campaign") -> None:
     """Record ``info`` as the target the campaign in ``store`` runs on; a fingerprint other than the one it
-    started on is a warning (the campaign goes on with it)."""
+    started on is a warning (the ``what``, a campaign or a rerun, goes on with it)."""
     started_on = store.config().target_info
     store.begin(info)
     if started_on is not None and started_on != info:
-        emit(Warned(f"the target {info.name} does not match the fingerprint this campaign started on "
+        emit(Warned(f"the target {info.name} does not match the fingerprint this {what} started on "
                      f"({started_on.nic_model} {started_on.firmware}, now {info.nic_model} {info.firmware}); "
                      f"going on with it"))
 

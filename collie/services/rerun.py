@@ -28,6 +28,7 @@ from typing import Final
 
 from collie import calibrate
 from collie.campaign.budget import Budget
+from collie.campaign.campaign import begin_on
 from collie.campaign.runner import CampaignInterrupted, SharedJournal, TrialRunner
 from collie.campaign.summary import CampaignSummary
 from collie.errors import CollieError, InputError
@@ -233,12 +234,7 @@ def run_rerun(plan: RerunPlan, *, target: Target | None = None, pace: float = 0.
                 check_new_folder(store.root)
                 store.root.mkdir(parents=True, exist_ok=True)
                 write_rerun(store.root, record)
-            started_on = store.config().target_info
-            store.begin(info)
-            if started_on is not None and started_on != info:
-                emit(Warned(f"the target {info.name} does not match the fingerprint this rerun started on "
-                            f"({started_on.nic_model} {started_on.firmware}, now {info.nic_model} "
-                            f"{info.firmware}); going on with it"))
+            begin_on(store, info, emit, "rerun")
             for w in journal.warnings if journal is not None else ():
                 emit(Warned(w))
             if record.verdict:
