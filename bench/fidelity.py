@@ -16,26 +16,26 @@ soft-RoCE ones on other machines and links than the profile's. The table says wh
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from collie.importers.perftest import PerftestHeader, PerftestRun, parse_perftest
-from collie.importers.shape import measured
+from collie.importers.perftest import parse_perftest
+from collie.importers.shape import sweep_rows
 from collie.targets.sim import SimTarget
+from collie.targets.sim.fit import Unit
 
 SWEEPS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "sweeps"
 
 
 @dataclass(frozen=True)
 class Sweep:
-    """A published sweep and the profile it is held to; ``verb``/``connection``/``qps``: what its source's command
-    line says when the published text has no title and header."""
+    """A published sweep and the profile it is held to; ``verb``: what its source's command line says when the
+    published text has no title (its connection and QPs are then perftest's defaults, RC and one QP, as the
+    sources' command lines have them)."""
 
     path: str
     profile: str
     verb: str | None = None
-    connection: str = "RC"
-    qps: int = 1
 
 
 SET: tuple[Sweep, ...] = (
@@ -50,15 +50,6 @@ SET: tuple[Sweep, ...] = (
 )
 
 
-def _completed(run: PerftestRun, sweep: Sweep) -> PerftestRun:
-    """``run`` with what its source's command line says where the published text leaves it out."""
-    if run.verb is not None:
-        return run
-    header: PerftestHeader = replace(run.header, connection=run.header.connection or sweep.connection,
-                                     qps=run.header.qps or sweep.qps)
-    return replace(run, verb=sweep.verb, header=header)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default=None, help="only the sweeps of this profile")
@@ -70,24 +61,24 @@ def main() -> None:
             continue
         path = next(SWEEPS.glob(sweep.path))
         target = SimTarget(sweep.profile, seed=1)
-        run = _completed(parse_perftest(path.read_text(), path.name).runs[0], sweep)
-        print(f"\n{path.parent.name}/{path.name} on sim:{sweep.profile}: {run.title or sweep.verb} "
-              f"{run.header.connection or sweep.connection}, {run.header.qps or sweep.qps} QP, MTU "
-              f"{run.header.mtu or '(not shown)'}")
+        log = parse_perftest(path.read_text(), path.name)
+        rows = [r for r in sweep_rows(log, sweep.verb) if r.run == 0 and r.workload is not None]
+        run = log.runs[0]
+        print(f"\n{path.parent.name}/{path.name} on sim:{sweep.profile}: {rows[0].test if rows else '-'}, "
+              f"{run.header.qps or 1} QP, MTU {run.header.mtu or '(not shown)'}")
         print(f"{'bytes':>9} {'published':>10} {'simulated':>10} {'sim/pub':>8}")
-        for m in measured(run):
-            if m.workload is None:
-                continue
-            result = target.run(m.workload, 1.0)
-            if m.gbps is not None:
-                published, simulated, unit = m.gbps, sum(f.bps for f in result.flows) / 1e9, "Gb/s"
-            else:
-                published, simulated, unit = dict(m.lat_us).get("typical", 0.0), result.flows[0].lat_p50_us, "us"
+        for row in rows:
+            assert row.workload is not None
+            result = target.run(row.workload, 1.0)
+            simulated = (sum(f.bps for f in result.flows) / 1e9 if row.unit is Unit.GBPS else
+                         result.flows[0].lat_p50_us)
+            published = row.published or 0.0
             ratio = simulated / published if published else float("nan")
             ok = abs(ratio - 1.0) <= args.margin
             within += ok
             total += 1
-            print(f"{m.size:>9} {published:>10.3f} {simulated:>10.3f} {ratio:>8.2f} {unit}{'' if ok else '  off'}")
+            print(f"{row.size:>9} {published:>10.3f} {simulated:>10.3f} {ratio:>8.2f} {row.unit.value}"
+                  f"{'' if ok else '  off'}")
     print(f"\n{within} of {total} rows within {args.margin:.0%}")
 
 
