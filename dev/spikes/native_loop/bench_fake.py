@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _native_loop  # noqa: E402
+import _native_loop
 
 CASES = [  # name, batch, signal_every, sq_depth (as bench/engine_ceiling.py)
     ("single WRs, 1 completion per 100", 1, 100, 128),

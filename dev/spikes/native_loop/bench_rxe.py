@@ -12,6 +12,7 @@ Cases: single WRs, one completion per 100, send queue 128 (perftest's defaults: 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -22,6 +23,7 @@ ROOT = HERE.parents[2]
 sys.path[:0] = [str(HERE), str(ROOT)]
 
 import pyverbs.enums as e  # noqa: E402  (rdma-core <= 49; a product would go through collie's compat)
+from handles import HandleError, raw_handles  # noqa: E402
 from pyverbs.addr import AHAttr, GlobalRoute  # noqa: E402
 from pyverbs.cq import CQ  # noqa: E402
 from pyverbs.device import Context  # noqa: E402
@@ -29,8 +31,6 @@ from pyverbs.mr import MR  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr  # noqa: E402
 from pyverbs.wr import SGE, SendWR  # noqa: E402
-
-from handles import HandleError, raw_handles  # noqa: E402
 
 SIZE = 64
 
@@ -78,7 +78,7 @@ def python_loop(p: Pair, seconds: float, batch: int, every: int, depth: int) -> 
         w = SendWR(wr_id=0, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(p.src.buf, SIZE, p.src.lkey)])
         w.set_wr_rdma(p.dst.rkey, p.dst.buf)
         chain.append(w)
-    for x, y in zip(chain, chain[1:]):
+    for x, y in itertools.pairwise(chain):
         x.next_wr = y
     last, head, qp, cq = chain[-1], chain[0], p.a, p.cq
     sig, ok = e.IBV_SEND_SIGNALED, e.IBV_WC_SUCCESS
@@ -96,7 +96,7 @@ def python_loop(p: Pair, seconds: float, batch: int, every: int, depth: int) -> 
             last.send_flags = sig if end % every == 0 else 0
             qp.post_send(head)
             seq = end
-        n, wcs = cq.poll(64)
+        _, wcs = cq.poll(64)
         for wc in wcs:
             if wc.status != ok:
                 raise RuntimeError(f"WC status {wc.status}")
