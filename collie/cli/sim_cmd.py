@@ -224,7 +224,7 @@ def _document(result: FitResult, out: Path) -> dict[str, Any]:
               help="The verb of runs whose log printed no test title (their connection and QPs: RC, 1 unless "
                    "printed).")
 @click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="Output format.")
 def fit(logs: tuple[Path, ...], out: Path, base: str, name: str | None, verb: str | None, force: bool,
         fmt: str) -> None:
