@@ -70,8 +70,7 @@ def main() -> None:
         for row in rows:
             assert row.workload is not None
             result = target.run(row.workload, 1.0)
-            simulated = (sum(f.bps for f in result.flows) / 1e9 if row.unit is Unit.GBPS else
-                         result.flows[0].lat_p50_us)
+            simulated = result.payload_gbps if row.unit is Unit.GBPS else result.lat_p50_us
             published = row.published or 0.0
             ratio = simulated / published if published else float("nan")
             ok = abs(ratio - 1.0) <= args.margin

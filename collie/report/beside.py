@@ -27,7 +27,7 @@ from typing import Any, Final
 from collie.errors import InputError
 from collie.report.imports import import_rows
 from collie.report.load import CampaignData
-from collie.report.markdown import md_code, md_text
+from collie.report.markdown import md_code, md_table, md_text, table_value
 from collie.storage.imports import ImportFolder, ImportTool
 from collie.storage.records import TrialRecord, TrialState
 
@@ -42,9 +42,7 @@ def collie_figure(trial: TrialRecord, figure: str) -> float | None:
     result = trial.result
     if result is None or not result.flows:
         return None
-    if figure == GBPS:
-        return sum(f.bps for f in result.flows) / 1e9
-    return max(f.lat_p50_us for f in result.flows)
+    return result.payload_gbps if figure == GBPS else result.lat_p50_us
 
 
 def trials_by_key(campaign: CampaignData) -> dict[str, list[TrialRecord]]:
@@ -139,24 +137,24 @@ def render_beside(c: Mapping[str, Any], fmt: str) -> str:
               f"did not run; {c['no_workload']} without a workload collie can run.", ""]
     if c["hint"]:
         lines += [f"**Note:** {md_text(c['hint'])}", ""]
-    medians = [f"{figure}: {_number(value)}" for figure, value in c["median_ratio"].items() if value is not None]
+    medians = [f"{figure}: {table_value(value)}" for figure, value in c["median_ratio"].items() if value is not None]
     if medians:
         lines += [f"Median collie / perftest, {md_text('; '.join(medians))}.", ""]
     if n:
-        lines += ["| log | test | size_bytes | figure | perftest | collie | spread | runs | collie / perftest | "
-                  "verdict | workload_key |", "|" + "---|" * 11]
-        lines += [_md_row(m) for m in c["matched"]]
+        shown = [{**m, "spread": _spread(m), "collie / perftest": m["ratio"], "verdict": _verdict(m)}
+                 for m in c["matched"]]
+        lines += md_table(shown, ("log", "test", "size_bytes", "figure", "perftest", "collie", "spread", "runs",
+                                  "collie / perftest", "verdict", "workload_key"))
         shapes = {m["workload_key"]: m["workload"] for m in c["matched"]}
         lines += ["", "## Workloads", "", *(f"- `{key}`: {md_text(str(shape))}" for key, shape in shapes.items())]
     return "\n".join(lines) + "\n"
 
 
-def _md_row(m: Mapping[str, Any]) -> str:
-    spread = (f"{_number(m['collie_min'])} to {_number(m['collie_max'])} (sd {_number(m['collie_stdev'])})"
-              if m["collie_stdev"] is not None else "")
-    cells = [m["log"], m["test"] or "", str(m["size_bytes"]), m["figure"] or "", _number(m["perftest"]),
-             _number(m["collie"]), spread, str(m["runs"]), _number(m["ratio"]), _verdict(m), m["workload_key"]]
-    return "| " + " | ".join(md_text(str(c)) for c in cells) + " |"
+def _spread(m: Mapping[str, Any]) -> str:
+    """The lowest, highest and standard deviation of a repeated row's runs (empty: one run)."""
+    if m["collie_stdev"] is None:
+        return ""
+    return f"{table_value(m['collie_min'])} to {table_value(m['collie_max'])} (sd {table_value(m['collie_stdev'])})"
 
 
 def _verdict(m: Mapping[str, Any]) -> str:
@@ -168,7 +166,3 @@ def _verdict(m: Mapping[str, Any]) -> str:
     sigs = ", ".join(m["signatures"])
     return f"anomalous ({sigs})" if m["anomalous"] == m["judged"] else f"{m['anomalous']} of {m['judged']} " \
         f"anomalous ({sigs})"
-
-
-def _number(value: float | None) -> str:
-    return "" if value is None else f"{value:.4g}"

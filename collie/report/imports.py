@@ -29,7 +29,7 @@ from collie.importers.nccl_tests import NcclResult, NcclTestsLog
 from collie.importers.perftest import PerftestLog, PerftestRun
 from collie.importers.shape import measured, shape_problem
 from collie.report.facts import flow_shape
-from collie.report.markdown import md_code, md_text
+from collie.report.markdown import md_code, md_table, md_text, table_value
 from collie.storage.imports import ImportFolder
 
 #: The formats an import folder's report is written in.
@@ -86,7 +86,7 @@ def _html(folder: ImportFolder, rows: list[dict[str, Any]], columns: Sequence[st
 
     return template("import.html.j2").render(
         tool=folder.tool.value, root=str(folder.root), imported_at=folder.imported_at, logs=folder.logs,
-        warnings=folder.warnings, rows=rows, columns=columns, cell=_value, version=__version__,
+        warnings=folder.warnings, rows=rows, columns=columns, cell=table_value, version=__version__,
         plots=[Markup(sweep_svg(title, ylabel, lines)) for title, ylabel, lines in _series(folder, rows)])
 
 
@@ -161,22 +161,6 @@ def _plain(value: Any) -> Any:
     return "" if value is None else value
 
 
-def _value(value: Any) -> str:
-    """A value as a table shows it (the HTML template escapes it; :func:`_cell` for Markdown)."""
-    if value is None:
-        return ""
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
-
-
-def _cell(value: Any) -> str:
-    return md_text(_value(value))
-
-
-def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[str]:
-    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
-            *("| " + " | ".join(_cell(r.get(c)) for c in columns) + " |" for r in rows)]
-
-
 def _display_columns(folder: ImportFolder) -> tuple[str, ...]:
     """The columns Markdown and HTML show (CSV and JSON have every one)."""
     if folder.tool.value == "perftest":
@@ -194,7 +178,7 @@ def _markdown(folder: ImportFolder, rows: list[dict[str, Any]]) -> str:
               for log in folder.logs]
     if folder.warnings:
         lines += ["", "## Warnings", "", *(f"- {md_text(w)}" for w in folder.warnings)]
-    lines += ["", "## Rows", "", *_table(rows, _display_columns(folder))]
+    lines += ["", "## Rows", "", *md_table(rows, _display_columns(folder))]
     if folder.tool.value == "perftest":
         shapes = {r["workload_key"]: r["workload"] for r in rows if r["workload_key"]}
         lines += ["", "## Workloads", "", "Each row's flow shape, as its run's header states it:", "",
@@ -237,7 +221,7 @@ def render_import_comparison(c: Mapping[str, Any], fmt: str) -> str:
     lines = [f"# {c['tool']} imports compared: {new} against {old}", "",
              f"{len(c['matched'])} row{'s' if len(c['matched']) != 1 else ''} measured by both; {c['only_old']} "
              f"only in {old}, {c['only_new']} only in {new}.", "",
-             *_table(c["matched"], ("what", "size_bytes", "figure", "old", "new", "ratio"))]
+             *md_table(c["matched"], ("what", "size_bytes", "figure", "old", "new", "ratio"))]
     return "\n".join(lines) + "\n"
 
 

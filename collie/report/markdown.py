@@ -10,7 +10,8 @@ inside code spans or fenced blocks, or with Markdown's special characters escape
 from __future__ import annotations
 
 import re
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from collie import __version__
 from collie.report.facts import AnomalyFacts, fingerprint_rows
@@ -25,6 +26,19 @@ _SPECIAL: Final = re.compile(r"([\\`*_\[\]|<>&])")
 def md_text(text: str) -> str:
     """``text`` with Markdown's (and inline HTML's) special characters escaped."""
     return _SPECIAL.sub(r"\\\1", text)
+
+
+def table_value(value: Any) -> str:
+    """A value as a table cell shows it, before escaping: nothing for None, 4 significant digits for a float."""
+    if value is None:
+        return ""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[str]:
+    """The lines of a Markdown table of ``rows``' values under ``columns`` (a missing value: an empty cell)."""
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+            *("| " + " | ".join(md_text(table_value(r.get(c))) for c in columns) + " |" for r in rows)]
 
 
 def md_code(text: str) -> str:

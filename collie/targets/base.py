@@ -262,6 +262,18 @@ class RunResult:
                 return h
         raise KeyError(name)
 
+    @property
+    def payload_gbps(self) -> float:
+        """Payload Gb/s of every flow together (what perftest's bandwidth tools report: both directions of a
+        bidirectional run)."""
+        return sum(f.bps for f in self.flows) / 1e9
+
+    @property
+    def lat_p50_us(self) -> float:
+        """The median completion latency of its slowest flow (0 without flows): what a latency tool's typical
+        latency is set beside."""
+        return max((f.lat_p50_us for f in self.flows), default=0.0)
+
     def to_dict(self, include_truth: bool = False) -> dict[str, Any]:
         """Plain JSON-ready form; ``truth`` is left out unless asked for (tests and benchmarks only)."""
         d: dict[str, Any] = {

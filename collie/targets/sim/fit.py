@@ -233,10 +233,7 @@ def simulate(profile: Profile, rows: Sequence[SweepRow]) -> tuple[float | None, 
         except Unsupported:
             out.append(None)
             continue
-        if row.unit is Unit.GBPS:
-            out.append(sum(f.bps for f in result.flows) / 1e9)
-        else:
-            out.append(result.flows[0].lat_p50_us)
+        out.append(result.payload_gbps if row.unit is Unit.GBPS else result.lat_p50_us)
     return tuple(out)
 
 
@@ -340,16 +337,23 @@ class _Step:
     note: str
 
 
+def _fit_rising(base: Profile, v: dict[str, float], rows: tuple[SweepRow, ...], key: str, lo: float, hi: float,
+                unreachable: str) -> _Step:
+    """``key`` bisected in ``[lo, hi]``, where simulated / published rises with it; kept (``unreachable``) when no
+    value there brings the median ratio to 1."""
+    g = _ratio_of(base, rows, lambda x: {**v, key: x})
+    if g(hi) < 1.0 - _SETTLED or g(lo) > 1.0 + _SETTLED:
+        return _Step({}, rows, unreachable)
+    return _Step({key: _bisect(g, lo, hi, increasing=True)}, rows, "")
+
+
 def _fit_line(base: Profile, v: dict[str, float], rows: tuple[SweepRow, ...]) -> _Step:
     if not rows:
         return _Step({}, rows, "no bandwidth rows of large messages (>= 64 KiB): the sweep has no plateau")
     best = max(r.published or 0.0 for r in rows)
-    g = _ratio_of(base, rows, lambda x: {**v, "line_rate_gbps": x})
-    lo, hi = best / 4, best * 8
-    if g(hi) < 1.0 - _SETTLED:
-        return _Step({}, rows, "another limit of the base (PCIe, the packet rate, the READ window) holds the plateau "
-                               "below the published figures, whatever the line rate")
-    return _Step({"line_rate_gbps": _bisect(g, lo, hi, increasing=True)}, rows, "")
+    return _fit_rising(base, v, rows, "line_rate_gbps", best / 4, best * 8,
+                       "another limit of the base (PCIe, the packet rate, the READ window) holds the plateau below "
+                       "the published figures, whatever the line rate")
 
 
 def _split(base: Profile) -> tuple[float, str]:
@@ -397,24 +401,18 @@ def _fit_packets(base: Profile, v: dict[str, float], rows: tuple[SweepRow, ...])
         return _Step({}, rows, f"no bandwidth rows of small messages on many QPs (>= {MANY_QPS}): the sweep cannot "
                                "determine the NIC's packet rate")
     best = max((r.published or 0.0) * 1e3 / (8 * r.size) for r in rows)  # Mpps
-    g = _ratio_of(base, rows, lambda x: {**v, "msg_rate_mpps": x})
-    lo, hi = best / 1e3, best * 64
-    if g(hi) < 1.0 - _SETTLED:
-        return _Step({}, rows, "the QPs' own rate holds the rows of many QPs below the published figures, so they do "
-                               "not determine the packet rate")
-    return _Step({"msg_rate_mpps": _bisect(g, lo, hi, increasing=True)}, rows, "")
+    return _fit_rising(base, v, rows, "msg_rate_mpps", best / 1e3, best * 64,
+                       "the QPs' own rate holds the rows of many QPs below the published figures, so they do not "
+                       "determine the packet rate")
 
 
 def _fit_latency(base: Profile, v: dict[str, float], rows: tuple[SweepRow, ...]) -> _Step:
     if not rows:
         return _Step({}, rows, "no latency rows")
     best = max(r.published or 0.0 for r in rows)
-    g = _ratio_of(base, rows, lambda x: {**v, "base_latency_us": x})
-    lo, hi = best / 1e4, best * 4
-    if g(lo) > 1.0 + _SETTLED:
-        return _Step({}, rows, "the simulated latency of these rows is above the published one at any base latency "
-                               "(queueing behind the QPs' own rate, or serialisation)")
-    return _Step({"base_latency_us": _bisect(g, lo, hi, increasing=True)}, rows, "")
+    return _fit_rising(base, v, rows, "base_latency_us", best / 1e4, best * 4,
+                       "the simulated latency of these rows is above the published one at any base latency "
+                       "(queueing behind the QPs' own rate, or serialisation)")
 
 
 _FITS: Final = ((("line_rate_gbps",), _fit_line, plateau_rows), (("qp_wr_ns", "doorbell_ns"), _fit_qp, qp_rows),
