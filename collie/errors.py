@@ -37,5 +37,10 @@ class TargetUnavailable(TargetError):
     with status 3 (the journal stays resumable)."""
 
 
+class CollieWarning(UserWarning):
+    """Something the user should know that does not stop the work (the library warns, the CLI prints one line
+    ``collie: warning: ...``)."""
+
+
 class StoreError(CollieError):
     """The campaign folder could not be written during a campaign (a full disk, a vanished mount)."""

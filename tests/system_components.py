@@ -31,6 +31,14 @@ def _files(*paths: str) -> Callable[[], bool]:
     return lambda: all(Path(p).exists() for p in paths)
 
 
+def _native_loop() -> bool:
+    try:
+        import collie.targets.verbs._native  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _debian_python() -> bool:
     if not Path(DEBIAN_PYTHON).exists():
         return False
@@ -76,6 +84,9 @@ COMPONENTS: Final[Mapping[str, Component]] = {
     "unshare": Component("unshare and mount", _commands("unshare", "mount"), ("util-linux", "mount")),
     "debian-python": Component(f"Debian's {DEBIAN_PYTHON} with numpy, tomli-w, click and rich", _debian_python,
                                ("python3", "python3-numpy", "python3-tomli-w", "python3-click", "python3-rich")),
+    "native-loop": Component("the native traffic loop (collie/targets/verbs/_native.c, compiled)", _native_loop,
+                             otherwise="install gcc and libibverbs-dev (`bash .ci/system-packages`) and build it: "
+                             "`python -m collie.targets.verbs.native_build`"),
     "root": Component("root (it mounts a tmpfs in a private mount namespace)", lambda: os.geteuid() == 0,
                       otherwise="run the tests as root"),
 }

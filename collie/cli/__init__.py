@@ -7,18 +7,31 @@ Every :class:`~collie.errors.CollieError` raised below becomes one sentence on s
 from __future__ import annotations
 
 import sys
-from typing import Any
+import warnings
+from typing import Any, TextIO
 
 import click
 
 from collie import __version__
-from collie.errors import CollieError, TargetUnavailable
+from collie.errors import CollieError, CollieWarning, TargetUnavailable
+
+_show_warning = warnings.showwarning
+
+
+def _one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+              file: TextIO | None = None, line: str | None = None) -> None:
+    """collie's own warnings as one line on stderr (``collie: warning: ...``); others as Python shows them."""
+    if issubclass(category, CollieWarning):
+        click.echo(f"collie: warning: {message}", err=True)
+    else:
+        _show_warning(message, category, filename, lineno, file, line)
 
 
 class CollieGroup(click.Group):
     """A click group that turns user errors into one sentence and exit 2, never a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        warnings.showwarning = _one_line
         try:
             return super().invoke(ctx)
         except TargetUnavailable as exc:

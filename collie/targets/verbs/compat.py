@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Final
@@ -55,6 +56,11 @@ class Pyverbs:
     e: Any
     error: tuple[type[BaseException], ...]
     version: str
+    #: a fake's own raw ``struct ibv_*`` pointer of a QP, CQ or AH object (tests); ``None`` for pyverbs, whose
+    #: pointers ``native.Handles`` finds and checks.
+    raw: Callable[[Any], int] | None = None
+    #: the native loop can drive these objects (pyverbs, or a fake with ``raw``); a pure-Python fake cannot.
+    native: bool = True
 
 
 class _Enums:

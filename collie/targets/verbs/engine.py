@@ -47,6 +47,8 @@ from collie.targets.verbs.verify import PULL_OPCODES, PUSH_OPCODES
 TIMED_EVERY = 16
 #: Seconds a worker with nothing to post sleeps after a poll that found nothing.
 IDLE_SLEEP_S = 0.0005
+#: After the drain, receives are polled this many ns more (UD/UC, SEND), so verification sees settled buffers.
+SETTLE_NS = 50_000_000
 
 
 def checks_data(share: Share) -> bool:
@@ -122,12 +124,18 @@ class _ShareRun:
 
 
 class Engine:
-    """Runs one :class:`WorkerJob` on resources built by :class:`WorkerResources`."""
+    """Runs one :class:`WorkerJob` on resources built by :class:`WorkerResources`: the Python loop, and the
+    measured interval's orchestration the native loop (``native.NativeEngine``) shares."""
+
+    #: this loop posts pyverbs work requests (built from the resources' descriptions on construction).
+    posts_pyverbs_wrs = True
 
     def __init__(self, pv: Pyverbs, job: WorkerJob, resources: WorkerResources) -> None:
         self.pv = pv
         self.job = job
         self.res = resources
+        if self.posts_pyverbs_wrs:
+            resources.python_wrs()
         self.runs = [_ShareRun(r) for r in resources.shares]
         self.signaled = pv.e.IBV_SEND_SIGNALED
         self.success = pv.e.IBV_WC_SUCCESS
@@ -138,8 +146,8 @@ class Engine:
             for r in run.rqs:
                 self.by_qpn[r.qp.qp_num] = (run, r)
         self.cqs = [(run, cq) for run in self.runs for cq in run.res.send_cqs]
-        self.rcqs = [(run, cq) for run in self.runs for cq in run.res.recv_cqs if run.res.recv_chain]
-        self.paced = [(run, r) for run in self.runs if run.flow.recv_delay_us and run.res.recv_chain
+        self.rcqs = [(run, cq) for run in self.runs for cq in run.res.recv_cqs if run.res.recv_descs]
+        self.paced = [(run, r) for run in self.runs if run.flow.recv_delay_us and run.res.recv_descs
                       for r in run.rqs]
         self.counters: list[tuple[int, Snapshot]] = []
         self._readers: list[threading.Thread] = []
@@ -484,17 +492,21 @@ class Engine:
             self._poll_send()
             if self.rcqs:
                 self._poll_recv()
-        stuck = [(run, q) for run, q in pending if not q.dead and q.done < q.seq]
+        self._note_stuck()
+        # Receives still arriving (UD/UC, SEND) are polled once more so verification sees settled buffers.
+        if self.rcqs:
+            end = time.monotonic_ns() + SETTLE_NS
+            while time.monotonic_ns() < end:
+                self._poll_recv()
+
+    def _note_stuck(self) -> None:
+        """One note for the WRs of live QPs that did not complete in the drain."""
+        stuck = [(run, q) for run in self.runs for q in run.qps if not q.dead and q.done < q.seq]
         if stuck:
             run = stuck[0][0]
             n = sum(q.seq - q.done for _, q in stuck)
             run.notes.append(f"flow {run.res.share.flow_index}: {n} WRs on {len(stuck)} QPs did not complete "
                              f"within {self.job.timing.drain_timeout:g} s after the deadline")
-        # Receives still arriving (UD/UC, SEND) are polled once more so verification sees settled buffers.
-        if self.rcqs:
-            end = time.monotonic_ns() + 50_000_000
-            while time.monotonic_ns() < end:
-                self._poll_recv()
 
     def read_back(self) -> None:
         """Read the atomic counters of every share that posted atomics and completed them all: one signalled
@@ -538,7 +550,7 @@ class Engine:
                 if not complete:
                     verify_errors = [f"flow {run.res.share.flow_index}: data not verified: WRs did not all "
                                      "complete"]
-                elif run.res.readback is not None and not run.read_back:
+                elif run.res.readback_desc is not None and not run.read_back:
                     verify_errors = [f"flow {run.res.share.flow_index}: atomics not verified: their counters "
                                      "were not read back"]
                 else:
@@ -595,7 +607,9 @@ def run_job(pv: Pyverbs, job: WorkerJob, sync: Any = None) -> WorkerReport:
         res.connect(index(peers))
         if job.verify:
             res.prepare_verify()
-        engine = Engine(pv, job, res)
+        from collie.targets.verbs.native import make_engine  # native.py builds on this module
+
+        engine = make_engine(pv, job, res)
         engine.post_initial_recvs()
         setup_s = built_s + time.perf_counter() - t1
         start_ns = sync.ready(setup_s) if sync is not None else time.monotonic_ns()

@@ -80,9 +80,9 @@ class Timing:
 
 @dataclass(frozen=True)
 class WorkerJob:
-    """Everything a worker needs: the device, its shares, the timing, whether to verify data, and the
-    collector this worker reads the device counters with at the edges of the measured interval (exactly one
-    worker has one)."""
+    """Everything a worker needs: the device, its shares, the timing, whether to verify data, the collector this
+    worker reads the device counters with at the edges of the measured interval (exactly one worker has one), and
+    which traffic loop it runs."""
 
     worker: int
     spec: VerbsSpec
@@ -91,3 +91,5 @@ class WorkerJob:
     verify: bool
     seed: int
     collector: HostCollector | None = None
+    #: run the measured interval in the native loop (``native``; the target chose it), else the Python loop.
+    native: bool = False

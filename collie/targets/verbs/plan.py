@@ -21,13 +21,50 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from collie.model.flow import ATOMIC_BYTES, ATOMIC_OPCODES
 
 #: Most WR slots of one flow's cycle (bounds WR objects per worker; MRs beyond the cycle are registered but
 #: carry no traffic).
 MAX_CYCLE_WRS: Final = 65536
+
+
+#: One scatter/gather element: (address, length, lkey).
+Sge = tuple[int, int, int]
+#: Where a WR goes: (remote address, rkey, compare_add, swap, UD remote QPN, UD remote Q_Key).
+Remote = tuple[int, int, int, int, int, int]
+NO_REMOTE: Final[Remote] = (0, 0, 0, 0, 0, 0)
+
+
+class SendDesc(NamedTuple):
+    """One send work request, described: what both loops build their own WRs from (pyverbs ``SendWR`` objects
+    for the Python loop, ``struct ibv_send_wr`` for the native one). ``opcode`` and ``flags`` are the verbs
+    enum values; ``op`` the flow's name of the opcode (``WRITE``, ``ATOMIC_FA``, ...)."""
+
+    wr_id: int
+    opcode: int
+    flags: int
+    imm_data: int
+    sges: tuple[Sge, ...]
+    remote_addr: int
+    rkey: int
+    compare_add: int
+    swap: int
+    remote_qpn: int
+    remote_qkey: int
+    op: str = "WRITE"
+
+    def native(self) -> tuple[int, int, int, int, tuple[Sge, ...], int, int, int, int, int, int]:
+        """The fields the native loop takes (``_native.Loop.add_chain``), in its order."""
+        return self[:11]
+
+
+class RecvDesc(NamedTuple):
+    """One receive work request, described (see :class:`SendDesc`)."""
+
+    wr_id: int
+    sges: tuple[Sge, ...]
 
 
 def sge_layout(size: int, sges: int) -> tuple[tuple[int, int], ...]:

@@ -39,6 +39,7 @@ import os
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Final
 
 from collie.errors import TargetError
@@ -48,7 +49,17 @@ from collie.targets.verbs.compat import Pyverbs
 from collie.targets.verbs.endpoints import EndpointData, Key, peer_of
 from collie.targets.verbs.job import Share, Side, WorkerJob
 from collie.targets.verbs.limits import ENGINE_RD_ATOMIC, GRH_BYTES, send_cqes_per_qp
-from collie.targets.verbs.plan import MAX_CYCLE_WRS, CycleSums, WrCycle, sge_layout
+from collie.targets.verbs.plan import (
+    MAX_CYCLE_WRS,
+    NO_REMOTE,
+    CycleSums,
+    RecvDesc,
+    Remote,
+    SendDesc,
+    Sge,
+    WrCycle,
+    sge_layout,
+)
 from collie.targets.verbs.verify import (
     ADDEND,
     COUNTERS_BYTES,
@@ -154,14 +165,19 @@ class ShareRes:
     recv_cqs: list[Any] = field(default_factory=list)
     client_qps: list[Any] = field(default_factory=list)
     server_qps: list[Any] = field(default_factory=list)
-    #: chains[c] (shared) or per-QP chains (UD): lists of SendWR, linked head to tail.
-    chains: list[list[Any]] = field(default_factory=list)
-    qp_chains: list[list[list[Any]]] = field(default_factory=list)
-    #: base send_flags of every WR of every chain (same shape as chains), to undo per-post signalling.
+    #: chain_descs[c] (shared by the QPs) or per-QP chains (UD): the WRs of each chain, described (``SendDesc``).
+    chain_descs: list[list[SendDesc]] = field(default_factory=list)
+    qp_chain_descs: list[list[list[SendDesc]]] = field(default_factory=list)
+    #: the chain's last WR of every ``signal_every`` is signalled in the description already.
     static_signal: bool = False
-    recv_chain: list[Any] = field(default_factory=list)
+    recv_descs: list[RecvDesc] = field(default_factory=list)
     ah: Any = None
     #: the READ of the counters into ``aux`` after the run (atomic flows).
+    readback_desc: SendDesc | None = None
+    #: the same as pyverbs work requests, linked head to tail (``WorkerResources.python_wrs``; the Python loop).
+    chains: list[list[Any]] = field(default_factory=list)
+    qp_chains: list[list[list[Any]]] = field(default_factory=list)
+    recv_chain: list[Any] = field(default_factory=list)
     readback: Any = None
     #: QP access flags of the share's MRs and QPs.
     access: int = 0
@@ -414,36 +430,63 @@ class WorkerResources:
         except errors as exc:
             raise TargetError(f"peer GID {text!r} is not a GID ({exc})") from None
 
-    def _make_chain(self, res: ShareRes, c: int, set_remote: Callable[[Any, int, str, int], None]) -> list[Any]:
+    def _make_chain(self, res: ShareRes, c: int, remote: Callable[[int, str, int], Remote]) -> list[SendDesc]:
         """The WRs of chain ``c``: slot ``j`` posts request ``j`` of the flow with its own opcode."""
-        pv, e, f = self.pv, self.pv.e, res.share.flow
+        e, f = self.pv.e, res.share.flow
         every = f.signal_every
         res.static_signal = f.batch % every == 0
         cycle = res.cycle
         fetch = res.fetch_slot
-        wrs: list[Any] = []
+        wrs: list[SendDesc] = []
         for p, j in enumerate(cycle.chain_slots(c)):
             op, size, m = cycle.slot_opcode(j), cycle.slot_size(j), cycle.slot_mr(j)
             if op in ATOMIC_OPCODES:  # one 8-byte SGE: the fetched value's slot
-                sges = [pv.wr.SGE(res.aux.buf + res.landing + ATOMIC_BYTES * fetch[j], ATOMIC_BYTES,
-                                  res.aux.lkey)]
+                sges: tuple[Sge, ...] = ((res.aux.buf + res.landing + ATOMIC_BYTES * fetch[j], ATOMIC_BYTES,
+                                          res.aux.lkey),)
             else:  # the gather source (pushes) or the scatter target (READ)
                 local = res.aux if op in PULL_OPCODES and res.landing else res.client_mrs[m]
-                sges = [pv.wr.SGE(local.buf + off, ln, local.lkey) for off, ln in sge_layout(size, f.sges)]
+                sges = tuple((local.buf + off, ln, local.lkey) for off, ln in sge_layout(size, f.sges))
             flags = 0
             if f.inline and size <= f.inline and op in INLINE_OPCODES:
                 flags |= e.IBV_SEND_INLINE
             if res.static_signal and (p + 1) % every == 0:
                 flags |= e.IBV_SEND_SIGNALED
-            wr = pv.wr.SendWR(wr_id=j, opcode=getattr(e, _OPCODE_WR[op]), num_sge=len(sges), sg=sges,
-                              send_flags=flags)
-            if op.endswith("_IMM"):
-                wr.imm_data = IMM_DATA
-            set_remote(wr, m, op, j)
-            if wrs:
-                wrs[-1].next_wr = wr
-            wrs.append(wr)
+            wrs.append(SendDesc(j, getattr(e, _OPCODE_WR[op]), flags, IMM_DATA if op.endswith("_IMM") else 0,
+                                sges, *remote(m, op, j), op=op))
         return wrs
+
+    def python_wrs(self) -> None:
+        """Build every share's chains, receive post list and read-back READ as pyverbs work requests (the Python
+        loop posts those; the native loop builds its own from the same descriptions). Idempotent."""
+        for res in self.shares:
+            if res.chain_descs and not res.chains:
+                res.chains = [self._send_wrs(chain, res.ah) for chain in res.chain_descs]
+            if res.qp_chain_descs and not res.qp_chains:
+                res.qp_chains = [[self._send_wrs(chain, res.ah) for chain in chains] for chains in res.qp_chain_descs]
+            if res.recv_descs and not res.recv_chain:
+                pv = self.pv
+                res.recv_chain = _linked([pv.wr.RecvWR(wr_id=d.wr_id, num_sge=len(d.sges),
+                                                       sg=[pv.wr.SGE(*s) for s in d.sges]) for d in res.recv_descs])
+            if res.readback_desc is not None and res.readback is None:
+                res.readback = self._send_wrs([res.readback_desc], None)[0]
+
+    def _send_wrs(self, descs: list[SendDesc], ah: Any) -> list[Any]:
+        """pyverbs SendWRs of ``descs``, linked in order; UD WRs address ``ah``."""
+        pv = self.pv
+        wrs = []
+        for d in descs:
+            wr = pv.wr.SendWR(wr_id=d.wr_id, opcode=d.opcode, num_sge=len(d.sges),
+                              sg=[pv.wr.SGE(*s) for s in d.sges], send_flags=d.flags)
+            if d.imm_data:
+                wr.imm_data = d.imm_data
+            if ah is not None:
+                wr.set_wr_ud(ah, d.remote_qpn, d.remote_qkey)
+            elif d.op in ATOMIC_OPCODES:
+                wr.set_wr_atomic(d.rkey, d.remote_addr, d.compare_add, d.swap)
+            elif d.op in ("WRITE", "WRITE_IMM", "READ"):
+                wr.set_wr_rdma(d.rkey, d.remote_addr)
+            wrs.append(wr)
+        return _linked(wrs)
 
     def _build_chains(self, res: ShareRes, targets: list[tuple[int, int]], ud_qpns: list[int],
                       dgid: Any) -> None:
@@ -455,52 +498,47 @@ class WorkerResources:
             return
         swaps = res.swap_index
 
-        def rdma(wr: Any, m: int, op: str, j: int) -> None:
+        def rdma(m: int, op: str, j: int) -> Remote:
             if op == "ATOMIC_FA":
                 rkey, addr = targets[res.share.mrs]
-                wr.set_wr_atomic(rkey, addr + FA_OFFSET, ADDEND, 0)
-            elif op == "ATOMIC_CS":  # the chain 0 -> 1 -> ... -> c-1 -> 0 (see verify)
+                return addr + FA_OFFSET, rkey, ADDEND, 0, 0, 0
+            if op == "ATOMIC_CS":  # the chain 0 -> 1 -> ... -> c-1 -> 0 (see verify)
                 rkey, addr = targets[res.share.mrs]
                 k = swaps[j]
-                wr.set_wr_atomic(rkey, addr + CS_OFFSET, k, (k + 1) % len(swaps))
-            elif op in ("WRITE", "WRITE_IMM", "READ"):
+                return addr + CS_OFFSET, rkey, k, (k + 1) % len(swaps), 0, 0
+            if op in ("WRITE", "WRITE_IMM", "READ"):
                 rkey, addr = targets[m]
-                wr.set_wr_rdma(rkey, addr)
+                return addr, rkey, 0, 0, 0, 0
+            return NO_REMOTE
 
         if f.transport == "UD":
             ah_attr = pv.addr.AHAttr(port_num=self.job.spec.port, is_global=1, gr=self._route(f, dgid))
             res.ah = pv.addr.AH(self.pd, attr=ah_attr)
             for qpn in ud_qpns:
 
-                def ud(wr: Any, m: int, op: str, j: int, qpn: int = qpn) -> None:
-                    wr.set_wr_ud(res.ah, qpn, QKEY)
+                def ud(m: int, op: str, j: int, qpn: int = qpn) -> Remote:
+                    return 0, 0, 0, 0, qpn, QKEY
 
-                res.qp_chains.append([self._make_chain(res, c, ud) for c in range(res.cycle.chains)])
+                res.qp_chain_descs.append([self._make_chain(res, c, ud) for c in range(res.cycle.chains)])
         else:
-            res.chains = [self._make_chain(res, c, rdma) for c in range(res.cycle.chains)]
+            res.chain_descs = [self._make_chain(res, c, rdma) for c in range(res.cycle.chains)]
         if f.atomic:
             rkey, addr = targets[res.share.mrs]
-            sge = pv.wr.SGE(res.aux.buf + res.readback_offset, COUNTERS_BYTES, res.aux.lkey)
-            res.readback = pv.wr.SendWR(wr_id=READBACK_WR_ID, opcode=pv.e.IBV_WR_RDMA_READ, num_sge=1, sg=[sge],
-                                        send_flags=pv.e.IBV_SEND_SIGNALED)
-            res.readback.set_wr_rdma(rkey, addr)
+            res.readback_desc = SendDesc(READBACK_WR_ID, pv.e.IBV_WR_RDMA_READ, pv.e.IBV_SEND_SIGNALED, 0,
+                                         ((res.aux.buf + res.readback_offset, COUNTERS_BYTES, res.aux.lkey),),
+                                         addr, rkey, 0, 0, 0, 0, op="READ")
 
     def _build_recv(self, res: ShareRes) -> None:
         """One receive post list of ``recv_batch`` WQEs, each of ``recv_sges`` SGEs tiling the first
         ``max_size`` B (and the GRH on UD) of server MR ``k % mrs``."""
-        pv, f = self.pv, res.share.flow
+        f = res.share.flow
         if not f.consumes_receives or not res.server_qps:
             return
         grh = GRH_BYTES if f.transport == "UD" else 0
-        wrs: list[Any] = []
         for k in range(f.recv_batch):
             mr = res.server_mrs[k % len(res.server_mrs)]
-            sges = [pv.wr.SGE(mr.buf + off, ln, mr.lkey) for off, ln in sge_layout(f.max_size + grh, f.recv_sges)]
-            wr = pv.wr.RecvWR(wr_id=k, num_sge=len(sges), sg=sges)
-            if wrs:
-                wrs[-1].next_wr = wr
-            wrs.append(wr)
-        res.recv_chain = wrs
+            sges = tuple((mr.buf + off, ln, mr.lkey) for off, ln in sge_layout(f.max_size + grh, f.recv_sges))
+            res.recv_descs.append(RecvDesc(k, sges))
 
     # ---- data verification ---------------------------------------------------------------------------
     def prepare_verify(self) -> None:
@@ -587,6 +625,13 @@ class WorkerResources:
                                          [fetched[j] for j in res.swap_slots], one_qp)
             out += [problem] if problem else []
         return out
+
+
+def _linked(wrs: list[Any]) -> list[Any]:
+    """``wrs`` with each one's ``next_wr`` the one after it (a post list)."""
+    for a, b in pairwise(wrs):
+        a.next_wr = b
+    return wrs
 
 
 RTR_ATTEMPTS: Final = 4

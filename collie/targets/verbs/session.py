@@ -48,6 +48,7 @@ from collie.targets.verbs.engine import WorkerReport, checks_data
 from collie.targets.verbs.job import Timing, WorkerJob
 from collie.targets.verbs.limits import check_workload
 from collie.targets.verbs.measure import FlowSummary, engine_bound
+from collie.targets.verbs.native import LoopChoice, choose
 from collie.targets.verbs.results import flow_result, host_rates, port_counters, run_errors, summaries
 from collie.targets.verbs.spec import VerbsSpec
 from collie.targets.verbs.target import plan_jobs
@@ -113,6 +114,7 @@ class VerbsSession:
         self.collector = collector if collector is not None else \
             HostCollector(self.spec.device, self.spec.port, netdev=netdev)
         self._facts: DeviceFacts | None = None
+        self._loop = LoopChoice(False)
         self._phase = Phase.IDLE
         self._pool: WorkerPool | None = None
         self._plan: RunPlan | None = None
@@ -143,13 +145,15 @@ class VerbsSession:
             if self._pv is None:
                 self._pv = load()
             self._facts = query(self._pv, self.spec)
+            self._loop = choose(self._pv)
         problems = check_workload(w, self._facts.limits, plan.roles)
         if problems:
             raise Unsupported(problems[0])
         one_sided = any((f.client.host in plan.roles) != (f.server.host in plan.roles) for f in w.flows)
         timing = Timing(warmup=plan.warmup, duration=plan.duration, linger=LINGER_S if one_sided else 0.0)
         self._jobs = plan_jobs(w, self.spec, timing, self.verify, self.seed * 1_000_003 + plan.run,
-                               self._facts.numa_node, numa_nodes(), self.collector, roles=plan.roles)
+                               self._facts.numa_node, numa_nodes(), self.collector, roles=plan.roles,
+                               native=self._loop.native)
         churn = churn_jobs([(i, f, f.client.host in plan.roles, f.server.host in plan.roles)
                             for i, f in enumerate(w.flows)], self.spec, plan.warmup, plan.duration)
         self._plan = plan

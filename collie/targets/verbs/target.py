@@ -31,6 +31,7 @@ from collie.targets.verbs.device import DeviceFacts, kernel_release, numa_nodes,
 from collie.targets.verbs.job import Share, Timing, WorkerJob, side_of
 from collie.targets.verbs.limits import check_workload, rd_atomic_window
 from collie.targets.verbs.measure import FlowSummary, engine_bound
+from collie.targets.verbs.native import LoopChoice, choose
 from collie.targets.verbs.plan import split_qps
 from collie.targets.verbs.results import flow_result, host_rates, port_counters, run_errors, summaries
 from collie.targets.verbs.spec import VerbsSpec
@@ -46,7 +47,7 @@ def default_warmup(duration: float) -> float:
 
 def plan_jobs(workload: Workload, spec: VerbsSpec, timing: Timing, verify: bool, seed: int,
               nic_node: int | None, nodes: list[int], collector: HostCollector | None = None,
-              roles: tuple[str, ...] | None = None) -> list[WorkerJob]:
+              roles: tuple[str, ...] | None = None, native: bool = False) -> list[WorkerJob]:
     """One :class:`WorkerJob` per worker process (see the module docstring); worker 0 reads the counters with
     ``collector`` (default: every source of the spec's port).
 
@@ -54,7 +55,7 @@ def plan_jobs(workload: Workload, spec: VerbsSpec, timing: Timing, verify: bool,
     A flow with both ends on ``roles`` gets ``BOTH`` shares as on a local run, one with one end there gets
     ``CLIENT`` or ``SERVER`` shares, one with no end there none. Worker ``w`` holds share ``w`` of every flow
     it touches, so both hosts of a flow split it the same way. With no flow here there is still one (empty)
-    job: it reads the counters at the edges of the interval.
+    job: it reads the counters at the edges of the interval. ``native``: the workers run the native loop.
     """
     reader = collector if collector is not None else port_collector(spec.device, spec.port)
     here = [(i, f, side) for i, f in enumerate(workload.flows) if (side := side_of(f, roles)) is not None]
@@ -79,7 +80,7 @@ def plan_jobs(workload: Workload, spec: VerbsSpec, timing: Timing, verify: bool,
                                        side=side))
     rng = random.Random(seed)
     return [WorkerJob(worker=w, spec=spec, shares=tuple(s), timing=timing, verify=verify,
-                      seed=rng.randrange(1 << 30), collector=reader if w == 0 else None)
+                      seed=rng.randrange(1 << 30), collector=reader if w == 0 else None, native=native)
             for w, s in enumerate(per_worker)]
 
 
@@ -114,6 +115,7 @@ class VerbsTarget:
         self.seed = seed
         self._pv = pyverbs
         self._facts: DeviceFacts | None = None
+        self._loop = LoopChoice(False)
         self._runs = 0
         self.last_details: RunDetails | None = None
 
@@ -121,6 +123,7 @@ class VerbsTarget:
         if self._pv is None:
             self._pv = load()
         self._facts = query(self._pv, self.spec)
+        self._loop = choose(self._pv)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -145,6 +148,7 @@ class VerbsTarget:
             "max_sge": str(lim.max_sge), "max_cqe": str(lim.max_cqe), "max_mr": str(lim.max_mr),
             "max_inline_data": str(lim.max_inline_data),
             "hosts_share_device": "true",
+            "traffic_loop": self._loop.name,
         }
         return TargetInfo(
             name=self.spec.name, kind="verbs", nic_model=model, firmware=f.fw_version, driver=f.driver,
@@ -169,7 +173,7 @@ class VerbsTarget:
         timing = Timing(warmup=warmup, duration=duration)
         self._runs += 1
         jobs: list[Job] = [*plan_jobs(workload, self.spec, timing, self.verify, self.seed * 1_000_003 + self._runs,
-                                      facts.numa_node, numa_nodes(), self.collector)]
+                                      facts.numa_node, numa_nodes(), self.collector, native=self._loop.native)]
         jobs += churn_jobs([(i, f, True, True) for i, f in enumerate(workload.flows)], self.spec, warmup, duration)
         gathered = run_jobs(jobs, run_timeout_s=warmup + duration + timing.drain_timeout + 120, pyverbs=self._pv)
         return self._result(workload, duration, gathered)

@@ -274,5 +274,5 @@ def fake() -> compat.Pyverbs:
         wr=ns(SGE=FakeSGE, SendWR=FakeSendWR, RecvWR=FakeRecvWR),  # type: ignore[arg-type]
         addr=ns(GlobalRoute=lambda **kw: ns(**kw), AHAttr=lambda **kw: ns(**kw),  # type: ignore[arg-type]
                 AH=lambda pd, attr: ns(attr=attr), GID=str),
-        e=E, error=(FakeError,), version="fake",
+        e=E, error=(FakeError,), version="fake", native=False,
     )

@@ -1,0 +1,159 @@
+"""The native traffic loop on the native module's fake provider (see cfakeverbs): the same flows, counts and data
+verification as the Python loop's tests on fakeverbs, and how a worker chooses its loop."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+from collie.errors import TargetError
+from collie.model.flow import Endpoint, Flow
+from collie.targets.verbs import native
+from collie.targets.verbs.engine import Engine, run_job
+from collie.targets.verbs.job import Share, Timing, WorkerJob
+from collie.targets.verbs.native import LoopMode, NativeEngine, NativeLoopWarning, choose, make_engine, mode
+from collie.targets.verbs.resources import WorkerResources
+from collie.targets.verbs.spec import VerbsSpec
+from tests.unit.targets.verbs.cfakeverbs import cfake, moving, rnr_naks
+from tests.unit.targets.verbs.fakeverbs import fake
+
+A, B = Endpoint("a"), Endpoint("b")
+WARMUP, DURATION = 0.02, 0.1
+
+__all__ = ["moving"]
+
+
+def job(flow: Flow, verify: bool = True, native_loop: bool = True) -> WorkerJob:
+    share = Share(flow_index=0, flow=flow, qps=flow.qps, mrs=flow.mrs, worker=0)
+    return WorkerJob(worker=0, spec=VerbsSpec("fake0"), shares=(share,), timing=Timing(WARMUP, DURATION, 2.0),
+                     verify=verify, seed=1, native=native_loop)
+
+
+FLOWS = [
+    Flow(A, B, sizes=(4096,)),
+    Flow(A, B, sizes=(64, 1000, 4096), sges=4, batch=3, signal_every=2, sq_depth=3, qps=3, mrs=2),
+    Flow(A, B, opcodes=("READ",), sizes=(8192,), sges=2, batch=8, signal_every=8),
+    Flow(A, B, opcodes=("SEND",), sizes=(512, 2048), batch=4, signal_every=4, rq_depth=16, qps=2),
+    Flow(A, B, opcodes=("WRITE_IMM",), sizes=(256,), batch=2, signal_every=5, sq_depth=8),
+    Flow(A, B, transport="UD", opcodes=("SEND",), sizes=(1024,), mtu=1024, batch=8, signal_every=8),
+    Flow(A, B, opcodes=("ATOMIC_FA",), sizes=(8,), batch=4, signal_every=4, mrs=3),
+    Flow(A, B, opcodes=("ATOMIC_CS",), sizes=(8,), batch=3, signal_every=3),
+    Flow(A, B, opcodes=("ATOMIC_FA", "ATOMIC_CS"), sizes=(8,), batch=4, signal_every=2, qps=3),
+    Flow(A, B, opcodes=("READ", "WRITE"), sizes=(1, 129, 4097), batch=4, signal_every=4, mrs=2, mr_size=4097),
+    Flow(A, B, opcodes=("WRITE_IMM", "READ", "ATOMIC_FA", "SEND"), sizes=(129, 4097), sges=1, batch=4,
+         signal_every=4, mr_size=8192),
+    Flow(A, B, opcodes=("SEND",), sizes=(4097, 1), sges=1, rq_depth=12, sq_depth=64, recv_batch=3, recv_sges=4),
+    Flow(A, B, transport="UC", opcodes=("WRITE", "SEND_IMM"), sizes=(129,), batch=2, signal_every=2),
+    Flow(A, B, opcodes=("SEND",), sizes=(256,), rq_depth=8, recv_batch=4, recv_delay_us=200, sq_depth=16),
+]
+IDS = ["write", "write-mix-odd-signal", "read", "send", "write-imm", "ud-send", "fetch-add", "compare-swap",
+       "both-atomics-3-qps", "read-write-mix-odd-sizes", "four-opcodes", "recv-batch-sges", "uc-write-send-imm",
+       "paced-receiver"]
+
+
+@pytest.mark.parametrize("flow", FLOWS, ids=IDS)
+def test_native_loop_counts_and_verifies_what_the_python_loop_does(flow: Flow, moving: Any) -> None:
+    native_report = run_job(cfake(), job(flow))
+    python_report = run_job(fake(), job(flow, native_loop=False))
+    for report in (native_report, python_report):
+        assert report.errors == ()
+        (s,) = report.stats
+        assert s.verified and not s.verify_errors, s.verify_errors
+        assert s.wrs > 0 and s.bytes > 0 and s.packets >= s.wrs
+        assert s.lat_ns and s.loops > 0
+        assert abs(s.seconds - DURATION) < 0.05
+    (n,), (p,) = native_report.stats, python_report.stats
+    # the same flow: bytes and packets per WR follow the same cycle in both loops
+    assert n.bytes / n.wrs == pytest.approx(p.bytes / p.wrs, rel=0.25)
+
+
+def test_the_worker_runs_the_native_engine_when_its_job_asks(moving: Any) -> None:
+    pv = cfake()
+    flow = Flow(A, B, sizes=(64,))
+    for asked, kind in ((True, NativeEngine), (False, Engine)):
+        res = WorkerResources(pv, job(flow, native_loop=asked))
+        try:
+            res.open()
+            engine = make_engine(pv, job(flow, native_loop=asked), res)
+            assert type(engine) is kind
+        finally:
+            res.close()
+
+
+def test_verification_catches_a_corrupted_buffer_in_the_native_loop(monkeypatch: pytest.MonkeyPatch,
+                                                                     moving: Any) -> None:
+    original = WorkerResources.check_verify
+
+    def corrupt(self: WorkerResources, res: Any, seqs: list[int], received: int) -> list[str]:
+        mr = res.server_mrs[0]
+        byte = mr.read(1, 5)
+        mr.write(bytes([byte[0] ^ 0xFF]), 1, 5)
+        return original(self, res, seqs, received)
+
+    monkeypatch.setattr(WorkerResources, "check_verify", corrupt)
+    (s,) = run_job(cfake(), job(Flow(A, B, sizes=(64,)))).stats
+    assert not s.verified
+    assert s.verify_errors and "byte 5" in s.verify_errors[0]
+
+
+def test_a_slow_receiver_draws_rnr_naks_and_the_native_run_still_completes(moving: Any) -> None:
+    before = rnr_naks()
+    flow = Flow(A, B, opcodes=("SEND",), sizes=(64,), rq_depth=4, recv_batch=4, recv_delay_us=2000, sq_depth=32,
+                signal_every=1)
+    report = run_job(cfake(), job(flow))
+    assert report.errors == ()
+    (s,) = report.stats
+    assert s.verified and s.wrs > 0
+    assert rnr_naks() > before
+
+
+def test_without_data_moved_the_native_loop_outruns_the_python_loop() -> None:
+    """The loops' own ceilings (a fake that does no work): not a timing assertion, a sanity one (one order of
+    magnitude apart on any machine: bench/engine_ceiling.py measures the ratio)."""
+    from tests.unit.targets.verbs import cfakeverbs, fakeverbs
+
+    flow = Flow(A, B, sizes=(64,), sq_depth=128, signal_every=100)
+    cfakeverbs.move_data(False)
+    fakeverbs.MOVE_DATA = False
+    try:
+        (n,) = run_job(cfake(), job(flow, verify=False)).stats
+        (p,) = run_job(fake(), job(flow, verify=False, native_loop=False)).stats
+    finally:
+        cfakeverbs.move_data(True)
+        fakeverbs.MOVE_DATA = True
+    assert n.wrs / n.seconds > 3 * p.wrs / p.seconds
+
+
+def test_the_loop_mode_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(native.ENV, raising=False)
+    assert mode() is LoopMode.AUTO
+    monkeypatch.setenv(native.ENV, "Python")
+    assert mode() is LoopMode.PYTHON
+    assert not choose(cfake()).native
+    monkeypatch.setenv(native.ENV, "fast")
+    with pytest.raises(TargetError, match="COLLIE_VERBS_LOOP='fast' names no traffic loop"):
+        mode()
+
+
+def test_a_missing_native_module_is_one_warning_under_auto_and_an_error_when_asked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "module", lambda: (None, "no <infiniband/verbs.h> (apt-get install libibverbs-dev)"))
+    monkeypatch.setenv(native.ENV, "auto")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        choice = choose(cfake())
+    assert not choice.native and "libibverbs-dev" in choice.reason
+    assert [str(w.message) for w in seen if w.category is NativeLoopWarning] == [
+        "the native traffic loop is not available (no <infiniband/verbs.h> (apt-get install libibverbs-dev)); "
+        "using the Python loop, which drives far fewer small messages per second"]
+    monkeypatch.setenv(native.ENV, "native")
+    with pytest.raises(TargetError, match="COLLIE_VERBS_LOOP=native but the native traffic loop is not available"):
+        choose(cfake())
+
+
+def test_a_pure_python_fake_runs_the_python_loop_without_a_word() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not choose(fake()).native
