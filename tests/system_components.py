@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sysconfig
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,14 @@ def _native_loop() -> bool:
     except ImportError:
         return False
     return True
+
+
+def _c_compiler() -> bool:
+    return (shutil.which("cc") or shutil.which("gcc")) is not None and Path("/usr/include/stdio.h").exists()
+
+
+def _python_headers() -> bool:
+    return Path(sysconfig.get_paths()["include"], "Python.h").exists()
 
 
 def _debian_python() -> bool:
@@ -87,6 +96,13 @@ COMPONENTS: Final[Mapping[str, Component]] = {
     "native-loop": Component("the native traffic loop (collie/targets/verbs/_native.c, compiled)", _native_loop,
                              otherwise="install gcc and libibverbs-dev (`bash .ci/system-packages`) and build it: "
                              "`python -m collie.targets.verbs.native_build`"),
+
+
+    "cc": Component("a C compiler (cc or gcc) and the C library's headers", _c_compiler, ("gcc", "libc6-dev")),
+    "python-headers": Component(f"the C headers of this Python (Python.h in {sysconfig.get_paths()['include']})",
+                                _python_headers, ("python3-dev",)),
+    "verbs-header": Component("libibverbs' C header <infiniband/verbs.h>",
+                              _files("/usr/include/infiniband/verbs.h"), ("libibverbs-dev",)),
     "root": Component("root (it mounts a tmpfs in a private mount namespace)", lambda: os.geteuid() == 0,
                       otherwise="run the tests as root"),
 }
