@@ -1,4 +1,4 @@
-"""Building the native traffic loop (collie/targets/verbs/native_build.py).
+"""Building the native traffic loop (collie/targets/verbs/native_build.py) and the hatchling hook that runs it.
 
 A build that can succeed needs a C compiler, this Python's headers and <infiniband/verbs.h>: without them those
 tests skip, except under CI, where they fail (tests/system_components.py). Every build here goes to a temporary
@@ -7,14 +7,18 @@ folder, never into the checkout.
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from collie.targets.verbs import native_build
 from collie.targets.verbs.native_build import BUILT, CFLAGS_ENV, RECORD_NAME, BuildOutcome, build, last_reason
+from tests.conftest import ROOT
 from tests.system_components import require
 
 SO_NAME = native_build.module_filename()
@@ -35,6 +39,15 @@ def _imports(folder: Path) -> subprocess.CompletedProcess[str]:
     code = f"import sys; sys.path.insert(0, {str(folder)!r}); import _native; print(_native.__name__)"
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False,
                           stdin=subprocess.DEVNULL, cwd=folder)
+
+
+def _hook() -> ModuleType:
+    """hatch_build.py at the root, loaded by path as hatchling does (no hatchling needed for build_native)."""
+    spec = importlib.util.spec_from_file_location("collie_hatch_build_under_test", ROOT / "hatch_build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_the_native_loop_builds_into_a_folder_and_imports_from_it(tmp_path: Path) -> None:
@@ -136,3 +149,56 @@ def test_the_command_prints_one_line_and_exits_0_only_when_built(tmp_path: Path,
     assert native_build.main(["--out-dir", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     assert out == f"built the native traffic loop: {tmp_path.resolve() / SO_NAME}\n" and err == ""
+
+
+def test_the_hook_puts_the_module_in_a_standard_wheel_and_makes_it_platform_specific(tmp_path: Path) -> None:
+    _require_build_tools()
+    build_data: dict[str, object] = {"force_include": {}, "pure_python": True, "infer_tag": False}
+    built, line = _hook().build_native(ROOT, "standard", build_data, tmp_path)
+    so = tmp_path.resolve() / SO_NAME
+    assert (built, line) == (True, f"built the native traffic loop: {so}")
+    assert build_data == {
+        "force_include": {str(so): f"collie/targets/verbs/{SO_NAME}",
+                          str(tmp_path.resolve() / RECORD_NAME): "collie/targets/verbs/_native_build.txt"},
+        "pure_python": False,
+        "infer_tag": True,
+    }
+
+
+def test_an_editable_build_leaves_the_build_data_alone(tmp_path: Path) -> None:
+    _require_build_tools()
+    build_data: dict[str, object] = {}
+    assert _hook().build_native(ROOT, "editable", build_data, tmp_path)[0] is True
+    assert build_data == {} and (tmp_path / SO_NAME).exists()
+
+
+def test_when_the_build_fails_the_wheel_stays_pure_and_carries_the_reason(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CC", "false")
+    build_data: dict[str, object] = {"force_include": {}, "pure_python": True, "infer_tag": False}
+    hook = _hook()
+    built, line = hook.build_native(ROOT, "standard", build_data, tmp_path)
+    assert (built, line) == (False, "the native traffic loop was not built: the C compiler false failed to "
+                                    "preprocess an empty file (exit status 1)")
+    record = {str(tmp_path.resolve() / RECORD_NAME): "collie/targets/verbs/_native_build.txt"}
+    assert build_data == {"force_include": record, "pure_python": True, "infer_tag": False}
+    # even a checkout without native_build.py (or one that fails to load) does not fail the build
+    build_data = {"force_include": {}, "pure_python": True, "infer_tag": False}
+    assert hook.build_native(tmp_path, "standard", build_data) == (
+        False, f"the native traffic loop was not built: its build hook failed (ImportError: cannot load "
+               f"{tmp_path / 'collie/targets/verbs/native_build.py'})")
+    assert build_data == {"force_include": {}, "pure_python": True, "infer_tag": False}
+
+
+def test_the_packaging_wires_the_hook_and_ships_its_sources() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    wheel = project["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["hooks"]["custom"] == {"path": "hatch_build.py"}
+    assert {"collie", "hatch_build.py"} <= set(project["tool"]["hatch"]["build"]["targets"]["sdist"]["include"])
+    assert native_build.SOURCE == ROOT / "collie" / "targets" / "verbs" / "_native.c"
+    assert native_build.SOURCE.is_file()
+    ignored = subprocess.run(["git", "check-ignore", f"collie/targets/verbs/{SO_NAME}",
+                              f"collie/targets/verbs/{RECORD_NAME}"], cwd=ROOT, capture_output=True, text=True,
+                             check=False)
+    if ignored.returncode != 128:  # 128: not a git checkout (an unpacked sdist)
+        assert ignored.stdout.split() == [f"collie/targets/verbs/{SO_NAME}", f"collie/targets/verbs/{RECORD_NAME}"]
