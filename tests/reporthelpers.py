@@ -1,22 +1,28 @@
-"""Test helpers for reports: campaign folders written by the current collie, one with hostile names, and one
-recorded as a remote campaign.
+"""Test helpers for reports: campaign folders written by the current collie, one with hostile names, one
+recorded as a remote campaign, and one on a verbs target some of whose runs were engine-bound.
 
 :func:`make_campaign` runs the real ``collie campaign`` on the simulator (a second or two); :func:`hostile_copy`
 copies a campaign folder and renames what a user's inventory, workloads or driver could name freely (a case's
 workload name, a host in the evidence, a counter, a fingerprint detail) to :data:`SCRIPT`; :func:`remote_copy`
 copies one and records its target as a ``remote:`` inventory of two verbs hosts, the way a remote campaign's
-fingerprint records them (``a.host``, ``a.address``, ``a.target``, ``a.gid``, ...).
+fingerprint records them (``a.host``, ``a.address``, ``a.target``, ``a.gid``, ...); :func:`engine_bound_campaign`
+writes a small campaign through collie's own store whose runs are engine-bound where asked (a campaign on ``sim``
+never has one).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
+from collie.storage.campaign import CampaignStore
+from collie.storage.records import CampaignConfig, Phase, TrialRecord, TrialState, TrialVerdict
+from collie.targets.base import FlowResult, HostResult, RunResult, TargetInfo
 from collie.tomlio import read_toml
 from tests.conftest import run_cli
 
@@ -87,4 +93,35 @@ def remote_copy(src: Path, dst: Path, *, simulated: bool = False) -> Path:
     return dst
 
 
-__all__ = ["REMOTE_HOSTS", "SCRIPT", "hostile_copy", "make_campaign", "remote_copy", "remote_fingerprint"]
+#: The verbs target :func:`engine_bound_campaign` records.
+RXE = TargetInfo("verbs:rxe0", "verbs", "rxe", "", "rxe", "6.1.0", "rxe", 10e9, 0.0, ("a", "b"))
+
+
+def engine_bound_campaign(out: Path, engine_bound: Sequence[bool], *, target: TargetInfo = RXE) -> Path:
+    """A campaign folder on ``target`` written through :class:`CampaignStore`: one calibration run, then one
+    explore run per flag of ``engine_bound`` (engine-bound where the flag is true, and then not judged, as the
+    oracle leaves such a run; clean otherwise), then one pruned trial (no run)."""
+    store = CampaignStore.prepare(out, CampaignConfig(target=target.name, seed=1, budget=len(engine_bound) + 1,
+                                                      preset="quick", strategy="anneal"))
+    store.begin(target)
+
+    def result(key: str, bound: bool) -> RunResult:
+        return RunResult(key, target.name, 1.0, 0.1, (FlowResult(0, "a", "b", 2e9 if bound else 9e9, 4e6, 4e6, 2.0,
+                                                                 3.0, 4.0),),
+                         (HostResult("a", 9e9, 0.0, 4e6, 0.0), HostResult("b", 0.0, 9e9, 0.0, 4e6)),
+                         engine_bound=bound)
+
+    store.append(TrialRecord(1, Phase.CALIBRATE, "cal", {}, TrialState.COMPLETE, 1.0, result=result("cal", False)))
+    for i, bound in enumerate(engine_bound, start=2):
+        verdict = TrialVerdict(False, "", 0.0, {"throughput": 0.2 if bound else 0.95})
+        store.append(TrialRecord(i, Phase.EXPLORE, f"k{i}", {"qps": i, "op": "RC_WRITE"}, TrialState.COMPLETE,
+                                 float(i), result=result(f"k{i}", bound), verdict=verdict))
+    n = len(engine_bound) + 2
+    store.append(TrialRecord(n, Phase.EXPLORE, f"k{n}", {"qps": 99999}, TrialState.PRUNED, float(n),
+                             reason="qps 99999 > max_qp"))
+    store.close()
+    return out
+
+
+__all__ = ["REMOTE_HOSTS", "RXE", "SCRIPT", "engine_bound_campaign", "hostile_copy", "make_campaign", "remote_copy",
+           "remote_fingerprint"]

@@ -25,6 +25,9 @@ qp_churn_per_s   float64   QPs created and destroyed per second per side, all fl
 qp_churn_p99_us  float64   the highest flow's 99th-percentile latency of one churned QP (0: none)
 duration_s       float64   the measured interval (empty: no result)
 point            string    the search point, as compact JSON with sorted keys (``{}`` for calibration/replay)
+chain            Int64     the search chain that ran it (empty: a campaign of one chain)
+engine_bound     boolean   the traffic engine, not the NIC, limited the run; the oracle did not judge it (empty: no
+                           result)
 ===============  ========  ===================================================================================
 
 Invariant: one row per trial, in trial order; every value comes from the journal's row as written.
@@ -48,6 +51,7 @@ TRIAL_COLUMNS: Final = {
     "throughput": "float64", "bps": "float64", "pps": "float64", "msg_rate": "float64", "lat_p99_us": "float64",
     "mr_churn_per_s": "float64", "mr_churn_p99_us": "float64", "qp_churn_per_s": "float64",
     "qp_churn_p99_us": "float64", "duration_s": "float64", "point": "string", "chain": "Int64",
+    "engine_bound": "boolean",
 }
 #: The anomalies frame's columns and their pandas dtypes.
 ANOMALY_COLUMNS: Final = {
@@ -66,6 +70,7 @@ def trial_row(t: TrialRecord) -> dict[str, Any]:
         "bps": None, "pps": None, "msg_rate": None, "lat_p99_us": None, "mr_churn_per_s": None,
         "mr_churn_p99_us": None, "qp_churn_per_s": None, "qp_churn_p99_us": None, "duration_s": None,
         "point": json.dumps(dict(t.point), sort_keys=True, separators=(",", ":")), "chain": t.chain,
+        "engine_bound": None,
     }
     if v is not None:
         row.update(anomalous=v.anomalous, signature=v.signature, score=v.score,
@@ -73,7 +78,8 @@ def trial_row(t: TrialRecord) -> dict[str, Any]:
     if r is not None:
         row.update(bps=sum(f.bps for f in r.flows), pps=sum(f.pps for f in r.flows),
                    msg_rate=sum(f.msg_rate for f in r.flows),
-                   lat_p99_us=max((f.lat_p99_us for f in r.flows), default=None), duration_s=r.duration_s)
+                   lat_p99_us=max((f.lat_p99_us for f in r.flows), default=None), duration_s=r.duration_s,
+                   engine_bound=r.engine_bound)
         for k in ("mr", "qp"):
             row[f"{k}_churn_per_s"] = sum(getattr(f, f"{k}_churn_per_s") for f in r.flows)
             row[f"{k}_churn_p99_us"] = max((getattr(f, f"{k}_churn_p99_us") for f in r.flows), default=0.0)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from collie import __version__
 from collie.errors import CollieError
 from collie.report.facts import AnomalyFacts, fingerprint_rows
-from collie.report.model import Report, counts
+from collie.report.model import Report, counts, engine_bound_sentence
 from collie.report.plots import counters_svg, overview_svg
 from collie.storage.records import Phase, TrialState
 
@@ -55,8 +55,10 @@ def render_html(report: Report) -> str:
     from markupsafe import Markup  # jinja2's own dependency
     data = report.data
     info = data.config.target_info
+    c = counts(report)
     return page.render(
-        title=report.title, version=__version__, data=data, config=data.config, counts=counts(report),
+        title=report.title, version=__version__, data=data, config=data.config, counts=c,
+        engine_bound=engine_bound_sentence(c["engine_bound"]),
         machines=report.machines, campaign_fingerprint=fingerprint_rows(info),
         campaign_details=[(k, info.details[k]) for k in _SHOWN_DETAILS if info is not None and k in info.details],
         overview=Markup(overview_svg(report.trials, report.found_at_trials(),

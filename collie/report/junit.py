@@ -6,7 +6,8 @@
   reproduced (anomalous) and passes when it no longer did (fixed).
 
 CI systems show these as tests: a red test per anomaly. A campaign on the simulator says so in each suite's
-``simulated`` property and at the start of every failure's message.
+``simulated`` property and at the start of every failure's message; each suite's ``engine_bound`` property is
+the number of the campaign's runs the traffic engine, not the NIC, limited (not judged; ``0``: none).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from collie.errors import CollieError
-from collie.report.model import Report
+from collie.report.model import Report, counts
 
 SUITE_NEW: Final = "collie.anomalies"
 SUITE_KNOWN: Final = "collie.known"
@@ -43,9 +44,11 @@ def render_junit(report: Report) -> str:
     for row in t[(t["phase"] == "replay")].to_dict(orient="records"):
         known.add_testcase(_known_case(row, report.data.corpus_names.get(str(row["key"]), ""), prefix, TestCase,
                                        Failure))
+    engine_bound = str(counts(report)["engine_bound"])
     for suite in (new, known):
         suite.add_property("simulated", "yes" if simulated else "no")
         suite.add_property("target", report.data.config.target)
+        suite.add_property("engine_bound", engine_bound)
     xml: Any = JUnitXml("collie report " + report.data.root.name)
     xml.add_testsuite(new)
     if known.tests:

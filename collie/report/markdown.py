@@ -16,7 +16,7 @@ from typing import Any, Final
 from collie import __version__
 from collie.report.facts import AnomalyFacts, fingerprint_rows
 from collie.report.machines import Machines
-from collie.report.model import Report, counts
+from collie.report.model import Report, counts, engine_bound_sentence
 
 #: Counters listed per host (the largest deltas); the JSON report has them all.
 MD_COUNTERS: Final = 15
@@ -67,6 +67,8 @@ def render_markdown(report: Report) -> str:
            f"{md_code(config.preset)}, strategy {md_code(config.strategy)}.", "",
            f"{c['trials']} trials ({c['experiments']} budgeted experiments, {c['pruned']} pruned, {c['failed']} "
            f"failed), {c['anomalous']} anomalous runs, **{len(report.anomalies)} anomalies**.", ""]
+    if c["engine_bound"]:
+        out += [f"{md_text(engine_bound_sentence(c['engine_bound']))}.", ""]
     if data.rerun_of:
         out += [f"A rerun of the perftest rows imported in {md_code(data.rerun_of)} (`collie import rerun`): each "
                 f"row beside collie's runs with {md_code(f'collie report --compare {data.rerun_of} {data.root}')}.",

@@ -42,12 +42,25 @@ class Report:
 
 
 def counts(report: Report) -> dict[str, int]:
-    """Trials, budgeted experiments, anomalous runs, pruned and failed trials."""
+    """Trials, budgeted experiments, anomalous runs, pruned and failed trials, and engine-bound runs (of every
+    phase: the traffic engine, not the NIC, limited them, and the oracle judged none of them; 0 in a journal
+    written before runs said so)."""
     t = report.trials
     budgeted = t["phase"].isin([str(p) for p in Phase if p.budgeted])
     return {"trials": len(t), "experiments": int((budgeted & (t["status"] != "PRUNED")).sum()),
             "anomalous": int(t["anomalous"].fillna(False).astype(bool).sum()),
-            "pruned": int((t["status"] == "PRUNED").sum()), "failed": int((t["status"] == "FAILED").sum())}
+            "pruned": int((t["status"] == "PRUNED").sum()), "failed": int((t["status"] == "FAILED").sum()),
+            "engine_bound": int(t["engine_bound"].fillna(False).astype(bool).sum())}
+
+
+def engine_bound_sentence(runs: int) -> str:
+    """What ``runs`` engine-bound runs mean, in one sentence a report shows beside its counts (``""``: none)."""
+    if not runs:
+        return ""
+    them = "it" if runs == 1 else "them"
+    return (f"{runs} run{' was' if runs == 1 else 's were'} engine-bound: the traffic engine, not the NIC, limited "
+            f"{them}, so the oracle did not judge {them} and {'its' if runs == 1 else 'their'} rates are the "
+            "engine's (docs/targets.md, \"What rates the engine can drive, and engine_bound\")")
 
 
 def build_report(root: Path) -> Report:

@@ -57,8 +57,9 @@ def test_the_csv_read_back_by_pandas_equals_the_journal(campaign: Path, tmp_path
             assert got["anomalous"] == verdict["anomalous"] and got["signature"] == verdict["signature"]
             assert got["score"] == verdict["score"] and got["throughput"] == verdict["metrics"]["throughput"]
         if result is None:
-            assert pd.isna(got["bps"]) and pd.isna(got["duration_s"])
+            assert pd.isna(got["bps"]) and pd.isna(got["duration_s"]) and pd.isna(got["engine_bound"])
         else:
+            assert got["engine_bound"] == result["engine_bound"]
             assert got["bps"] == pytest.approx(sum(f["bps"] for f in result["flows"]), rel=1e-15)
             assert got["pps"] == pytest.approx(sum(f["pps"] for f in result["flows"]), rel=1e-15)
             assert got["lat_p99_us"] == max(f["lat_p99_us"] for f in result["flows"])
@@ -105,13 +106,16 @@ def test_json_follows_its_documented_schema(campaign: Path, tmp_path: Path) -> N
                       "created": str, "simulated": bool}.items():
         _check(c[key], kind, f"campaign.{key}")
     assert set(c["fingerprint"]) >= {"nic_model", "firmware", "driver", "kernel", "line_rate_bps", "hosts"}
-    assert set(doc["summary"]) == {"trials", "experiments", "anomalous", "pruned", "failed", "anomalies"}
+    assert set(doc["summary"]) == {"trials", "experiments", "anomalous", "pruned", "failed", "engine_bound",
+                                   "anomalies"}
+    assert doc["summary"]["engine_bound"] == 0  # a campaign on sim: the simulator is never engine-bound
     assert doc["summary"]["anomalies"] == len(doc["anomalies"]) == len(list((campaign / "anomalies").iterdir()))
     assert len(doc["trials"]) == doc["summary"]["trials"] == len(_journal(campaign))
     for row in doc["trials"]:
         assert list(row) == list(TRIAL_COLUMNS)
         _check(row["trial"], int, "trial")
         _check(row["anomalous"], (bool, type(None)), "anomalous")
+        _check(row["engine_bound"], (bool, type(None)), "engine_bound")
         for k in ("score", "throughput", "bps", "pps", "msg_rate", "lat_p99_us", "duration_s"):
             _check(row[k], OPTIONAL_NUMBER, k)
     for a in doc["anomalies"]:
