@@ -365,6 +365,7 @@ def _total(campaign: CampaignSummary, chains: Sequence[CampaignSummary]) -> Camp
         total.replayed += s.replayed
         total.pruned += s.pruned
         total.failed += s.failed
+        total.engine_bound += s.engine_bound
         total.minimize_experiments += s.minimize_experiments
         total.known_hits += s.known_hits
         total.corpus_reproduced.extend(s.corpus_reproduced)

@@ -97,7 +97,7 @@ class TrialRunner:
         target: the entered target.
         store: the campaign folder the journal is appended to.
         duration: seconds of measured traffic per run.
-        summary: the tally (experiments, pruned, failed) of what this runner runs, counted here.
+        summary: the tally (experiments, pruned, failed, engine-bound) of what this runner runs, counted here.
         emit: where the ``TrialStarted`` and ``TrialFinished`` events go.
         shared: the journal state shared with the runners of the other chains (one per campaign).
         budget: the campaign's budget, which every budgeted trial spends.
@@ -184,6 +184,7 @@ class TrialRunner:
             self.budget.finish(counts)
         self.summary.pruned += outcome.state is TrialState.PRUNED
         self.summary.failed += outcome.state is TrialState.FAILED
+        self.summary.engine_bound += outcome.result is not None and outcome.result.engine_bound
         self.emit(TrialFinished(n, phase, outcome.state, self.budget.experiments, pt, outcome.verdict,
                                 outcome.result, outcome.reason))
         return outcome

@@ -17,6 +17,8 @@ class CampaignSummary:
         replayed: corpus cases replayed.
         pruned: trials the target could not run.
         failed: trials the target failed.
+        engine_bound: runs of any phase the traffic engine, not the NIC, limited (``RunResult.engine_bound``; the
+            oracle judges none of them).
         minimize_experiments: of ``experiments``, those spent confirming and minimizing.
         anomalies: the anomalies found, in the order found (the registry keeps it; MFSs replaced in place).
         known_hits: finds a known anomaly explained (or whose MFS was widened to take them in).
@@ -29,6 +31,7 @@ class CampaignSummary:
     replayed: int = 0
     pruned: int = 0
     failed: int = 0
+    engine_bound: int = 0
     minimize_experiments: int = 0
     anomalies: list[AnomalyRecord] = field(default_factory=list)
     known_hits: int = 0

@@ -28,6 +28,24 @@ def _summary_rows(summary: CampaignSummary) -> list[dict[str, Any]]:
     } for a in summary.anomalies]
 
 
+def spent(summary: CampaignSummary) -> str:
+    """What the campaign ran, in a phrase: ``150 experiments (12 minimizing, 6 calibration, 0 pruned, 0 failed)``,
+    with ``, 3 engine-bound runs not judged`` before the parenthesis closes when some runs were."""
+    engine = f", {summary.engine_bound} engine-bound runs not judged" if summary.engine_bound else ""
+    return (f"{counted(summary.experiments, 'experiment')} ({summary.minimize_experiments} minimizing, "
+            f"{summary.calibration} calibration, {summary.pruned} pruned, {summary.failed} failed{engine})")
+
+
+def summary_dict(summary: CampaignSummary, out: Path, simulated: bool) -> dict[str, Any]:
+    """The campaign's summary as ``--format json`` prints it (``engine_bound`` always: 0 when no run was)."""
+    return {"out": str(out), "experiments": summary.experiments,
+            "minimize_experiments": summary.minimize_experiments, "pruned": summary.pruned,
+            "failed": summary.failed, "engine_bound": summary.engine_bound, "known_hits": summary.known_hits,
+            "replayed": summary.replayed, "corpus_reproduced": summary.corpus_reproduced,
+            "confirms_and_minimizes": summary.confirms, "simulated": simulated,
+            "anomalies": _summary_rows(summary)}
+
+
 def _given(ctx: click.Context, name: str, value: Any) -> Any:
     """``value`` if the user gave option ``name`` (on the command line or in the environment), else None."""
     source = ctx.get_parameter_source(name)
@@ -109,19 +127,11 @@ def campaign(ctx: click.Context, target_spec: TargetSpec, space_file: Path | Non
     info = store.config().target_info
     simulated = (f" on {config.target}, simulated (no hardware ran: {info.nic_model} is a simulator profile)"
                  if info is not None and info.simulated else "")
-    click.echo(f"== done{simulated}: {counted(summary.experiments, 'experiment')} "
-               f"({summary.minimize_experiments} minimizing, "
-               f"{summary.calibration} calibration, {summary.pruned} pruned, {summary.failed} failed); "
+    click.echo(f"== done{simulated}: {spent(summary)}; "
                f"{counted(len(summary.anomalies), 'anomaly', 'anomalies')} in {out}{unminimized}{corpus_line}",
                err=True)
     if fmt == "json":
-        emit(json.dumps({"out": str(out), "experiments": summary.experiments,
-                         "minimize_experiments": summary.minimize_experiments, "pruned": summary.pruned,
-                         "failed": summary.failed, "known_hits": summary.known_hits,
-                         "replayed": summary.replayed, "corpus_reproduced": summary.corpus_reproduced,
-                         "confirms_and_minimizes": summary.confirms,
-                         "simulated": info is not None and info.simulated,
-                         "anomalies": _summary_rows(summary)}, indent=2))
+        emit(json.dumps(summary_dict(summary, out, info is not None and info.simulated), indent=2))
     else:
         emit(render(_summary_rows(summary), fmt, title=f"anomalies ({out})",
                     columns=["anomaly", "signature", "found_trial", "confirmed", "mfs"]))

@@ -184,6 +184,7 @@ def test_a_preset_that_does_not_confirm_or_minimize_says_so(tmp_path: Path) -> N
     assert found and all("not confirmed or minimized by this preset): saved as found" in line for line in found)
     done = next(line for line in r.stderr.splitlines() if line.startswith("== done"))
     assert "(preset random neither confirms nor minimizes: they are saved as found)" in done
+    assert data["engine_bound"] == 0 and "engine" not in done  # the simulator is never engine-bound: no word of it
     collie = run_cli("campaign", "--budget", "20", "--out", str(tmp_path / "c"), "--format", "json")
     assert json.loads(collie.stdout)["confirms_and_minimizes"] is True and "neither" not in collie.stderr
 

@@ -31,12 +31,15 @@ from collie.targets.sim import SimTarget
 
 
 class Wrapped:
-    """A target around the simulator that can drop ground truth or fail every n-th run."""
+    """A target around the simulator that can drop ground truth, fail every n-th run, or say every m-th run was
+    engine-bound (as a verbs target whose engine limited it would)."""
 
-    def __init__(self, seed: int = 0, strip_truth: bool = False, fail_every: int = 0) -> None:
+    def __init__(self, seed: int = 0, strip_truth: bool = False, fail_every: int = 0,
+                 engine_bound_every: int = 0) -> None:
         self.sim = SimTarget("cx6-200g-amd", seed=seed)
         self.strip_truth = strip_truth
         self.fail_every = fail_every
+        self.engine_bound_every = engine_bound_every
         self.runs = 0
 
     def __enter__(self) -> Wrapped:
@@ -54,6 +57,8 @@ class Wrapped:
         if self.fail_every and self.runs > len(calibration_workloads()) and self.runs % self.fail_every == 0:
             raise RuntimeError("NIC went away")
         r = self.sim.run(workload, duration, repetition=repetition)
+        if self.engine_bound_every and self.runs % self.engine_bound_every == 0:
+            r = dataclasses.replace(r, engine_bound=True)
         return dataclasses.replace(r, truth=()) if self.strip_truth else r
 
 
@@ -186,6 +191,17 @@ def test_target_failures_are_recorded_and_the_campaign_goes_on(tmp_path: Path) -
     failed = [r for r in _journal(tmp_path) if r["status"] == "FAILED"]
     assert failed and all("NIC went away" in r["reason"] for r in failed)
     assert summary.failed == len(failed) and summary.experiments == 120
+
+
+def test_the_summary_counts_the_engine_bound_runs_as_the_journal_records_them(tmp_path: Path) -> None:
+    summary = _campaign(tmp_path, Wrapped(engine_bound_every=5), budget=60).run()
+    bound = [r for r in _journal(tmp_path) if r.get("result", {}).get("engine_bound")]
+    assert summary.engine_bound == len(bound) > 0
+    phases = {r["phase"] for r in bound}
+    assert "calibrate" in phases and phases & {"explore", "confirm", "minimize"}  # every phase's runs count
+    assert all(not r["verdict"]["anomalous"] for r in bound if "verdict" in r)  # never judged
+    resumed = _campaign(tmp_path, Wrapped(), budget=60, resume=True).run()  # every run read back from the journal
+    assert resumed.engine_bound == summary.engine_bound
 
 
 def _rows(tmp: Path) -> list[dict[str, Any]]:
