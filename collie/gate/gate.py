@@ -116,7 +116,8 @@ class NewAnomaly:
 
 @dataclass(frozen=True)
 class GateResult:
-    """The gate's findings and what they cost."""
+    """The gate's findings and what they cost (``engine_bound``: runs of any phase the traffic engine, not the
+    NIC, limited, which the oracle did not judge)."""
 
     target: str
     out: str
@@ -128,6 +129,7 @@ class GateResult:
     failed: int
     pruned: int
     warnings: tuple[str, ...] = field(default=())
+    engine_bound: int = 0
 
     @property
     def exit_code(self) -> ExitCode:
@@ -149,9 +151,11 @@ class GateResult:
             parts.append(f"{new} new anomal{'ies' if new != 1 else 'y'}")
         other = f", {elsewhere} recorded on another target" if elsewhere else ""
         tail = f"; {waived} waived, {fixed} fixed{other}, of {len(self.known)} known"
+        n = self.engine_bound
+        engine = f"; {n} engine-bound run{'s' if n != 1 else ''} not judged" if n else ""
         if parts:
-            return f"gate FAILED: {' and '.join(parts)}{tail}"
-        return f"gate passed: no unwaived anomaly{tail}, {self.experiments} search experiments"
+            return f"gate FAILED: {' and '.join(parts)}{tail}{engine}"
+        return f"gate passed: no unwaived anomaly{tail}, {self.experiments} search experiments{engine}"
 
     def to_dict(self) -> dict[str, Any]:
         def waiver(w: Waiver | None) -> dict[str, Any] | None:
@@ -161,7 +165,8 @@ class GateResult:
         return {
             "exit_code": int(self.exit_code), "verdict": self.verdict(), "target": self.target, "out": self.out,
             "budget": self.budget, "experiments": self.experiments, "calibration": self.calibration,
-            "failed": self.failed, "pruned": self.pruned, "warnings": list(self.warnings),
+            "failed": self.failed, "pruned": self.pruned, "engine_bound": self.engine_bound,
+            "warnings": list(self.warnings),
             "known": [{"name": k.name, "path": k.path, "recorded": k.recorded, "status": str(k.status),
                        "signature": k.signature, "score": k.score, "fails": k.fails, "waiver": waiver(k.waiver),
                        "expired_waiver": waiver(k.expired), "reason": k.reason,
@@ -250,7 +255,8 @@ def run_gate(*, campaign: CampaignRun, watch: GateWatch, target_spec: str, store
         new.append(NewAnomaly(a.anomaly_id, a.signature, a.mfs.describe() if a.mfs else "", a.confirmed,
                               a.found_at, m.active, m.expired))
     return GateResult(target_spec, str(store.root), known, tuple(new), budget, summary.experiments,
-                      summary.calibration, summary.failed, summary.pruned, tuple(watch.warnings))
+                      summary.calibration, summary.failed, summary.pruned, tuple(watch.warnings),
+                      summary.engine_bound)
 
 
 def _known(case: CorpusCase, event: TrialFinished, waivers: Waivers, today: dt.date, spec: str,

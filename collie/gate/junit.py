@@ -2,8 +2,9 @@
 
 Two test suites: ``collie.known`` has one test case per known case (a failure when it still reproduces
 unwaived; skipped when waived, not run or recorded on another target; passed when fixed), ``collie.new`` one
-per new anomaly (a failure unless waived, then skipped). Each suite carries the target, the campaign folder and
-the budget as properties.
+per new anomaly (a failure unless waived, then skipped). Each suite carries the target, the campaign folder, the
+budget and the number of engine-bound runs (``engine_bound``: the traffic engine, not the NIC, limited them, and
+they were not judged) as properties.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def write_junit(result: GateResult, path: Path) -> None:
         suite.add_property("target", result.target)
         suite.add_property("campaign", result.out)
         suite.add_property("budget", str(result.budget))
+        suite.add_property("engine_bound", str(result.engine_bound))
         suite.update_statistics()
         xml.add_testsuite(suite)
     xml.update_statistics()

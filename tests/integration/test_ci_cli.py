@@ -72,7 +72,8 @@ def test_a_known_case_that_reproduces_fails_the_gate(lab: Path) -> None:
     assert "still reproduces: pause@receiver" in case.result[0].message
     assert suites["collie.known"].failures == 1 and suites["collie.new"].tests == 0
     props = {p.name: p.value for p in suites["collie.known"].properties()}
-    assert props["budget"] == "20" and props["campaign"] == str(lab / "repro")
+    assert props["budget"] == "20" and props["campaign"] == str(lab / "repro") and props["engine_bound"] == "0"
+    assert data["engine_bound"] == 0 and "engine" not in err  # the simulator is never engine-bound: no word of it
     # the gate's folder is an ordinary campaign folder
     assert (lab / "repro" / "campaign.toml").is_file() and (lab / "repro" / "trials.jsonl").is_file()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,14 @@ class FailsAfterCalibration(SimTarget):
         if workload.name.startswith("calibrate-"):
             return super().run(workload, duration, repetition=repetition)
         raise RuntimeError("completion with error: IBV_WC_RETRY_EXC_ERR")
+
+
+class EngineBoundAfterCalibration(SimTarget):
+    """Calibrates, then says every run was engine-bound (a verbs host whose engine cannot keep up)."""
+
+    def run(self, workload: Workload, duration: float, *, repetition: int = 0) -> Any:
+        result = super().run(workload, duration, repetition=repetition)
+        return result if workload.name.startswith("calibrate-") else dataclasses.replace(result, engine_bound=True)
 
 
 def _gate(tmp_path: Path, target: SimTarget, spec: str, waivers: Waivers | None = None,
@@ -71,6 +80,8 @@ def test_reproduced_fixed_and_waived(tmp_path: Path) -> None:
     assert [c.name for c in new] == [n.anomaly_id for n in result.new]
     assert all(isinstance(c.result[0], Failure) for c in new)
     assert xml.tests == len(result.known) + len(result.new)
+    assert result.engine_bound == 0 and "engine" not in result.verdict() and result.to_dict()["engine_bound"] == 0
+    assert all({p.name: p.value for p in suite.properties()}["engine_bound"] == "0" for suite in xml)
 
 
 def test_a_case_recorded_on_another_target_decides_nothing(tmp_path: Path) -> None:
@@ -110,3 +121,26 @@ def test_every_run_failing_is_an_infrastructure_failure(tmp_path: Path) -> None:
 def test_replays_and_search_all_failing_is_an_infrastructure_failure(tmp_path: Path) -> None:
     with pytest.raises(InfrastructureError, match=r"every run failed on sim:cx6-200g .*IBV_WC_RETRY_EXC_ERR"):
         _gate(tmp_path, FailsAfterCalibration("cx6-200g"), "sim:cx6-200g")
+
+
+def test_the_gate_counts_the_runs_its_engine_limited(tmp_path: Path) -> None:
+    result = _gate(tmp_path, EngineBoundAfterCalibration("cx6-200g"), "sim:cx6-200g")
+    ran = [row for row in _rows(tmp_path / "c") if "result" in row]
+    bound = [row for row in ran if row["result"]["engine_bound"]]
+    # every replay and search run, and no calibration run
+    assert result.engine_bound == len(bound) == sum(row["phase"] != "calibrate" for row in ran) > 10
+    assert not result.new  # nothing engine-bound is judged, so nothing is found
+    assert result.verdict().endswith(f"; {result.engine_bound} engine-bound runs not judged")
+    assert result.to_dict()["engine_bound"] == result.engine_bound
+    write_junit(result, tmp_path / "j.xml")
+    for suite in JUnitXml.fromfile(str(tmp_path / "j.xml")):
+        assert {p.name: p.value for p in suite.properties()}["engine_bound"] == str(result.engine_bound)
+
+
+def _rows(folder: Path) -> list[dict[str, Any]]:
+    """The last row of each trial of the journal in ``folder``."""
+    last = {}
+    for line in (folder / "trials.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        last[row["trial"]] = row
+    return list(last.values())
