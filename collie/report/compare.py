@@ -30,7 +30,7 @@ from collie.model.features import features
 from collie.model.workload import Workload
 from collie.oracle import leading_symptom
 from collie.report.facts import AnomalyFacts, fingerprint_rows, point_words, replay_command
-from collie.report.model import Report, build_report
+from collie.report.model import Report, build_report, counts
 
 COMPARE_FORMATS: Final = ("md", "html", "json")
 COMPARE_SCHEMA: Final = {"name": "collie-compare", "version": 1}
@@ -75,6 +75,15 @@ class Comparison:
             if was != now:
                 rows.append((key, was, now))
         return rows
+
+
+def engine_bound_words(c: Comparison) -> str:
+    """One sentence with each campaign's engine-bound runs (``""``: neither has one)."""
+    old, new = counts(c.old)["engine_bound"], counts(c.new)["engine_bound"]
+    if not old and not new:
+        return ""
+    return (f"Engine-bound runs: old {old}, new {new} (the traffic engine, not the NIC, limited them: the oracle did "
+            "not judge them, and the throughput below is the engine's where they ran)")
 
 
 def simulated_words(c: Comparison) -> str:
@@ -173,8 +182,10 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
     t = c.throughput
     return {
         "schema": dict(COMPARE_SCHEMA),
-        "old_campaign": {"folder": str(c.old.data.root), "target": c.old.data.config.target},
-        "new_campaign": {"folder": str(c.new.data.root), "target": c.new.data.config.target},
+        "old_campaign": {"folder": str(c.old.data.root), "target": c.old.data.config.target,
+                         "engine_bound": counts(c.old)["engine_bound"]},
+        "new_campaign": {"folder": str(c.new.data.root), "target": c.new.data.config.target,
+                         "engine_bound": counts(c.new)["engine_bound"]},
         "fingerprints": [{"field": f, "old": o, "new": n} for f, o, n in c.fingerprints()],
         "still_present": [{"old": anomaly_dict(a), "new": anomaly_dict(b)} for a, b in c.still],
         "new_anomalies": [anomaly_dict(b) for b in c.new_only],
@@ -204,10 +215,12 @@ def _markdown(c: Comparison) -> str:
     from collie.report.markdown import md_code, md_text
 
     old, new = c.old.data, c.new.data
+    engine_bound = engine_bound_words(c)
     out = [f"# collie comparison: {md_text(old.root.name)} -> {md_text(new.root.name)}", "",
            *([f"> **{md_text(simulated_words(c))}**", ""] if simulated_words(c) else []),
            f"Old campaign {md_code(str(old.root))}, new campaign {md_code(str(new.root))}.", "",
            f"**{len(c.new_only)} new**, **{len(c.gone)} not found again**, **{len(c.still)} still present**.", "",
+           *([f"{md_text(engine_bound)}.", ""] if engine_bound else []),
            "## Fingerprints", "", "| | old | new |", "|---|---|---|"]
     out += [f"| {md_text(f)} | {md_text(o)} | {'**' + md_text(n) + '**' if n != o else md_text(n)} |"
             for f, o, n in c.fingerprints()]
@@ -263,6 +276,7 @@ def _html(c: Comparison) -> str:
     t = c.throughput
     return template("compare.html.j2").render(
         c=c, fingerprints=c.fingerprints(), median=_ratio(_median(t["ratio"])), common=len(t),
+        engine_bound=engine_bound_words(c),
         shown=shown_words(len(t)), simulated=simulated_words(c), still=[(a, b, still_words(a, b)) for a, b in c.still],
         workloads=[{**r, "ratio_text": _ratio(r["ratio"])} for r in t.head(SHOWN_WORKLOADS).to_dict(orient="records")],
         replays={a.anomaly_id: replay_command(a.folder, c.new.data.config.target) for a in c.gone})

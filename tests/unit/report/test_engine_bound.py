@@ -16,6 +16,7 @@ from markupsafe import escape
 from reporthelpers import engine_bound_campaign
 
 from collie.report import build_report, render
+from collie.report.compare import compare, render_comparison
 from collie.report.frames import read_trials_csv
 from collie.report.model import counts, engine_bound_sentence
 from tests.conftest import ROOT
@@ -99,3 +100,17 @@ def test_one_engine_bound_run_is_said_in_the_singular() -> None:
     assert engine_bound_sentence(1).startswith("1 run was engine-bound: the traffic engine, not the NIC, limited it, "
                                                "so the oracle did not judge it and its rates")
     assert engine_bound_sentence(0) == ""
+
+
+def test_a_comparison_gives_each_campaigns_engine_bound_runs_when_either_has_some(bound: Path, clean: Path) -> None:
+    c = compare(build_report(clean), build_report(bound))
+    md = render_comparison(c, "md")
+    assert ("Engine-bound runs: old 0, new 3 (the traffic engine, not the NIC, limited them: the oracle did not "
+            "judge them, and the throughput below is the engine's where they ran).") in md
+    assert md.index("still present**") < md.index("Engine-bound runs") < md.index("## Fingerprints")
+    doc = json.loads(render_comparison(c, "json"))
+    assert (doc["old_campaign"]["engine_bound"], doc["new_campaign"]["engine_bound"]) == (0, 3)
+    assert '<p id="engine-bound">Engine-bound runs: old 0, new 3 (' in render_comparison(c, "html")
+    same = compare(build_report(clean), build_report(clean))
+    assert "ngine" not in render_comparison(same, "md") and "engine-bound" not in render_comparison(same, "html")
+    assert json.loads(render_comparison(same, "json"))["new_campaign"]["engine_bound"] == 0
