@@ -97,9 +97,10 @@ def remote_copy(src: Path, dst: Path, *, simulated: bool = False) -> Path:
 RXE = TargetInfo("verbs:rxe0", "verbs", "rxe", "", "rxe", "6.1.0", "rxe", 10e9, 0.0, ("a", "b"))
 
 
-def engine_bound_campaign(out: Path, engine_bound: Sequence[bool], *, target: TargetInfo = RXE) -> Path:
+def engine_bound_campaign(out: Path, engine_bound: Sequence[bool], *, target: TargetInfo = RXE,
+                          phase: Phase = Phase.EXPLORE) -> Path:
     """A campaign folder on ``target`` written through :class:`CampaignStore`: one calibration run, then one
-    explore run per flag of ``engine_bound`` (engine-bound where the flag is true, and then not judged, as the
+    run of ``phase`` per flag of ``engine_bound`` (engine-bound where the flag is true, and then not judged, as the
     oracle leaves such a run; clean otherwise), then one pruned trial (no run)."""
     store = CampaignStore.prepare(out, CampaignConfig(target=target.name, seed=1, budget=len(engine_bound) + 1,
                                                       preset="quick", strategy="anneal"))
@@ -114,8 +115,9 @@ def engine_bound_campaign(out: Path, engine_bound: Sequence[bool], *, target: Ta
     store.append(TrialRecord(1, Phase.CALIBRATE, "cal", {}, TrialState.COMPLETE, 1.0, result=result("cal", False)))
     for i, bound in enumerate(engine_bound, start=2):
         verdict = TrialVerdict(False, "", 0.0, {"throughput": 0.2 if bound else 0.95})
-        store.append(TrialRecord(i, Phase.EXPLORE, f"k{i}", {"qps": i, "op": "RC_WRITE"}, TrialState.COMPLETE,
-                                 float(i), result=result(f"k{i}", bound), verdict=verdict))
+        point = {"qps": i, "op": "RC_WRITE"} if phase is Phase.EXPLORE else {}
+        store.append(TrialRecord(i, phase, f"k{i}", point, TrialState.COMPLETE, float(i),
+                                 result=result(f"k{i}", bound), verdict=verdict))
     n = len(engine_bound) + 2
     store.append(TrialRecord(n, Phase.EXPLORE, f"k{n}", {"qps": 99999}, TrialState.PRUNED, float(n),
                              reason="qps 99999 > max_qp"))

@@ -5,7 +5,8 @@ out of the known cases' regions), so the gate's folder is an ordinary campaign f
 it). What the gate adds is the decision:
 
     * a known case that still reproduces (its replay is anomalous) fails the gate unless a waiver in force
-      covers it; one that no longer does is reported fixed; one the target cannot run is reported not run;
+      covers it; one that no longer does is reported fixed; one the target cannot run, or whose run the oracle
+      did not judge (an engine-bound run, a run with errors), is reported not run: it was never shown fixed;
     * a known case recorded on another target (another target spec, or the same spec on another NIC) is
       reported as such, with how the targets differ, whatever its replay showed: neither fixed nor failing, it
       never decides the gate;
@@ -56,7 +57,7 @@ class KnownStatus(StrEnum):
     REPRODUCES = "reproduces"  # anomalous again, and no waiver in force covers it: fails the gate
     WAIVED = "waived"  # anomalous again, covered by a waiver in force
     FIXED = "fixed"  # no longer anomalous
-    NOT_RUN = "not run"  # the target could not run it (pruned) or the run failed
+    NOT_RUN = "not run"  # the target could not run it (pruned), the run failed, or it was not judged (engine-bound)
     OTHER_TARGET = "other target"  # recorded on another target: its replay decides nothing
 
 
@@ -270,6 +271,10 @@ def _known(case: CorpusCase, event: TrialFinished, waivers: Waivers, today: dt.d
     verdict: Verdict | None = event.verdict
     if event.status is not TrialState.COMPLETE or verdict is None:
         return KnownResult(case.name, str(case.path), recorded, KnownStatus.NOT_RUN, reason=event.reason,
+                           differences=differences, target_note=note)
+    if "not_judged" in verdict.evidence:  # an engine-bound run, or one with errors: it says nothing of the case
+        return KnownResult(case.name, str(case.path), recorded, KnownStatus.NOT_RUN,
+                           reason=f"the oracle did not judge its run ({verdict.evidence['not_judged']})",
                            differences=differences, target_note=note)
     if elsewhere:
         return KnownResult(case.name, str(case.path), recorded, KnownStatus.OTHER_TARGET, verdict.signature,

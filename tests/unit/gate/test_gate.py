@@ -130,6 +130,9 @@ def test_the_gate_counts_the_runs_its_engine_limited(tmp_path: Path) -> None:
     # every replay and search run, and no calibration run
     assert result.engine_bound == len(bound) == sum(row["phase"] != "calibrate" for row in ran) > 10
     assert not result.new  # nothing engine-bound is judged, so nothing is found
+    # a replay that was not judged shows nothing fixed: not run, and why
+    assert [(k.status, k.reason) for k in result.known] == \
+        [(KnownStatus.NOT_RUN, "the oracle did not judge its run (engine-bound run)")] * 2
     assert result.verdict().endswith(f"; {result.engine_bound} engine-bound runs not judged")
     assert result.to_dict()["engine_bound"] == result.engine_bound
     write_junit(result, tmp_path / "j.xml")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from junitparser import JUnitXml
+from junitparser import JUnitXml, Skipped
 from markupsafe import escape
 from reporthelpers import engine_bound_campaign
 
@@ -19,6 +19,7 @@ from collie.report import build_report, render
 from collie.report.compare import compare, render_comparison
 from collie.report.frames import read_trials_csv
 from collie.report.model import counts, engine_bound_sentence
+from collie.storage.records import Phase
 from tests.conftest import ROOT
 
 STORED = ROOT / "tests" / "fixtures" / "campaigns" / "main-474e322"
@@ -81,6 +82,16 @@ def test_junit_suites_carry_the_count(bound: Path, clean: Path, tmp_path: Path) 
         (tmp_path / "r.xml").write_text(render(build_report(folder), "junit"))
         for suite in JUnitXml.fromfile(str(tmp_path / "r.xml")):
             assert {p.name: p.value for p in suite.properties()}["engine_bound"] == n
+
+
+def test_junit_skips_a_known_case_whose_replay_was_engine_bound(tmp_path: Path) -> None:
+    folder = engine_bound_campaign(tmp_path / "c", [True, False], phase=Phase.REPLAY)
+    (tmp_path / "r.xml").write_text(render(build_report(folder), "junit"))
+    known = next(s for s in JUnitXml.fromfile(str(tmp_path / "r.xml")) if s.name == "collie.known")
+    skipped, fixed = list(known)
+    assert isinstance(skipped.result[0], Skipped) and skipped.result[0].type == "engine-bound"
+    assert skipped.result[0].message.startswith("not judged: the traffic engine, not the NIC, limited the run")
+    assert fixed.is_passed and known.failures == 0
 
 
 def test_a_journal_written_before_runs_said_whether_they_were_engine_bound_counts_none(tmp_path: Path) -> None:
