@@ -156,7 +156,8 @@ def rerun(ctx: click.Context, import_dir: Path, target_text: Any, out: Path, dur
                    f"--resume -o {plan.store.root}", err=True)
         raise SystemExit(130) from None
     judged = f", {summary.anomalous} anomalous" if record.verdict else " (not judged: --no-verdict)"
+    engine = f", {summary.engine_bound} engine-bound runs not judged" if summary.engine_bound else ""
     click.echo(f"== done: {_count(summary.complete, 'run')} of {_count(summary.workloads, 'workload')}{judged}, "
-               f"{summary.failed} failed, {summary.pruned} pruned, {summary.calibration} calibration; "
+               f"{summary.failed} failed, {summary.pruned} pruned, {summary.calibration} calibration{engine}; "
                f"{_count(summary.skipped, 'row')} skipped. collie report {summary.out}; collie report --compare "
                f"{import_dir} {summary.out}", err=True)

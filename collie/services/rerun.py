@@ -91,6 +91,7 @@ class RerunSummary:
         pruned: rerun trials the target cannot run.
         anomalous: rerun trials the oracle judged anomalous.
         calibration: calibration runs.
+        engine_bound: runs (calibration and reruns) the traffic engine, not the NIC, limited; not judged.
     """
 
     out: Path
@@ -102,6 +103,7 @@ class RerunSummary:
     pruned: int
     anomalous: int
     calibration: int
+    engine_bound: int = 0
 
 
 def rerun_rows(imported: ImportFolder) -> tuple[tuple[RerunRow, ...], tuple[SkippedRow, ...], dict[str, Workload]]:
@@ -254,7 +256,8 @@ def run_rerun(plan: RerunPlan, *, target: Target | None = None, pace: float = 0.
         store.close()
     return RerunSummary(store.root, len(record.rows), len(record.skipped), len(plan.workloads),
                         done[0] - reruns.pruned - reruns.failed, reruns.failed, reruns.pruned, done[1],
-                        shared.trials - done[0])  # a rerun numbers nothing but calibration runs and reruns
+                        shared.trials - done[0],  # a rerun numbers nothing but calibration runs and reruns
+                        calibration.engine_bound + reruns.engine_bound)
 
 
 def _calibrate(runner: TrialRunner, plan: RerunPlan, info: TargetInfo, emit: Callable[[Event | Note], None]) -> None:

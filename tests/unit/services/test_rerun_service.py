@@ -4,6 +4,7 @@ first (or none), and an interrupted rerun resumed trial for trial into the journ
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from collie.campaign import CampaignInterrupted
 from collie.errors import InputError
 from collie.events import TrialFinished
+from collie.model.workload import Workload
 from collie.services.events import ServiceEvent
 from collie.services.rerun import (
     RerunPlan,
@@ -25,6 +27,7 @@ from collie.storage.campaign import JOURNAL
 from collie.storage.imports import ImportFolder, ImportTool, import_logs
 from collie.storage.records import Phase, TrialRecord, TrialState
 from collie.storage.rerun import read_rerun
+from collie.targets.base import RunResult
 from collie.targets.sim import SimTarget
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -137,3 +140,18 @@ def test_bad_input_is_one_sentence_and_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="holds no rerun to resume"):
         plan_resumed_rerun(tmp_path / "bare", tmp_path / "o")
     assert not (tmp_path / "o").exists()
+
+
+class _EngineBound(SimTarget):
+    """The simulator, every rerun engine-bound (a verbs host whose engine cannot keep up with the sweep)."""
+
+    def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:
+        result = super().run(workload, duration, repetition=repetition)
+        return result if workload.name.startswith("calibrate-") else dataclasses.replace(result, engine_bound=True)
+
+
+def test_a_rerun_counts_its_engine_bound_runs(tmp_path: Path) -> None:
+    summary = run_rerun(_plan(tmp_path, LATENCY), target=_EngineBound("cx6-200g", seed=3))
+    bound = [t for t in _journal(tmp_path / "out") if t.result is not None and t.result.engine_bound]
+    assert summary.engine_bound == len(bound) == summary.complete > 0
+    assert all(t.phase is Phase.REPLAY and t.verdict is not None and not t.verdict.anomalous for t in bound)
