@@ -106,7 +106,8 @@ def _matched(row: Mapping[str, Any], runs: Sequence[TrialRecord]) -> dict[str, A
     perftest = row["gbps"] if figure == GBPS else row["lat_typical_us"]
     values = [v for t in runs if figure is not None and (v := collie_figure(t, figure)) is not None]
     mean = statistics.fmean(values) if values else None
-    judged = [t.verdict for t in runs if t.verdict is not None]
+    bound = [t.result is not None and t.result.engine_bound for t in runs]  # the oracle judged none of these
+    judged = [t.verdict for t, b in zip(runs, bound, strict=True) if t.verdict is not None and not b]
     return {"log": row["log"], "line": row["line"], "test": row["test"], "size_bytes": row["size_bytes"],
             "workload_key": row["workload_key"], "workload": row["workload"], "figure": figure,
             "perftest": perftest, "collie": mean, "collie_min": min(values) if values else None,
@@ -114,7 +115,7 @@ def _matched(row: Mapping[str, Any], runs: Sequence[TrialRecord]) -> dict[str, A
             "collie_stdev": statistics.stdev(values) if len(values) > 1 else None,
             "runs": len(values), "trials": [t.trial for t in runs],
             "ratio": mean / perftest if mean is not None and perftest else None,
-            "judged": len(judged), "anomalous": sum(v.anomalous for v in judged),
+            "judged": len(judged), "engine_bound": sum(bound), "anomalous": sum(v.anomalous for v in judged),
             "signatures": sorted({v.signature for v in judged if v.anomalous})}
 
 
@@ -158,11 +159,12 @@ def _spread(m: Mapping[str, Any]) -> str:
 
 
 def _verdict(m: Mapping[str, Any]) -> str:
-    """The verdicts of a row's trials in words (empty: not judged)."""
+    """The verdicts of a row's trials in words (empty: not judged), its engine-bound runs (which the oracle does
+    not judge) counted apart: ``clean; 2 engine-bound, not judged``."""
+    bound = f"{m['engine_bound']} engine-bound, not judged" if m["engine_bound"] else ""
     if not m["judged"]:
-        return ""
-    if not m["anomalous"]:
-        return "clean"
+        return bound
     sigs = ", ".join(m["signatures"])
-    return f"anomalous ({sigs})" if m["anomalous"] == m["judged"] else f"{m['anomalous']} of {m['judged']} " \
-        f"anomalous ({sigs})"
+    words = "clean" if not m["anomalous"] else f"anomalous ({sigs})" if m["anomalous"] == m["judged"] else \
+        f"{m['anomalous']} of {m['judged']} anomalous ({sigs})"
+    return f"{words}; {bound}" if bound else words

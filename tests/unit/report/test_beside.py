@@ -3,16 +3,20 @@ its spread, collie / perftest, and every row that does not match counted (on rea
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from pathlib import Path
 
 import pytest
 
 from collie.errors import InputError
+from collie.model.workload import Workload
 from collie.report.beside import GBPS, LATENCY, collie_figure, compare_beside, render_beside, trials_by_key
 from collie.report.load import load_campaign
 from collie.services.rerun import parsed_target, plan_rerun, run_rerun
 from collie.storage.imports import ImportTool, import_logs
+from collie.targets.base import RunResult
+from collie.targets.sim import SimTarget
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SEND_SWEEP = next((FIXTURES / "sweeps" / "cx6-200g").glob("04-*"))
@@ -82,3 +86,21 @@ def test_an_nccl_tests_import_is_refused(tmp_path: Path) -> None:
     nccl = import_logs(ImportTool.NCCL_TESTS, [NCCL], tmp_path / "nccl")
     with pytest.raises(InputError, match="only perftest rows are set beside a campaign"):
         compare_beside(nccl, load_campaign(rerun))
+
+
+class _EngineBound(SimTarget):
+    """The simulator, every rerun engine-bound (a verbs host whose engine cannot keep up with the sweep)."""
+
+    def run(self, workload: Workload, duration: float, *, repetition: int | None = None) -> RunResult:
+        result = super().run(workload, duration, repetition=repetition)
+        return result if workload.name.startswith("calibrate-") else dataclasses.replace(result, engine_bound=True)
+
+
+def test_engine_bound_reruns_are_counted_apart_and_not_called_clean(tmp_path: Path) -> None:
+    imported = import_logs(ImportTool.PERFTEST, [SEND_SWEEP], tmp_path / "imp")
+    run_rerun(plan_rerun(tmp_path / "imp", target=parsed_target("sim:cx6-200g"), out=tmp_path / "rerun",
+                         duration=0.1, repeat=1, verdict=True, seed=1), target=_EngineBound("cx6-200g", seed=1))
+    c = compare_beside(imported, load_campaign(tmp_path / "rerun"))
+    assert c["matched"] and all((m["judged"], m["engine_bound"], m["anomalous"]) == (0, 1, 0) for m in c["matched"])
+    md = render_beside(c, "md")
+    assert md.count("| 1 engine-bound, not judged |") == len(c["matched"]) and "| clean |" not in md
