@@ -1517,8 +1517,9 @@ static PyObject *fake_set_move(PyObject *self, PyObject *args)
     int move;
     if (!PyArg_ParseTuple(args, "p", &move))
         return NULL;
+    int before = fake_move;
     fake_move = move;
-    Py_RETURN_NONE;
+    return PyBool_FromLong(before);
 }
 
 static PyObject *fake_rnr(PyObject *self, PyObject *noargs)
@@ -1533,7 +1534,7 @@ static PyMethodDef methods[] = {
     {"fake_connect", fake_connect, METH_VARARGS, "fake provider: a QP's peer QP number"},
     {"fake_qp_free", fake_qp_free, METH_VARARGS, "fake provider: destroy a QP"},
     {"fake_cq_free", fake_cq_free, METH_VARARGS, "fake provider: destroy a CQ"},
-    {"fake_set_move", fake_set_move, METH_VARARGS, "fake provider: move data (True) or complete only"},
+    {"fake_set_move", fake_set_move, METH_VARARGS, "fake provider: move data (True) or complete only; the old value"},
     {"fake_rnr_naks", fake_rnr, METH_NOARGS, "fake provider: WRs that found no receive posted so far"},
     {NULL, NULL, 0, NULL},
 };

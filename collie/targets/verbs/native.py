@@ -27,6 +27,7 @@ and is not closed; the engine holds them all until teardown, and no Python code 
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib
 import os
 import time
@@ -37,11 +38,12 @@ from types import ModuleType
 from typing import Any, Final
 
 from collie.errors import CollieWarning, TargetError
+from collie.model.flow import Flow
 from collie.targets.verbs.compat import Pyverbs
 from collie.targets.verbs.engine import SETTLE_NS, Engine
 from collie.targets.verbs.job import WorkerJob
 from collie.targets.verbs.limits import GRH_BYTES
-from collie.targets.verbs.measure import MAX_LAT_SAMPLES
+from collie.targets.verbs.measure import MAX_LAT_SAMPLES, FlowSummary
 from collie.targets.verbs.resources import WorkerResources
 
 ENV: Final = "COLLIE_VERBS_LOOP"
@@ -130,6 +132,64 @@ def choose(pv: Pyverbs) -> LoopChoice:
     warnings.warn(NativeLoopWarning(f"the native traffic loop is not available ({why}); using the Python loop, "
                                     "which drives far fewer small messages per second"), stacklevel=2)
     return LoopChoice(False, why)
+
+
+# ---- the loop's own ceiling ----------------------------------------------------------------------------------
+#: A worker that drives a flow at this share of the native loop's own ceiling for the flow's shape is the limit.
+CEILING_SHARE: Final = 0.5
+#: Seconds the ceiling of one shape is measured for (once per shape and process).
+CEILING_S: Final = 0.05
+
+
+@functools.lru_cache(maxsize=256)
+def loop_ceiling(batch: int, signal_every: int, sq_depth: int, qps: int) -> float:
+    """WRs/s one worker's native loop completes for a flow of this shape on the fake provider, which does no work
+    (``_native.fake_*``): the most the loop itself can drive, measured on this machine once per shape (``inf``
+    without the native module).
+
+    Args:
+        batch, signal_every, sq_depth: the flow's post lists, signalling and send queue.
+        qps: the worker's QPs of the flow (at most 64 are measured; more add little per WR).
+    """
+    mod, _ = module()
+    if mod is None:
+        return float("inf")
+    moved = mod.fake_set_move(False)
+    made: list[tuple[str, int]] = []
+    try:
+        loop = mod.Loop(1, 0)
+        static = batch % signal_every == 0
+        loop.set_run(0, batch, signal_every, sq_depth, static, 1, 1, 0, 0)
+        flags = [2 if static and (p + 1) % signal_every == 0 else 0 for p in range(batch)]  # IBV_SEND_SIGNALED
+        chain = loop.add_chain(0, [(p, 0, flags[p], 0, (), 0, 0, 0, 0, 0, 0) for p in range(batch)])
+        cq = mod.fake_cq(sq_depth * min(qps, 64))
+        made.append(("cq", cq))
+        loop.add_cq(0, False, cq)
+        for i in range(min(qps, 64)):
+            qp = mod.fake_qp(cq, cq, 0xF00000 + i, 2)
+            made.append(("qp", qp))
+            loop.add_send_qp(0, qp, 0xF00000 + i, chain, 1)
+        loop.finish()
+        start = time.monotonic_ns()
+        loop.traffic(start + int(CEILING_S * 1e9), True)
+        seconds = (time.monotonic_ns() - start) / 1e9
+        loop.drain(time.monotonic_ns() + 1_000_000_000)
+        return float(sum(done for _, done, _ in loop.qps(0)) / seconds)
+    finally:
+        for kind, ptr in reversed(made):
+            (mod.fake_qp_free if kind == "qp" else mod.fake_cq_free)(ptr)
+        mod.fake_set_move(moved)
+
+
+def at_ceiling(pairs: list[tuple[Flow, FlowSummary]]) -> bool:
+    """Some flow ran at :data:`CEILING_SHARE` or more of what its workers' native loops can drive at all
+    (:func:`loop_ceiling` per worker): the engine, not the device, may have set its rate."""
+    for flow, s in pairs:
+        per_worker_qps = max(1, flow.qps // flow.processes)
+        ceiling = loop_ceiling(flow.batch, flow.signal_every, flow.sq_depth, per_worker_qps)
+        if s.msg_rate / flow.processes >= CEILING_SHARE * ceiling:
+            return True
+    return False
 
 
 # ---- raw handles ---------------------------------------------------------------------------------------------

@@ -77,16 +77,30 @@ class CPD:
 class CCQ:
     def __init__(self, ctx: CContext, cqe: int) -> None:
         self.cqe = cqe
+        self.ctx = ctx
         self.native = native_module().fake_cq(cqe)
         ctx.cqs.append(self.native)
+
+    def close(self) -> None:
+        if self.native in self.ctx.cqs:
+            self.ctx.cqs.remove(self.native)
+            native_module().fake_cq_free(self.native)
 
 
 class CQP:
     def __init__(self, pd: CPD, init: Any) -> None:
+        if getattr(init.cap, "max_inline_data", 0) > fakeverbs.MAX_INLINE:
+            raise fakeverbs.FakeError(f"inline {init.cap.max_inline_data} > {fakeverbs.MAX_INLINE}")
         self.qp_num = next(_qpn)
         self.qp_type = init.qp_type
+        self.ctx = pd.ctx
         self.native = native_module().fake_qp(init.scq.native, init.rcq.native, self.qp_num, init.qp_type)
         pd.ctx.qps.append(self.native)
+
+    def close(self) -> None:
+        if self.native in self.ctx.qps:
+            self.ctx.qps.remove(self.native)
+            native_module().fake_qp_free(self.native)
 
     def to_init(self, attr: Any) -> None:
         pass

@@ -4,6 +4,7 @@ verification as the Python loop's tests on fakeverbs, and how a worker chooses i
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -157,3 +158,52 @@ def test_a_pure_python_fake_runs_the_python_loop_without_a_word() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert not choose(fake()).native
+
+
+def test_the_loop_ceiling_is_measured_per_shape_and_post_lists_raise_it() -> None:
+    from tests.unit.targets.verbs.cfakeverbs import native_module
+
+    native_module()
+    single = native.loop_ceiling(1, 100, 128, 1)
+    lists = native.loop_ceiling(32, 32, 128, 1)
+    assert 0 < single < float("inf")
+    assert lists > single  # one post_send carries 32 WRs
+
+
+def test_a_run_at_the_loops_own_ceiling_is_engine_bound(moving: Any, tmp_path: Path) -> None:
+    """On the fake provider with no data moved the device costs nothing: the loop is the limit, and says so."""
+    from collie.collectors.host import HostCollector, SourceUse
+    from collie.model.workload import Workload
+    from collie.targets.verbs import VerbsTarget
+    from tests.conftest import ttar_tree
+    from tests.unit.targets.verbs import cfakeverbs
+
+    root = ttar_tree.make_rxe_tree(tmp_path / "rxe")
+    collector = HostCollector("rxe0", 1, root=str(root), ethtool=SourceUse.OFF, netlink=SourceUse.OFF)
+    flow = Flow(A, B, sizes=(64,), sq_depth=128, signal_every=100)
+    cfakeverbs.move_data(False)
+    with VerbsTarget(VerbsSpec("rxe0"), pyverbs=cfake(), warmup=0.02, collector=collector) as t:
+        assert t.describe().details["traffic_loop"] == "native"
+        r = t.run(Workload(flows=(flow,)), 0.1)
+    assert r.errors == ()
+    assert r.engine_bound
+
+
+def test_at_ceiling_compares_each_workers_rate_with_its_shapes_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    from collie.targets.verbs.measure import FlowStats, combine
+
+    monkeypatch.setattr(native, "loop_ceiling", lambda batch, every, depth, qps: 1_000_000.0)
+    flow = Flow(A, B, sizes=(64,), qps=4, processes=2)
+
+    def summary(wrs_per_s: float) -> Any:
+        return combine(0, [FlowStats(flow=0, seconds=1.0, wrs=int(wrs_per_s), bytes=64, packets=1)])
+
+    assert native.at_ceiling([(flow, summary(1_200_000))])  # 600 k/s per worker: above half the ceiling
+    assert not native.at_ceiling([(flow, summary(800_000))])  # 400 k/s per worker
+
+
+def test_collies_own_warnings_are_one_line_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    from collie.cli import _one_line
+
+    _one_line(NativeLoopWarning("the native traffic loop is not available (x)"), NativeLoopWarning, "f.py", 1)
+    assert capsys.readouterr().err == "collie: warning: the native traffic loop is not available (x)\n"
