@@ -137,7 +137,7 @@ PermitRootLogin prohibit-password
 UsePAM no
 UseDNS no
 LogLevel INFO
-SetEnv PYTHONPATH=$ROOT PYTHONDONTWRITEBYTECODE=1 PATH=/usr/sbin:/usr/bin:/sbin:/bin
+SetEnv PYTHONPATH=$ROOT PYTHONDONTWRITEBYTECODE=1 PATH=/usr/sbin:/usr/bin:/sbin:/bin COLLIE_VERBS_LOOP=${COLLIE_VERBS_LOOP:-auto}
 EOF
 done
 

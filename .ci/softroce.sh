@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # collie's soft-RoCE test tier: a real rdma_rxe device in a qemu guest, the verbs target end to end.
 #
-#   .ci/softroce.sh                 install (if needed), boot a guest, run tests/softroce inside it
+#   .ci/softroce.sh                 install (if needed), boot a guest, run tests/softroce inside it, once with each
+#                                   traffic loop (COLLIE_VERBS_LOOP=native, then python)
 #   .ci/softroce.sh --install-only  only install what the tier needs
 #   .ci/softroce.sh --bench         run bench/engine_vs_perftest.py in the guest instead of the tests
 #   .ci/softroce.sh --exec 'CMD'    run CMD in the guest (rxe0 up, checkout as cwd)
 #   .ci/softroce.sh --pair          two guests linked by qemu's socket network, rxe0 and sshd in each; run
-#                                   tests/softroce_pair on this machine against them (.ci/softroce-pair.sh)
+#                                   tests/softroce_pair on this machine against them (.ci/softroce-pair.sh);
+#                                   the guests' agents run the loop COLLIE_VERBS_LOOP names (default auto)
 #
 # Needs root on a Debian 12 (bookworm) machine. See docs/targets.md ("soft-RoCE tier") and SOFTROCE facts:
 #   * ONE apt-get install call (a second one re-runs update-initramfs): qemu, Debian's 6.1 kernel (it has
@@ -78,7 +80,9 @@ install_packages
 
 kernel=$(pick_kernel)
 case "$mode" in
-    test)  guest_cmd="python3 -m pytest -q -p no:cacheprovider --durations=8 tests/softroce" ;;
+    # the tier runs twice in one boot: with the native traffic loop, then with the Python loop it falls back to
+    test)  guest_cmd='for loop in native python; do echo "== tests/softroce, COLLIE_VERBS_LOOP=$loop"; '\
+'COLLIE_VERBS_LOOP=$loop python3 -m pytest -q -p no:cacheprovider --durations=8 tests/softroce || exit $?; done' ;;
     bench) guest_cmd="python3 bench/engine_vs_perftest.py" ;;
 esac
 

@@ -6,6 +6,7 @@ verified, its collective figures from what the guests measured."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,16 @@ def remote(pair_inventory: Path) -> Iterator[Any]:
 
     with open_target(parse_target(f"remote:{pair_inventory}"), seed=1) as t:
         yield t
+
+
+def test_the_agents_run_the_traffic_loop_the_tier_asks_for(remote: Any) -> None:
+    """.ci/run runs this tier twice, with COLLIE_VERBS_LOOP=native and =python (each guest's sshd hands it to the
+    agent): each host's fingerprint names the loop its engine runs."""
+    asked = os.environ.get("COLLIE_VERBS_LOOP", "auto")
+    if asked == "auto":
+        pytest.skip("COLLIE_VERBS_LOOP is not set to a loop: .ci/run sets it for each run of the tier")
+    details = remote.describe().details
+    assert (details["a.traffic_loop"], details["b.traffic_loop"]) == (asked, asked), details
 
 
 @pytest.mark.parametrize("flow", [
