@@ -87,6 +87,7 @@ def test_a_ud_packet_arrives_with_the_flows_traffic_class_in_its_ip_header(devic
                                                                             tclass: int | None) -> None:
     with resources(device, replace(UD, tclass=tclass)) as res:
         res.prepare_verify()
+        res.python_wrs()
         (share,) = res.shares
         share.server_qps[0].post_recv(share.recv_chain[0])
         share.client_qps[0].post_send(share.qp_chains[0][0][0])
