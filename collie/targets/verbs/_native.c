@@ -92,7 +92,8 @@ typedef struct {
     uint64_t recv_delay_ns;
     struct ibv_cq **scqs, **rcqs;
     int nscq, nrcq;
-    int *sq; /* indices of the run's send QPs (finish) */
+    int *sq;  /* indices of the run's send QPs (finish) */
+    int *pos; /* scratch: the signalled positions of the chain being posted (batch + 1 entries) */
     int nsq;
     struct ibv_recv_wr *rwrs;
     struct ibv_sge *rsges;
@@ -245,13 +246,13 @@ static int post(Loop *L, sqp_t *q, uint64_t now, int force_last)
     chain_t *c = &L->chains[q->first_chain + q->chain];
     int batch = r->batch, every = r->every;
     uint64_t seq0 = q->seq;
-    int pos[512];
+    int *pos = r->pos;
     int npos = 0, nsig = 0;
     if (r->static_signal) {
         nsig = batch / every;
     } else {
         int first = (int)((uint64_t)(every - (int)((seq0 + 1) % (uint64_t)every)) % (uint64_t)every);
-        for (int p = first; p < batch && npos < 511; p += every)
+        for (int p = first; p < batch; p += every)
             pos[npos++] = p;
         uint64_t settled = npos ? seq0 + (uint64_t)pos[npos - 1] + 1 : q->sig_last;
         uint64_t tail = seq0 + (uint64_t)batch - settled;
@@ -587,6 +588,7 @@ static void Loop_dealloc(Loop *L)
         free(r->scqs);
         free(r->rcqs);
         free(r->sq);
+        free(r->pos);
         free(r->rwrs);
         free(r->rsges);
         free(r->lat);
@@ -626,10 +628,14 @@ static PyObject *Loop_set_run(Loop *L, PyObject *args)
     run_t *r = get_run(L, ri);
     if (!r)
         return NULL;
-    if (batch < 1 || batch > 511 || every < 1 || depth < batch) {
-        PyErr_SetString(PyExc_ValueError, "need 1 <= batch <= 511 <= ..., signal_every >= 1, sq_depth >= batch");
+    if (batch < 1 || every < 1 || depth < batch) {
+        PyErr_SetString(PyExc_ValueError, "need batch >= 1, signal_every >= 1 and sq_depth >= batch");
         return NULL;
     }
+    free(r->pos);
+    r->pos = malloc((size_t)(batch + 1) * sizeof(int));
+    if (!r->pos)
+        return PyErr_NoMemory();
     r->batch = batch;
     r->every = every;
     r->depth = depth;

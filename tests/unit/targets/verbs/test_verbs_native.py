@@ -207,3 +207,12 @@ def test_collies_own_warnings_are_one_line_on_stderr(capsys: pytest.CaptureFixtu
 
     _one_line(NativeLoopWarning("the native traffic loop is not available (x)"), NativeLoopWarning, "f.py", 1)
     assert capsys.readouterr().err == "collie: warning: the native traffic loop is not available (x)\n"
+
+
+@pytest.mark.parametrize("batch, every", [(1024, 1024), (4096, 3)], ids=["post-list-1024", "post-list-4096-odd"])
+def test_post_lists_as_long_as_the_space_allows(batch: int, every: int, moving: Any) -> None:
+    flow = Flow(A, B, sizes=(64,), batch=batch, signal_every=every, sq_depth=2 * batch)
+    report = run_job(cfake(), job(flow))
+    assert report.errors == ()
+    (s,) = report.stats
+    assert s.verified and s.wrs >= batch
