@@ -29,6 +29,10 @@
 #include <string.h>
 #include <time.h>
 
+#ifndef COLLIE_NATIVE_SOURCE /* native_build stamps the SHA-256 of this file's text (its first 16 hex digits) */
+#define COLLIE_NATIVE_SOURCE "unknown"
+#endif
+
 #define POLL_BATCH 64
 #define TIMED_EVERY 16
 #define MAX_ERRS 16
@@ -1554,7 +1558,8 @@ static int exec_module(PyObject *m)
         Py_DECREF(t);
         return -1;
     }
-    if (PyModule_AddIntConstant(m, "TIMED_EVERY", TIMED_EVERY) || PyModule_AddIntConstant(m, "POLL_BATCH", POLL_BATCH))
+    if (PyModule_AddIntConstant(m, "TIMED_EVERY", TIMED_EVERY) || PyModule_AddIntConstant(m, "POLL_BATCH", POLL_BATCH) ||
+        PyModule_AddStringConstant(m, "SOURCE", COLLIE_NATIVE_SOURCE))
         return -1;
     return 0;
 }

@@ -34,6 +34,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
@@ -82,22 +83,18 @@ def mode() -> LoopMode:
 
 
 def module() -> tuple[ModuleType | None, str]:
-    """The compiled ``_native`` module, or ``None`` and why it is missing (one clause)."""
+    """The compiled ``_native`` module, or ``None`` and why it is missing or stale (one clause)."""
+    from collie.targets.verbs import native_build  # not at import: ``python -m`` runs it as a script too
+
     try:
-        return importlib.import_module("collie.targets.verbs._native"), ""
+        mod = importlib.import_module("collie.targets.verbs._native")
     except ImportError as exc:
-        why = _build_reason() or f"it does not import ({exc})"
-        return None, why
-
-
-def _build_reason() -> str | None:
-    """What the last build of the native module recorded, when it did not build."""
-    try:
-        native_build = importlib.import_module("collie.targets.verbs.native_build")
-    except ImportError:
-        return None
-    reason = native_build.last_reason()
-    return None if reason in (None, "built") else reason
+        return None, native_build.last_reason() or f"it does not import ({exc})"
+    source = Path(str(mod.__file__)).with_name("_native.c")
+    if source.is_file() and native_build.source_digest(source) != mod.SOURCE:
+        return None, (f"it was built from another version of {source.name} than the one beside it; rebuild it: "
+                      f"{native_build.REBUILD}")
+    return mod, ""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import os
 import shlex
 import shutil
@@ -71,6 +72,12 @@ class BuildOutcome:
         if self.path is not None:
             return f"built the native traffic loop: {self.path}"
         return f"the native traffic loop was not built: {self.reason}"
+
+
+def source_digest(source: Path) -> str:
+    """The first 16 hex digits of the SHA-256 of ``source``: a build stamps it into the module (``_native.SOURCE``),
+    so the engine can tell a module built from another version of its source."""
+    return hashlib.sha256(source.read_bytes()).hexdigest()[:16]
 
 
 def module_filename() -> str:
@@ -229,7 +236,9 @@ def _compile(compiler: list[str], source: Path, flags: list[str], include: Path,
     except OSError as exc:
         return None, f"cannot write into {target.parent} ({exc})"
     tmp = Path(tmp_name)
-    command = [*compiler, "-O2", "-fPIC", "-shared", "-Wall", "-I", str(include), *flags, str(source), "-o", str(tmp)]
+    stamp = f'-DCOLLIE_NATIVE_SOURCE="{source_digest(source)}"'
+    command = [*compiler, "-O2", "-fPIC", "-shared", "-Wall", stamp, "-I", str(include), *flags, str(source), "-o",
+               str(tmp)]
     try:
         try:
             run = subprocess.run(command, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S, check=False,

@@ -216,3 +216,16 @@ def test_post_lists_as_long_as_the_space_allows(batch: int, every: int, moving: 
     assert report.errors == ()
     (s,) = report.stats
     assert s.verified and s.wrs >= batch
+
+
+def test_a_module_built_from_another_version_of_its_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    from collie.targets.verbs import native_build
+    from tests.unit.targets.verbs.cfakeverbs import native_module
+
+    assert native_build.source_digest(native_build.SOURCE) == native_module().SOURCE
+    assert native.module()[0] is not None
+    monkeypatch.setattr(native_build, "source_digest", lambda source: "0123456789abcdef")
+    mod, why = native.module()
+    assert mod is None
+    assert why == ("it was built from another version of _native.c than the one beside it; rebuild it: "
+                   "python -m collie.targets.verbs.native_build")
