@@ -22,7 +22,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-TIMEOUT=${COLLIE_SOFTROCE_TIMEOUT:-900}        # seconds for the guest run, boot included
+TIMEOUT=${COLLIE_SOFTROCE_TIMEOUT:-1500}       # seconds for the guest run, boot included (the tier runs twice)
 VENV=${COLLIE_VNG_VENV:-/opt/collie-vng}
 VNG_VERSION=1.42
 PKGS=(qemu-system-x86 linux-image-amd64 busybox-static kmod iproute2 ethtool rdma-core ibverbs-providers

@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collie.model.flow import Endpoint, Flow
 from collie.targets.verbs.compat import Pyverbs
-from collie.targets.verbs.engine import run_job
 from collie.targets.verbs.job import Share, Timing, WorkerJob
 from collie.targets.verbs.spec import VerbsSpec
+from collie.targets.verbs.worker import run_job
 from tests.unit.targets.verbs import cfakeverbs, fakeverbs
 
 

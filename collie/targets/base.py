@@ -101,8 +101,8 @@ class TargetInfo:
 
 
 #: :class:`FlowResult` fields left out of its JSON form at 0.
-_CHURN_FIELDS: Final = frozenset(f"{kind}_churn_{figure}" for kind in ("mr", "qp")
-                                  for figure in ("us", "per_s", "p99_us"))
+_ZERO_OMITTED: Final = frozenset({*(f"{kind}_churn_{figure}" for kind in ("mr", "qp")
+                                    for figure in ("us", "per_s", "p99_us")), "qp_min_share"})
 
 
 @dataclass(frozen=True)
@@ -122,9 +122,12 @@ class FlowResult:
         qp_churn_us: mean latency in µs of one QP the churn created, brought up (the simulator: to RTS; verbs:
             to INIT) and destroyed (``Flow.qp_churn``); 0 when it churns no QPs (left out of :meth:`to_dict` then).
         qp_churn_per_s, qp_churn_p99_us: the same of its QPs.
+        qp_min_share: per-QP fairness: the WRs its slowest QP completed in the measured interval over the mean of
+            its QPs (1.0: every QP alike); 0 when unmeasured (one QP, or a target that does not measure it).
 
-    Invariant: every churn figure is 0 when the flow churns nothing of its kind, and a churn figure of 0 is left
-    out of :meth:`to_dict`, so a result without churn reads and writes as before churn existed.
+    Invariant: every churn figure is 0 when the flow churns nothing of its kind, and a churn figure or a
+    ``qp_min_share`` of 0 is left out of :meth:`to_dict`, so a result without them reads and writes as before they
+    existed.
     """
 
     flow: int
@@ -142,10 +145,12 @@ class FlowResult:
     qp_churn_us: float = 0.0
     qp_churn_per_s: float = 0.0
     qp_churn_p99_us: float = 0.0
+    qp_min_share: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form, every field but a churn figure of 0 (results without churn read as before)."""
-        return {k: v for k, v in encode_fields(self).items() if v or k not in _CHURN_FIELDS}
+        """Plain JSON-ready form, every field but a churn figure or per-QP fairness of 0 (results without them read
+        as before)."""
+        return {k: v for k, v in encode_fields(self).items() if v or k not in _ZERO_OMITTED}
 
     @classmethod
     def from_dict(cls, data: Any, reader: Reader) -> FlowResult:

@@ -946,7 +946,7 @@ def simulate(model: Compiled, workload: Workload, feats: Features, duration: flo
         result = {"flow": c.index, "client": c.client, "server": c.server, "bps": rate * c.msg_bytes * 8,
                   "pps": rate * (c.fwd_pkts + c.rev_pkts), "msg_rate": rate, "lat_p50_us": p50, "lat_p99_us": p99,
                   "lat_p999_us": p999, "mr_churn_us": 0.0, "mr_churn_per_s": 0.0, "mr_churn_p99_us": 0.0,
-                  "qp_churn_us": 0.0, "qp_churn_per_s": 0.0, "qp_churn_p99_us": 0.0}
+                  "qp_churn_us": 0.0, "qp_churn_per_s": 0.0, "qp_churn_p99_us": 0.0, "qp_min_share": 0.0}
         if churn:
             result.update(flow_figures(profile, f, churn, lambda: 1.0 + 0.02 * tri()))
         out_flows.append(built(FlowResult, result))

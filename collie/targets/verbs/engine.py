@@ -29,14 +29,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from collie.collectors.snapshot import Snapshot
-from collie.errors import TargetError
 from collie.model.flow import ATOMIC_OPCODES
 from collie.targets.verbs.compat import Pyverbs
-from collie.targets.verbs.endpoints import index
 from collie.targets.verbs.job import Share, Side, WorkerJob
 from collie.targets.verbs.measure import MAX_LAT_SAMPLES, FlowStats
 from collie.targets.verbs.plan import signal_positions
@@ -558,7 +556,8 @@ class Engine:
             ud = run.flow.transport == "UD"
             sums = run.res.sums
             a, b = run.edges[0], run.edges[-1]
-            wrs = sum(y - x for x, y in zip(a, b, strict=True))
+            qp_wrs = tuple(y - x for x, y in zip(a, b, strict=True))
+            wrs = sum(qp_wrs)
             nbytes = sum(sums.bytes(x, y) for x, y in zip(a, b, strict=True))
             packets = sum(sums.packets(x, y) for x, y in zip(a, b, strict=True))
             if run.rqs and (ud or not share.side.client):  # what arrived (UD drops; a server end alone)
@@ -569,65 +568,7 @@ class Engine:
                 verbs_s=verbs_s, wc_errors=dict(run.errors),
                 verify_errors=tuple(verify_errors), verified=checks and complete and not verify_errors,
                 measures=share.side.client or ud, checks=checks_data(share),
+                qp_wrs=qp_wrs if share.side.client else (),
             ))
             errors.extend(run.notes)
         return tuple(out), tuple(errors)
-
-
-def run_job(pv: Pyverbs, job: WorkerJob, sync: Any = None) -> WorkerReport:
-    """Build, connect, run, measure and tear down one worker's job.
-
-    The handshake with the coordinator has two phases: ``sync.prepared(endpoints) -> peers`` hands over the
-    connection data of this worker's one-sided shares (JSON-ready dicts, see ``endpoints``) and returns the
-    peers' (the coordinator's wait for them is not setup time); ``sync.ready(setup_s) -> start_ns`` says this
-    worker is connected and returns the common start instant (``CLOCK_MONOTONIC`` ns). A worker holding
-    server ends of cross-host flows hands its report over early (``sync.report(report)``, when the sync has
-    it) and keeps those ends alive until ``sync.stopped()`` (or ``timing.linger`` s) before tearing down.
-
-    Args:
-        sync: ``None`` to start at once (only for jobs with no one-sided shares), or the coordinator's object
-            with ``prepared`` and ``ready`` as above.
-
-    Raises:
-        TargetError: a job with one-sided shares has no coordinator, or a peer endpoint is missing or malformed.
-    """
-    t0 = time.perf_counter()
-    res = WorkerResources(pv, job)
-    try:
-        res.open()
-        mine = [e.to_dict() for e in res.endpoints()]
-        built_s = time.perf_counter() - t0
-        if sync is not None:
-            peers = sync.prepared(mine)
-        elif mine:
-            raise TargetError("a verbs job with one-sided shares needs a coordinator to exchange endpoints")
-        else:
-            peers = []
-        t1 = time.perf_counter()
-        res.connect(index(peers))
-        if job.verify:
-            res.prepare_verify()
-        from collie.targets.verbs.native import make_engine  # native.py builds on this module
-
-        engine = make_engine(pv, job, res)
-        engine.post_initial_recvs()
-        setup_s = built_s + time.perf_counter() - t1
-        start_ns = sync.ready(setup_s) if sync is not None else time.monotonic_ns()
-        engine.run(start_ns)
-        if job.verify:
-            engine.read_back()
-        engine.wait_for_counters()
-        stats, errors = engine.stats(job.verify)
-        report = WorkerReport(worker=job.worker, setup_s=setup_s, stats=stats, errors=errors,
-                              interval_ns=(engine.t_lo, engine.t_hi))
-        if len(engine.counters) == 2:
-            (ta, a), (tb, b) = engine.counters
-            report = replace(report, counters_before=a, counters_after=b, counter_seconds=(tb - ta) / 1e9)
-        if engine.holds:
-            early = getattr(sync, "report", None)
-            if early is not None:
-                early(report)
-            engine.linger(getattr(sync, "stopped", lambda: False))
-        return report
-    finally:
-        res.close()

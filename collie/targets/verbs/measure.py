@@ -47,6 +47,7 @@ class FlowStats:
             a cross-host RC/UC run (only its errors and its verification count). A UD client end alone measures
             what it sent and its latencies; a cross-host run takes the rate from the server's host.
         checks: this part holds the flow's destination buffers, where data is verified.
+        qp_wrs: WRs each of this part's client QPs completed in the measured interval (per-QP fairness).
     """
 
     flow: int
@@ -63,6 +64,7 @@ class FlowStats:
     verified: bool = False
     measures: bool = True
     checks: bool = True
+    qp_wrs: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ class FlowSummary:
     wc_errors: dict[str, int]
     verify_errors: tuple[str, ...]
     verified: bool
+    qp_min_share: float = 0.0
 
 
 def percentile(sorted_values: Sequence[int], q: float) -> float:
@@ -111,13 +114,15 @@ def combine(flow: int, parts: Iterable[FlowStats]) -> FlowSummary:
             errs[k] = errs.get(k, 0) + v
     verify = tuple(e for p in every for e in p.verify_errors)
     checking = [p for p in every if p.checks]
+    per_qp = [n for p in ps for n in p.qp_wrs]
+    mean_qp = sum(per_qp) / len(per_qp) if len(per_qp) > 1 else 0.0
     verified = bool(checking) and all(p.verified for p in checking) and not verify
     return FlowSummary(
         flow=flow, bps=bps, pps=pps, msg_rate=msg,
         lat_p50_us=percentile(lat, 50) / 1e3, lat_p99_us=percentile(lat, 99) / 1e3,
         lat_p999_us=percentile(lat, 99.9) / 1e3, saturation=sat, verbs_fraction=verbs, wc_errors=errs,
         verify_errors=verify,
-        verified=verified,
+        verified=verified, qp_min_share=min(per_qp) / mean_qp if mean_qp else 0.0,
     )
 
 

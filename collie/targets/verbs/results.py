@@ -61,7 +61,7 @@ def port_counters(reports: Iterable[WorkerReport], driver: str) -> PortCounters:
 def flow_result(flow: Flow, s: FlowSummary) -> FlowResult:
     return FlowResult(flow=s.flow, client=flow.client.host, server=flow.server.host, bps=s.bps, pps=s.pps,
                       msg_rate=s.msg_rate, lat_p50_us=s.lat_p50_us, lat_p99_us=s.lat_p99_us,
-                      lat_p999_us=s.lat_p999_us)
+                      lat_p999_us=s.lat_p999_us, qp_min_share=s.qp_min_share)
 
 
 def host_rates(workload: Workload, sums: Iterable[FlowSummary],

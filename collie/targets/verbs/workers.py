@@ -34,8 +34,9 @@ from collie.errors import TargetError
 from collie.targets.base import Unsupported
 from collie.targets.verbs.churn import ChurnJob, ChurnReport, run_churn
 from collie.targets.verbs.compat import Pyverbs, load
-from collie.targets.verbs.engine import WorkerReport, run_job
+from collie.targets.verbs.engine import WorkerReport
 from collie.targets.verbs.job import WorkerJob
+from collie.targets.verbs.worker import run_job
 
 #: What a worker process runs: a data-path job, or a control-path churn job (``churn``).
 Job = WorkerJob | ChurnJob

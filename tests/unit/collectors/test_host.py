@@ -19,9 +19,9 @@ from collie.model.flow import Endpoint, Flow
 from collie.model.workload import Workload
 from collie.oracle import Ceilings, Oracle, Verdict
 from collie.targets.verbs import VerbsTarget
-from collie.targets.verbs.engine import run_job
 from collie.targets.verbs.job import Share, Timing, WorkerJob
 from collie.targets.verbs.spec import VerbsSpec, parse_spec
+from collie.targets.verbs.worker import run_job
 from collie.targets.verbs.workers import Gathered
 from tests.conftest import COUNTER_FIXTURES, ttar_tree
 from tests.unit.targets.verbs.fakeverbs import fake

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from collie.model.flow import Endpoint, Flow
-from collie.targets.verbs import engine
-from collie.targets.verbs.engine import run_job
+from collie.targets.verbs import engine, worker
 from collie.targets.verbs.job import Share, Timing, WorkerJob
 from collie.targets.verbs.spec import VerbsSpec
+from collie.targets.verbs.worker import run_job
 from tests.unit.targets.verbs.fakeverbs import fake
 
 A, B = Endpoint("a"), Endpoint("b")
@@ -53,6 +53,13 @@ class SteppingClock:
         return getattr(time, name)
 
 
+def stepping(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine and its worker read one :class:`SteppingClock`."""
+    clock = SteppingClock()
+    monkeypatch.setattr(engine, "time", clock)
+    monkeypatch.setattr(worker, "time", clock)
+
+
 @pytest.mark.parametrize("flow", [
     Flow(A, B, sizes=(4096,)),
     Flow(A, B, sizes=(64, 1000, 4096), sges=4, batch=3, signal_every=2, sq_depth=3, qps=3, mrs=2),
@@ -71,7 +78,7 @@ class SteppingClock:
 ], ids=["write", "write-mix-odd-signal", "read", "send", "write-imm", "ud-send", "fetch-add", "compare-swap",
         "both-atomics-3-qps", "read-write-mix-odd-sizes", "four-opcodes", "recv-batch-sges", "uc-write-send-imm"])
 def test_engine_counts_and_verifies_on_the_fake_device(flow: Flow, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "time", SteppingClock())
+    stepping(monkeypatch)
     report = run_job(fake(), job(flow))
     assert report.errors == ()
     (s,) = report.stats
@@ -212,7 +219,7 @@ def test_receives_go_in_post_lists_of_recv_batch_with_recv_sges_each(monkeypatch
 def test_a_slow_receiver_draws_rnr_naks_and_the_run_still_completes(monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.unit.targets.verbs import fakeverbs
 
-    monkeypatch.setattr(engine, "time", SteppingClock())
+    stepping(monkeypatch)
     flow = Flow(A, B, opcodes=("SEND",), sizes=(64,), batch=4, signal_every=4, sq_depth=16, rq_depth=4,
                 recv_batch=2)
     fakeverbs.RNR_NAKS[0] = 0

@@ -49,3 +49,25 @@ def test_errors_and_verification_combine() -> None:
     assert s.wc_errors == {"IBV_WC_RETRY_EXC_ERR (vendor_err 0x0)": 3}
     assert not s.verified and s.verify_errors == ("flow 1: MR 0 byte 3 is 0, expected 9",)
     assert combine(1, [ok]).verified
+
+
+def test_per_qp_fairness_is_the_slowest_qps_share_of_the_mean_over_every_worker() -> None:
+    import pytest
+
+    from collie.targets.verbs.measure import FlowStats, combine
+
+    parts = [FlowStats(flow=0, seconds=1.0, wrs=300, bytes=1, packets=1, qp_wrs=(100, 200)),
+             FlowStats(flow=0, seconds=1.0, wrs=300, bytes=1, packets=1, qp_wrs=(300,))]
+    assert combine(0, parts).qp_min_share == pytest.approx(0.5)  # 100 of a mean of 200
+    one_qp = FlowStats(flow=0, seconds=1.0, wrs=10, bytes=1, packets=1, qp_wrs=(10,))
+    assert combine(0, [one_qp]).qp_min_share == 0.0  # unmeasured: nothing to compare
+
+
+def test_a_flow_result_without_per_qp_fairness_reads_and_writes_as_before() -> None:
+    from collie.targets.base import FlowResult
+
+    plain = FlowResult(flow=0, client="a", server="b", bps=1.0, pps=1.0, msg_rate=1.0, lat_p50_us=1.0,
+                       lat_p99_us=1.0, lat_p999_us=1.0)
+    assert "qp_min_share" not in plain.to_dict()
+    fair = FlowResult(**{**plain.__dict__, "qp_min_share": 0.97})
+    assert fair.to_dict()["qp_min_share"] == 0.97

@@ -12,11 +12,12 @@ import pytest
 from collie.errors import TargetError
 from collie.model.flow import Endpoint, Flow
 from collie.targets.verbs import native
-from collie.targets.verbs.engine import Engine, run_job
+from collie.targets.verbs.engine import Engine
 from collie.targets.verbs.job import Share, Timing, WorkerJob
 from collie.targets.verbs.native import LoopMode, NativeEngine, NativeLoopWarning, choose, make_engine, mode
 from collie.targets.verbs.resources import WorkerResources
 from collie.targets.verbs.spec import VerbsSpec
+from collie.targets.verbs.worker import run_job
 from tests.unit.targets.verbs.cfakeverbs import cfake, moving, rnr_naks
 from tests.unit.targets.verbs.fakeverbs import fake
 
@@ -68,6 +69,9 @@ def test_native_loop_counts_and_verifies_what_the_python_loop_does(flow: Flow, m
     (n,), (p,) = native_report.stats, python_report.stats
     # the same flow: bytes and packets per WR follow the same cycle in both loops
     assert n.bytes / n.wrs == pytest.approx(p.bytes / p.wrs, rel=0.25)
+    # every client QP's WRs in the interval, for per-QP fairness, in both loops
+    assert len(n.qp_wrs) == len(p.qp_wrs) == flow.qps
+    assert flow.transport == "UD" or (sum(n.qp_wrs), sum(p.qp_wrs)) == (n.wrs, p.wrs)
 
 
 def test_the_worker_runs_the_native_engine_when_its_job_asks(moving: Any) -> None:

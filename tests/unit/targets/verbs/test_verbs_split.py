@@ -15,10 +15,11 @@ from collie.errors import TargetError
 from collie.model.flow import Endpoint, Flow
 from collie.model.workload import Workload
 from collie.targets.verbs.endpoints import EndpointData, index, peer_of
-from collie.targets.verbs.engine import Engine, WorkerReport, run_job
+from collie.targets.verbs.engine import Engine, WorkerReport
 from collie.targets.verbs.job import Side, Timing, WorkerJob
 from collie.targets.verbs.spec import VerbsSpec
 from collie.targets.verbs.target import plan_jobs
+from collie.targets.verbs.worker import run_job
 from collie.targets.verbs.workers import WorkerPool
 from tests.unit.targets.verbs import fakeverbs
 from tests.unit.targets.verbs.fakeverbs import fake
