@@ -14,7 +14,6 @@
  *   (seq + 1) % signal_every == 0, and the last of a chain too when the unsignalled tail would leave no room
  *   for another chain (plan.signal_positions; the same invariant: no deadlock).
  * Receive queues are refilled in post lists of recv_batch, at once or recv_delay_ns after the room was seen.
- * Each QP posts as many chains as its send queue has room for, then the CQs are polled (as perftest does).
  * Every loop releases the GIL; Python runs between the phases (the interval's edges, counter reads).
  *
  * Also here: a fake provider (fake_*), a device in C that completes every WR at once and, when asked, moves
@@ -450,22 +449,16 @@ static int traffic(Loop *L, uint64_t until)
             int posted = 0;
             for (int k = 0; k < r->nsq; k++) {
                 sqp_t *q = &L->sqps[r->sq[k]];
-                /* as many chains as the send queue has room for, then the polls (as perftest does) */
-                while (!q->dead && q->seq - q->done <= room) {
-                    if (since >= TIMED_EVERY) {
-                        since = 0;
-                        if (now_ns() >= until)
-                            return 0;
-                    }
-                    if (timed) {
-                        t1 = now_ns();
-                        posted |= post(L, q, 0);
-                        verbs += now_ns() - t1;
-                    } else {
-                        posted |= post(L, q, 0);
-                    }
-                    since++;
+                if (q->dead || q->seq - q->done > room)
+                    continue;
+                if (timed) {
+                    t1 = now_ns();
+                    posted |= post(L, q, 0);
+                    verbs += now_ns() - t1;
+                } else {
+                    posted |= post(L, q, 0);
                 }
+                since++;
             }
             if (measuring) {
                 r->loops++;
