@@ -60,7 +60,8 @@ def stepping(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker, "time", clock)
 
 
-@pytest.mark.parametrize("flow", [
+#: Flow shapes every loop must count and verify (the native loop's tests run them too).
+FLOWS = [
     Flow(A, B, sizes=(4096,)),
     Flow(A, B, sizes=(64, 1000, 4096), sges=4, batch=3, signal_every=2, sq_depth=3, qps=3, mrs=2),
     Flow(A, B, opcodes=("READ",), sizes=(8192,), sges=2, batch=8, signal_every=8),
@@ -75,8 +76,12 @@ def stepping(monkeypatch: pytest.MonkeyPatch) -> None:
          signal_every=4, mr_size=8192),
     Flow(A, B, opcodes=("SEND",), sizes=(4097, 1), sges=1, rq_depth=12, sq_depth=64, recv_batch=3, recv_sges=4),
     Flow(A, B, transport="UC", opcodes=("WRITE", "SEND_IMM"), sizes=(129,), batch=2, signal_every=2),
-], ids=["write", "write-mix-odd-signal", "read", "send", "write-imm", "ud-send", "fetch-add", "compare-swap",
-        "both-atomics-3-qps", "read-write-mix-odd-sizes", "four-opcodes", "recv-batch-sges", "uc-write-send-imm"])
+]
+IDS = ["write", "write-mix-odd-signal", "read", "send", "write-imm", "ud-send", "fetch-add", "compare-swap",
+       "both-atomics-3-qps", "read-write-mix-odd-sizes", "four-opcodes", "recv-batch-sges", "uc-write-send-imm"]
+
+
+@pytest.mark.parametrize("flow", FLOWS, ids=IDS)
 def test_engine_counts_and_verifies_on_the_fake_device(flow: Flow, monkeypatch: pytest.MonkeyPatch) -> None:
     stepping(monkeypatch)
     report = run_job(fake(), job(flow))

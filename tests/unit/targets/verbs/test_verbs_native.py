@@ -18,6 +18,7 @@ from collie.targets.verbs.native import LoopMode, NativeEngine, NativeLoopWarnin
 from collie.targets.verbs.resources import WorkerResources
 from collie.targets.verbs.spec import VerbsSpec
 from collie.targets.verbs.worker import run_job
+from tests.unit.targets.verbs import test_verbs_engine_fake as engine_fake
 from tests.unit.targets.verbs.cfakeverbs import cfake, moving, rnr_naks
 from tests.unit.targets.verbs.fakeverbs import fake
 
@@ -33,26 +34,10 @@ def job(flow: Flow, verify: bool = True, native_loop: bool = True) -> WorkerJob:
                      verify=verify, seed=1, native=native_loop)
 
 
-FLOWS = [
-    Flow(A, B, sizes=(4096,)),
-    Flow(A, B, sizes=(64, 1000, 4096), sges=4, batch=3, signal_every=2, sq_depth=3, qps=3, mrs=2),
-    Flow(A, B, opcodes=("READ",), sizes=(8192,), sges=2, batch=8, signal_every=8),
-    Flow(A, B, opcodes=("SEND",), sizes=(512, 2048), batch=4, signal_every=4, rq_depth=16, qps=2),
-    Flow(A, B, opcodes=("WRITE_IMM",), sizes=(256,), batch=2, signal_every=5, sq_depth=8),
-    Flow(A, B, transport="UD", opcodes=("SEND",), sizes=(1024,), mtu=1024, batch=8, signal_every=8),
-    Flow(A, B, opcodes=("ATOMIC_FA",), sizes=(8,), batch=4, signal_every=4, mrs=3),
-    Flow(A, B, opcodes=("ATOMIC_CS",), sizes=(8,), batch=3, signal_every=3),
-    Flow(A, B, opcodes=("ATOMIC_FA", "ATOMIC_CS"), sizes=(8,), batch=4, signal_every=2, qps=3),
-    Flow(A, B, opcodes=("READ", "WRITE"), sizes=(1, 129, 4097), batch=4, signal_every=4, mrs=2, mr_size=4097),
-    Flow(A, B, opcodes=("WRITE_IMM", "READ", "ATOMIC_FA", "SEND"), sizes=(129, 4097), sges=1, batch=4,
-         signal_every=4, mr_size=8192),
-    Flow(A, B, opcodes=("SEND",), sizes=(4097, 1), sges=1, rq_depth=12, sq_depth=64, recv_batch=3, recv_sges=4),
-    Flow(A, B, transport="UC", opcodes=("WRITE", "SEND_IMM"), sizes=(129,), batch=2, signal_every=2),
-    Flow(A, B, opcodes=("SEND",), sizes=(256,), rq_depth=8, recv_batch=4, recv_delay_us=200, sq_depth=16),
-]
-IDS = ["write", "write-mix-odd-signal", "read", "send", "write-imm", "ud-send", "fetch-add", "compare-swap",
-       "both-atomics-3-qps", "read-write-mix-odd-sizes", "four-opcodes", "recv-batch-sges", "uc-write-send-imm",
-       "paced-receiver"]
+#: The Python loop's flow shapes, and a paced receiver.
+FLOWS = [*engine_fake.FLOWS,
+         Flow(A, B, opcodes=("SEND",), sizes=(256,), rq_depth=8, recv_batch=4, recv_delay_us=200, sq_depth=16)]
+IDS = [*engine_fake.IDS, "paced-receiver"]
 
 
 @pytest.mark.parametrize("flow", FLOWS, ids=IDS)
