@@ -36,12 +36,12 @@ def test_the_tier_runs_the_loop_it_asks_for(target: Any) -> None:
     assert target.describe().details["traffic_loop"] == asked
 
 
-def test_both_loops_measure_device_bound_traffic_alike(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where the device, not the engine, sets the rate (64 KiB WRITEs on one QP), the loops agree: the same bytes per
-    WR, and rates within the noise of a shared, emulated machine (a factor of 1.5 either way: no wall-clock
-    target; measured 1.0-1.1x)."""
-    workload = one(sizes=(65536,))
-    rates = {}
+def test_both_loops_measure_the_same_traffic_alike(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both loops post the same work requests: the same bytes and packets per WR, verified. Their rates are set beside
+    each other (and perftest's) by bench/engine_vs_perftest.py: one 0.5 s run in the emulated guest swings by up to
+    4x from run to run, so a test holds only the native loop's floor (below)."""
+    workload = one(sizes=(65536,), mtu=4096)
+    flows = {}
     for loop in LOOPS:
         with target_with(loop, device, monkeypatch) as t:
             assert t.describe().details["traffic_loop"] == loop
@@ -49,23 +49,24 @@ def test_both_loops_measure_device_bound_traffic_alike(device: str, monkeypatch:
             assert r.errors == (), r.errors
             (s,) = t.last_details.summaries
             assert s.verified
-            (f,) = r.flows
-            rates[loop] = f
-    n, p = rates["native"], rates["python"]
+            (flows[loop],) = r.flows
+    n, p = flows["native"], flows["python"]
     assert n.bps / n.msg_rate == pytest.approx(p.bps / p.msg_rate, rel=0.01)
-    assert 1 / 1.5 <= n.bps / p.bps <= 1.5, (n.bps, p.bps)
+    assert n.pps / n.msg_rate == pytest.approx(p.pps / p.msg_rate, rel=0.01)
 
 
 @pytest.mark.parametrize("workload", [one(sizes=(64,), sq_depth=128, signal_every=100),
                                       one(opcodes=("SEND",), sizes=(4096,), qps=2),
-                                      one(opcodes=("READ",), sizes=(65536,)), one(sizes=(65536,), qps=4)],
-                         ids=["write-64b", "send-4k-2-qps", "read-64k", "write-64k-4-qps"])
-def test_the_native_loop_drives_engine_bound_traffic_at_least_as_fast(device: str, workload: Workload,
+                                      one(opcodes=("READ",), sizes=(65536,)), one(sizes=(65536,), qps=4),
+                                      one(sizes=(65536,))],
+                         ids=["write-64b", "send-4k-2-qps", "read-64k", "write-64k-4-qps", "write-64k"])
+def test_the_native_loop_drives_traffic_at_least_as_fast(device: str, workload: Workload,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the Python loop is the limit (small WRITEs; SENDs, whose receives it reposts one post list per call;
-    READs, whose responses rxe's requester handles between the engine's polls), the native loop is not: a
-    generous floor, not a timing target (measured in one guest run: 3.9x for the SENDs, 1.7x for the READs, 3.7x
-    for 64 KiB WRITEs on 4 QPs, whose completions the Python loop polls too late to keep every queue full)."""
+    READs, whose responses rxe's requester handles between the engine's polls; WRITEs on several QPs, whose
+    completions it polls too late to keep every queue full), the native loop is not, and where the device is the
+    limit (64 KiB WRITEs on one QP) it measures as much: a generous floor, not a timing target (measured in one
+    guest run: 3.9x for the SENDs, 1.7x for the READs, 3.7x on 4 QPs; 1.0-1.1x on one QP in the bench)."""
     rates = {}
     for loop in LOOPS:
         with target_with(loop, device, monkeypatch) as t:
