@@ -121,6 +121,19 @@ def rnr_timer(recv_delay_us: int) -> int:
     return next((code for code, wait in RNR_TIMERS if wait >= max(need, floor)), RNR_TIMERS[-1][0])
 
 
+def cycle_cap(transport: str, qps: int) -> int:
+    """The most slots of a share's WR cycle (``WrCycle.for_flow`` keeps at least one period whatever the cap).
+
+    RC/UC chains are shared by the share's QPs: :data:`~collie.targets.verbs.plan.MAX_CYCLE_WRS`. UD chains are
+    built per QP (each WR names its QP's remote QPN), so a UD share's QPs split that many WR objects among them, at
+    most :data:`UD_CYCLE_WRS` each: the WR objects of a share stay bounded as QPs and MRs grow together (1,000 UD
+    QPs over 1,000 MRs would otherwise build a million WRs, about 370 MiB and 80 s in the soft-RoCE guest).
+    """
+    if transport != "UD":
+        return MAX_CYCLE_WRS
+    return max(1, min(UD_CYCLE_WRS, MAX_CYCLE_WRS // max(1, qps)))
+
+
 def node_cpus(node: int) -> set[int] | None:
     """CPUs of NUMA node ``node`` (``None`` when unknown)."""
     try:
@@ -252,8 +265,8 @@ class WorkerResources:
     def _build_share(self, share: Share, max_cqe: int) -> ShareRes:
         pv, e, f = self.pv, self.pv.e, share.flow
         ud = f.transport == "UD"
-        cap = UD_CYCLE_WRS if ud else MAX_CYCLE_WRS
-        cycle = WrCycle.for_flow(f.sizes, f.batch, share.mrs, cap=cap, opcodes=f.opcodes)
+        cycle = WrCycle.for_flow(f.sizes, f.batch, share.mrs, cap=cycle_cap(f.transport, share.qps),
+                                 opcodes=f.opcodes)
         res = ShareRes.of(share, cycle)
         access = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
         if f.atomic:
