@@ -34,6 +34,7 @@ the local case.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import functools
 import os
@@ -135,6 +136,17 @@ def cycle_cap(transport: str, qps: int) -> int:
     if transport != "UD":
         return MAX_CYCLE_WRS
     return max(1, min(UD_CYCLE_WRS, MAX_CYCLE_WRS // max(1, qps)))
+
+
+def trim_heap() -> None:
+    """Hand the C heap's free pages back to the kernel (glibc's ``malloc_trim``; best effort, a no-op without it).
+
+    pyverbs allocates every MR's buffer with ``posix_memalign`` and frees it when the MR is closed, but glibc keeps
+    freed memory that lies below live allocations: after 100,000 MRs of 4 KiB were destroyed, the process kept
+    about 780 MiB it no longer used (measured in the soft-RoCE guest), and one worker runs in the caller's process.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def node_cpus(node: int) -> set[int] | None:
@@ -257,12 +269,14 @@ class WorkerResources:
             self.shares.append(self._build_share(share, int(attr.max_cqe)))
 
     def close(self) -> None:
-        """Destroy everything (idempotent). pyverbs closes a context's children before the context."""
+        """Destroy everything (idempotent). pyverbs closes a context's children before the context; then the C
+        heap's free pages go back to the kernel (:func:`trim_heap`)."""
         ctx, self.ctx = self.ctx, None
         self.shares = []
         if ctx is not None:
             with contextlib.suppress(*self.pv.error):
                 ctx.close()
+            trim_heap()
 
     # ---- building -------------------------------------------------------------------------------------
     def _build_share(self, share: Share, max_cqe: int) -> ShareRes:

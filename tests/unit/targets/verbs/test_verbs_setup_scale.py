@@ -74,3 +74,21 @@ def test_rc_qps_share_one_cycle() -> None:
     (share,) = res.shares
     assert share.cycle.length == 300 and len(made) == 300 and not share.qp_chains
     res.close()
+
+
+def test_close_trims_the_heap_once_after_destroying(monkeypatch: pytest.MonkeyPatch) -> None:
+    trims: list[int] = []
+    monkeypatch.setattr(resources, "trim_heap", lambda: trims.append(1))
+    res, _ = build_counting(Flow(A, B, sizes=(64,), qps=2, mrs=4))
+    res.close()
+    res.close()  # idempotent: nothing left to destroy, nothing to trim
+    assert trims == [1] and res.ctx is None and res.shares == []
+
+
+def test_trim_heap_is_a_no_op_without_malloc_trim(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(resources.ctypes, "CDLL", lambda name: object())
+    resources.trim_heap()  # AttributeError suppressed: musl, macOS
+
+
+def test_trim_heap_runs_where_glibc_has_it() -> None:
+    resources.trim_heap()
