@@ -29,7 +29,8 @@ def test_cycle_cap(transport: str, qps: int, cap: int) -> None:
 
 
 def build_counting(flow: Flow) -> tuple[WorkerResources, list[Any]]:
-    """The flow's resources on the fake pyverbs, with every SendWR it made."""
+    """The flow's resources on the fake pyverbs, with every SendWR the Python loop's work requests took (the native
+    loop builds its own from the same descriptions, one per SendWR)."""
     pv = fake()
     made: list[Any] = []
     make = pv.wr.SendWR
@@ -43,6 +44,8 @@ def build_counting(flow: Flow) -> tuple[WorkerResources, list[Any]]:
     res = WorkerResources(pv, WorkerJob(worker=0, spec=SPEC, shares=(share,), timing=Timing(0.0, 0.1),
                                         verify=False, seed=1))
     res.open()
+    res.python_wrs()
+    assert len(made) == sum(len(chain) for chains in res.shares[0].qp_chain_descs for chain in chains)
     return res, made
 
 
