@@ -45,7 +45,9 @@ def build_counting(flow: Flow) -> tuple[WorkerResources, list[Any]]:
                                         verify=False, seed=1))
     res.open()
     res.python_wrs()
-    assert len(made) == sum(len(chain) for chains in res.shares[0].qp_chain_descs for chain in chains)
+    share = res.shares[0]
+    chains = share.chain_descs or [chain for per_qp in share.qp_chain_descs for chain in per_qp]
+    assert len(made) == sum(len(chain) for chain in chains)
     return res, made
 
 
