@@ -5,7 +5,7 @@ Run it where an RDMA device is up, e.g. inside the soft-RoCE guest:
 
 Each step is one RC WRITE flow of ``qps`` QPs and ``mrs`` MRs (per side, as a workload states them: a local run
 creates both sides on the device, so ``2 x qps`` QPs and ``2 x mrs`` MRs), run by collie's own worker code,
-``engine.run_job`` exactly as a one-process run calls it (``WorkerResources`` builds and connects, the engine
+``worker.run_job`` exactly as a one-process run calls it (``WorkerResources`` builds and connects, the engine
 posts its receives, a short interval of traffic (``--traffic`` s, no warm-up) proves every QP connected, the
 drain, teardown), in a fresh Python process per step so its peak RSS is its own. Printed per step:
 
@@ -83,7 +83,7 @@ def step_flow(qps: int, mrs: int, args: argparse.Namespace) -> Flow:
 # ---- one step, in its own process -----------------------------------------------------------------------------
 def child_collie(qps: int, mrs: int, args: argparse.Namespace) -> dict[str, Any]:
     """One step through ``run_job``; the close of ``WorkerResources`` is timed by a subclass that only records."""
-    import collie.targets.verbs.engine as engine_mod
+    import collie.targets.verbs.worker as worker_mod
     from collie.targets.verbs.compat import load
     from collie.targets.verbs.job import Timing
     from collie.targets.verbs.resources import WorkerResources
@@ -113,9 +113,9 @@ def child_collie(qps: int, mrs: int, args: argparse.Namespace) -> dict[str, Any]
             marks["avail_ready"] = meminfo_kib("MemAvailable")
             return time.monotonic_ns()
 
-    engine_mod.WorkerResources = TimedResources  # type: ignore[misc]
+    worker_mod.WorkerResources = TimedResources  # type: ignore[misc]
     rss0, avail0 = status_kib("VmRSS"), meminfo_kib("MemAvailable")
-    report = engine_mod.run_job(pv, job, Sync())
+    report = worker_mod.run_job(pv, job, Sync())
     end = time.perf_counter()
     return {"setup_s": marks["setup_s"], "destroy_s": end - marks["close_start"], "rss0_kib": rss0,
             "rss_ready_kib": marks["rss_ready"], "hwm_kib": status_kib("VmHWM"),

@@ -16,10 +16,10 @@ from typing import Any
 from collie.model.flow import Endpoint, Flow
 from collie.model.workload import Workload
 from collie.targets.verbs.compat import load
-from collie.targets.verbs.engine import run_job
 from collie.targets.verbs.job import Timing
 from collie.targets.verbs.spec import parse_spec
 from collie.targets.verbs.target import plan_jobs
+from collie.targets.verbs.worker import run_job
 from tests.softroce.conftest import rdma_resources
 
 A, B = Endpoint("a"), Endpoint("b")
