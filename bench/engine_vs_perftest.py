@@ -23,6 +23,7 @@ shared, emulated machine only ever loses to noise).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -154,41 +155,43 @@ def main() -> int:
             return min(ps, key=lambda p: p.wall_s), {k: min(v, key=lambda c: c[2]) for k, v in cs.items()}
         return max(ps, key=lambda p: p.ops_s), {k: max(v, key=lambda c: c[1]) for k, v in cs.items()}
 
-    for loop in loops:
-        os.environ[ENV] = loop
-        targets[loop] = VerbsTarget(parse_spec(f"{dev}:1:{gid}"), warmup=0.5).__enter__()
-        if targets[loop].describe().details.get("traffic_loop") != loop:
-            print(f"the {loop} loop is not available here", file=sys.stderr)
-            return 2
-    if args.only in (None, "bandwidth"):
-        p, cs = best(["-s", "65536", "-D", str(int(d))], Flow(A, B, sizes=(65536,), sq_depth=128, signal_every=100),
-                     d, 18515)
-        pair("bandwidth 64 KiB, 1 RC QP", "MB/s", p.mb_s, {k: (c[0], c[3]) for k, c in cs.items()}, ">= 1.0x")
+    with contextlib.ExitStack() as opened:  # every target closed on every way out
+        for loop in loops:
+            os.environ[ENV] = loop
+            targets[loop] = opened.enter_context(VerbsTarget(parse_spec(f"{dev}:1:{gid}"), warmup=0.5))
+            if targets[loop].describe().details.get("traffic_loop") != loop:
+                print(f"the {loop} loop is not available here", file=sys.stderr)
+                return 2
+        if args.only in (None, "bandwidth"):
+            p, cs = best(["-s", "65536", "-D", str(int(d))], Flow(A, B, sizes=(65536,), sq_depth=128, signal_every=100),
+                         d, 18515)
+            pair("bandwidth 64 KiB, 1 RC QP", "MB/s", p.mb_s, {k: (c[0], c[3]) for k, c in cs.items()}, ">= 1.0x")
 
-    if args.only in (None, "rate"):
-        p, cs = best(["-s", "64", "-D", str(int(d))], Flow(A, B, sizes=(64,), sq_depth=128, signal_every=100), d,
-                     18525)
-        pair("64 B, single WRs (-s 64 -D 3)", "ops/s", p.ops_s, {k: (c[1], c[3]) for k, c in cs.items()}, ">= 1.0x")
-        p, cs = best(["-s", "64", "-l", "32", "-n", str(n32)],
-                     Flow(A, B, sizes=(64,), batch=32, sq_depth=128, signal_every=32), d, 18535)
-        pair("64 B, post lists of 32 (-l 32), 1 process", "ops/s", p.ops_s, {k: (c[1], c[3]) for k, c in cs.items()},
-             ">= 1.0x")
-        for qps in (2, 4):
-            flow = Flow(A, B, sizes=(64,), batch=32, sq_depth=128, signal_every=32, qps=qps, processes=2)
-            p, cs = best(["-s", "64", "-l", "32", "-n", str(n32)], flow, d, 18545 + qps)
-            pair(f"64 B, post lists of 32 (-l 32), 2 proc. x {qps // 2} QP", "ops/s", p.ops_s,
+        if args.only in (None, "rate"):
+            p, cs = best(["-s", "64", "-D", str(int(d))], Flow(A, B, sizes=(64,), sq_depth=128, signal_every=100), d,
+                         18525)
+            pair("64 B, single WRs (-s 64 -D 3)", "ops/s", p.ops_s, {k: (c[1], c[3]) for k, c in cs.items()}, ">= 1.0x")
+            p, cs = best(["-s", "64", "-l", "32", "-n", str(n32)],
+                         Flow(A, B, sizes=(64,), batch=32, sq_depth=128, signal_every=32), d, 18535)
+            pair("64 B, post lists of 32 (-l 32), 1 process", "ops/s", p.ops_s,
                  {k: (c[1], c[3]) for k, c in cs.items()}, ">= 1.0x")
+            for qps in (2, 4):
+                flow = Flow(A, B, sizes=(64,), batch=32, sq_depth=128, signal_every=32, qps=qps, processes=2)
+                p, cs = best(["-s", "64", "-l", "32", "-n", str(n32)], flow, d, 18545 + qps)
+                pair(f"64 B, post lists of 32 (-l 32), 2 proc. x {qps // 2} QP", "ops/s", p.ops_s,
+                     {k: (c[1], c[3]) for k, c in cs.items()}, ">= 1.0x")
 
-    if args.only in (None, "setup"):
-        q = args.qps
-        for t in targets.values():
-            t.warmup = 0.0  # the row times setup and teardown around a 0.05 s interval, as perftest's -n 100
-        p, cs = best(["-q", str(q), "-t", "32", "-s", "64", "-n", "100"],
-                     Flow(A, B, sizes=(64,), qps=q, sq_depth=32, signal_every=32), 0.05, 18565, timeout=600, low=True)
-        setup = targets[loops[-1]].last_details
-        note = f"collie create+connect {setup.worker_setup_s[0]:.2f} s (last run)" if setup else ""
-        pair(f"setup of {q} RC QPs (wall, s)", "s", p.wall_s, {k: (c[2], False) for k, c in cs.items()}, "<= 0.5x",
-             note)
+        if args.only in (None, "setup"):
+            q = args.qps
+            for t in targets.values():
+                t.warmup = 0.0  # the row times setup and teardown around a 0.05 s interval, as perftest's -n 100
+            p, cs = best(["-q", str(q), "-t", "32", "-s", "64", "-n", "100"],
+                         Flow(A, B, sizes=(64,), qps=q, sq_depth=32, signal_every=32), 0.05, 18565, timeout=600,
+                         low=True)
+            setup = targets[loops[-1]].last_details
+            note = f"collie create+connect {setup.worker_setup_s[0]:.2f} s (last run)" if setup else ""
+            pair(f"setup of {q} RC QPs (wall, s)", "s", p.wall_s, {k: (c[2], False) for k, c in cs.items()}, "<= 0.5x",
+                 note)
     print(json.dumps({"bench": "engine_vs_perftest", "device": dev, "loops": loops, "rows": rows}))
     return 0
 

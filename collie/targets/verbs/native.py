@@ -40,6 +40,7 @@ from typing import Any, Final
 
 from collie.errors import CollieWarning, TargetError
 from collie.model.flow import Flow
+from collie.targets.verbs import measure
 from collie.targets.verbs.compat import Pyverbs
 from collie.targets.verbs.engine import SETTLE_NS, Engine
 from collie.targets.verbs.job import WorkerJob
@@ -82,8 +83,10 @@ def mode() -> LoopMode:
         raise TargetError(f"{ENV}={text!r} names no traffic loop; use auto, native or python") from None
 
 
+@functools.cache
 def module() -> tuple[ModuleType | None, str]:
-    """The compiled ``_native`` module, or ``None`` and why it is missing or stale (one clause)."""
+    """The compiled ``_native`` module, or ``None`` and why it is missing or stale (one clause); decided once per
+    process (an imported module cannot change, and every worker's run asks)."""
     from collie.targets.verbs import native_build  # not at import: ``python -m`` runs it as a script too
 
     try:
@@ -107,6 +110,12 @@ class LoopChoice:
     @property
     def name(self) -> str:
         return "native" if self.native else "python"
+
+    def engine_bound(self, flows: tuple[Flow, ...], sums: list[FlowSummary]) -> bool:
+        """The engine, not the device, limited one of the flows summarised in ``sums`` (indices into ``flows``): the
+        loop's own signs (``measure.engine_bound``) or, on the native loop, a rate at its measured ceiling for the
+        flow's shape (:func:`at_ceiling`)."""
+        return measure.engine_bound(sums) or (self.native and at_ceiling([(flows[s.flow], s) for s in sums]))
 
 
 def choose(pv: Pyverbs) -> LoopChoice:

@@ -47,8 +47,8 @@ from collie.targets.verbs.device import DeviceFacts, numa_nodes, query
 from collie.targets.verbs.engine import WorkerReport, checks_data
 from collie.targets.verbs.job import Timing, WorkerJob
 from collie.targets.verbs.limits import check_workload
-from collie.targets.verbs.measure import FlowSummary, engine_bound
-from collie.targets.verbs.native import LoopChoice, at_ceiling, choose
+from collie.targets.verbs.measure import FlowSummary
+from collie.targets.verbs.native import LoopChoice, choose
 from collie.targets.verbs.results import flow_result, host_rates, port_counters, run_errors, summaries
 from collie.targets.verbs.spec import VerbsSpec
 from collie.targets.verbs.target import plan_jobs
@@ -242,8 +242,7 @@ class VerbsSession:
         return HostPart(
             hosts=hosts, flows=tuple(flow_result(w.flows[s.flow], s) for s in measured),
             setup_s=self._setup_s,
-            errors=tuple(errors), engine_bound=engine_bound(clients) or (
-                self._loop.native and at_ceiling([(w.flows[s.flow], s) for s in clients])),
+            errors=tuple(errors), engine_bound=self._loop.engine_bound(w.flows, clients),
             interval=(lo / 1e9 + self._wall_minus_mono, hi / 1e9 + self._wall_minus_mono),
             churn=tuple(c.end for c in churn),
         )

@@ -30,8 +30,8 @@ from collie.targets.verbs.counters import port_collector
 from collie.targets.verbs.device import DeviceFacts, kernel_release, numa_nodes, query
 from collie.targets.verbs.job import Share, Timing, WorkerJob, side_of
 from collie.targets.verbs.limits import check_workload, rd_atomic_window
-from collie.targets.verbs.measure import FlowSummary, engine_bound
-from collie.targets.verbs.native import LoopChoice, at_ceiling, choose
+from collie.targets.verbs.measure import FlowSummary
+from collie.targets.verbs.native import LoopChoice, choose
 from collie.targets.verbs.plan import split_qps
 from collie.targets.verbs.results import flow_result, host_rates, port_counters, run_errors, summaries
 from collie.targets.verbs.spec import VerbsSpec
@@ -194,9 +194,4 @@ class VerbsTarget:
                                        workers=len(g.reports), churn=g.churn)
         return RunResult(workload_key=workload.key(), target=self.spec.name, duration_s=duration,
                          setup_s=g.setup_s, flows=flows, hosts=hosts, errors=tuple(errors),
-                         engine_bound=self._engine_bound(workload, sums))
-
-    def _engine_bound(self, workload: Workload, sums: tuple[FlowSummary, ...]) -> bool:
-        """The engine, not the device, limited some flow: the loop's own signs (``measure.engine_bound``) or, on the
-        native loop, a rate at its measured ceiling for the flow's shape (``native.at_ceiling``)."""
-        return engine_bound(sums) or (self._loop.native and at_ceiling([(workload.flows[s.flow], s) for s in sums]))
+                         engine_bound=self._loop.engine_bound(workload.flows, list(sums)))
